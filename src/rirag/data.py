@@ -1,0 +1,302 @@
+"""ObliQA data layer: corpus, questions and qrels, loaded from a local folder or the Hugging Face Hub.
+
+The published layout (the Hub dataset ``RegNLP/ObliQA`` and ``../shared/data/obliqa``)::
+
+    documents/1.json ... documents/40.json   lists of {ID, DocumentID, PassageID, Passage}
+    ObliQA_train.json (optional), ObliQA_dev.json, ObliQA_test.json
+                                             lists of {QuestionID, Question, Passages:[...], Group}
+    RIRAG_Unseen_Questions.json (optional)   lists of {QuestionID, Question}
+    document_map.json (optional)             DocumentID -> [file stem, short code, title, ...]
+
+Corpus ids are the passages' ``ID`` (a UUID). ``DocumentID|PassageID`` is *not* unique (17 keys carry
+different passages), so a gold passage is mapped by (DocumentID, PassageID, text). Gold passages whose text
+matches nothing exactly are repaired only when the key names a passage whose text is an intact prefix of it
+(see :data:`GOLD_REPAIR_MIN_PREFIX`); everything else is reported, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+logger = logging.getLogger(__name__)
+
+HUB_DATASET_ID = "RegNLP/ObliQA"
+DATA_ENV_VAR = "RIRAG_DATA_DIR"
+ORIGINAL_SPLIT_FILES = {"train": "ObliQA_train.json", "dev": "ObliQA_dev.json", "test": "ObliQA_test.json"}
+UNSEEN_FILE = "RIRAG_Unseen_Questions.json"
+DOCUMENT_MAP_FILE = "document_map.json"
+
+PASSAGE_FIELDS = ("ID", "DocumentID", "PassageID", "Passage")
+QUESTION_FIELDS = ("QuestionID", "Question", "Passages")
+GOLD_FIELDS = ("DocumentID", "PassageID", "Passage")
+
+#: A gold passage whose (DocumentID, PassageID, text) matches no corpus record is mapped to a passage with the
+#: same DocumentID|PassageID when the two texts share at least this many leading characters (or the whole
+#: corpus passage, if shorter). Each published split has one such record (dev: 10|4.7.7, test:
+#: 1|2.Guidance.27.): a gold text spliced from two passages, a copy error in ObliQA. The passage it names exists
+#: and its first 99 / 126 characters are intact, so the question keeps its gold passage, reported as "repaired".
+GOLD_REPAIR_MIN_PREFIX = 80
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file, the record and the field."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    document_id: int
+    passage_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    gold: tuple[str, ...] = ()  # corpus ids
+    group: int | None = None
+    gold_documents: tuple[int, ...] = ()  # DocumentIDs of all gold passages, mapped or not
+
+
+@dataclass
+class GoldIssue:
+    """A gold passage that did not map exactly to the corpus."""
+
+    source: str
+    question_id: str
+    document_id: Any
+    passage_id: Any
+    resolution: str  # "repaired" or "unmapped"
+    corpus_id: str | None = None
+    common_prefix: int | None = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ObliQA:
+    """The whole dataset: corpus, titles, the published question splits and the build report."""
+
+    root: str
+    passages: dict[str, Passage]  # every record, empty ones included
+    titles: dict[int, str]
+    splits: dict[str, list[Question]]  # "train" (optional), "dev", "test"
+    unseen: list[Question] = field(default_factory=list)
+    gold_issues: list[GoldIssue] = field(default_factory=list)
+
+    @property
+    def corpus(self) -> dict[str, Passage]:
+        """Indexable passages: empty or whitespace-only records are left out."""
+        return {pid: p for pid, p in self.passages.items() if p.text.strip()}
+
+    @property
+    def empty_ids(self) -> list[str]:
+        return [pid for pid, p in self.passages.items() if not p.text.strip()]
+
+    def title(self, document_id: int) -> str:
+        return self.titles.get(document_id, f"Document {document_id}")
+
+    def report(self) -> dict:
+        keys = Counter((p.document_id, p.passage_id) for p in self.passages.values())
+        return {
+            "passage_records": len(self.passages),
+            "indexed_passages": len(self.passages) - len(self.empty_ids),
+            "empty_passages": len(self.empty_ids),
+            "distinct_document_passage_keys": len(keys),
+            "duplicate_keys": sum(1 for n in keys.values() if n > 1),
+            "documents": len({p.document_id for p in self.passages.values()}),
+            "questions": {name: len(qs) for name, qs in self.splits.items()},
+            "gold_repaired": [g.as_dict() for g in self.gold_issues if g.resolution == "repaired"],
+            "gold_unmapped": [g.as_dict() for g in self.gold_issues if g.resolution == "unmapped"],
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Locating the data
+# --------------------------------------------------------------------------------------------------
+
+
+def resolve_data_dir(data: str | os.PathLike | None = None) -> Path:
+    """Where the data comes from: ``data`` if given, else ``$RIRAG_DATA_DIR``, else the Hub snapshot."""
+    if data is None:
+        data = os.environ.get(DATA_ENV_VAR) or None
+    if data is None:
+        return _hub_snapshot(HUB_DATASET_ID)
+    path = Path(data)
+    if path.is_dir():
+        return path
+    if "/" in str(data) and not path.exists() and not str(data).startswith((".", "/")):
+        return _hub_snapshot(str(data))
+    raise DataError(f"data folder not found: {path} (set --data or ${DATA_ENV_VAR} to a folder in the ObliQA layout)")
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    logger.info("downloading dataset %s from the Hugging Face Hub", repo_id)
+    try:
+        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset"))
+    except Exception as err:  # network, auth, offline mode
+        raise DataError(
+            f"could not fetch {repo_id} from the Hub ({err.__class__.__name__}: {err}); "
+            f"pass --data or set ${DATA_ENV_VAR} to a local copy"
+        ) from err
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and validating files
+# --------------------------------------------------------------------------------------------------
+
+
+def read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise DataError(f"{path}: file not found") from err
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text ({err})") from err
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): {err.msg}") from err
+
+
+def _records(path: Path, required: Iterable[str]) -> list[dict]:
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
+    for i, rec in enumerate(data):
+        _check_fields(rec, required, f"{path}: record {i}")
+    return data
+
+
+def _check_fields(rec: Any, required: Iterable[str], where: str) -> None:
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: expected an object, got {type(rec).__name__}")
+    for name in required:
+        if name not in rec:
+            ident = rec.get("QuestionID") or rec.get("ID")
+            label = f"{where} (id {ident})" if ident else where
+            raise DataError(f"{label}: missing field {name!r}")
+        if name in ("ID", "QuestionID", "Question", "Passage", "PassageID") and not isinstance(rec[name], str):
+            raise DataError(f"{where}: field {name!r} must be a string, got {type(rec[name]).__name__}")
+
+
+def _document_files(root: Path) -> list[Path]:
+    folder = root / "documents"
+    if not folder.is_dir():
+        raise DataError(f"{root}: no documents/ folder (expected documents/1.json ... in the ObliQA layout)")
+    files = sorted(folder.glob("*.json"), key=lambda p: (len(p.stem), p.stem))
+    if not files:
+        raise DataError(f"{folder}: no *.json documents")
+    return files
+
+
+def _load_titles(root: Path) -> dict[int, str]:
+    path = root / DOCUMENT_MAP_FILE
+    if not path.exists():
+        return {}
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: expected an object DocumentID -> [stem, code, title, ...]")
+    titles = {}
+    for key, value in raw.items():
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise DataError(f"{path}: entry {key!r} must be a list of names [file stem, code, title, ...]")
+        names = value[1:] or value  # the first entry is the source file's stem
+        titles[int(key)] = _fix_cp1252(max(names, key=len))
+    return titles
+
+
+def _fix_cp1252(text: str) -> str:
+    """document_map.json spells Windows-1252 punctuation as an apostrophe and its hex code ('96 for an en dash)."""
+    text = re.sub(r"'9([1-7])", lambda m: bytes([0x90 + int(m.group(1))]).decode("cp1252"), text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
+    """Load the corpus and every published split found in the folder (or Hub snapshot)."""
+    root = resolve_data_dir(data)
+    passages: dict[str, Passage] = {}
+    for path in _document_files(root):
+        for rec in _records(path, PASSAGE_FIELDS):
+            if rec["ID"] in passages:
+                raise DataError(f"{path}: passage ID {rec['ID']!r} occurs twice in the corpus")
+            passages[rec["ID"]] = Passage(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"])
+    logger.info("loaded %d passage records from %s", len(passages), root)
+
+    mapper = GoldMapper(passages)
+    splits: dict[str, list[Question]] = {}
+    for name, filename in ORIGINAL_SPLIT_FILES.items():
+        path = root / filename
+        if not path.exists():
+            if name != "train":
+                raise DataError(f"{path}: file not found (the {name} split is required)")
+            continue
+        splits[name] = [_question(rec, path, i, mapper) for i, rec in enumerate(_records(path, QUESTION_FIELDS))]
+    unseen_path = root / UNSEEN_FILE
+    unseen = []
+    if unseen_path.exists():
+        unseen = [
+            Question(rec["QuestionID"], rec["Question"]) for rec in _records(unseen_path, ("QuestionID", "Question"))
+        ]
+    for issue in mapper.issues:
+        logger.warning(
+            "gold passage %s|%s of question %s (%s): %s%s",
+            issue.document_id, issue.passage_id, issue.question_id, issue.source, issue.resolution,
+            f" to {issue.corpus_id} ({issue.common_prefix} leading characters agree)" if issue.corpus_id else "",
+        )
+    return ObliQA(str(root), passages, _load_titles(root), splits, unseen, mapper.issues)
+
+
+def _question(rec: dict, path: Path, index: int, mapper: "GoldMapper") -> Question:
+    qid = rec["QuestionID"]
+    if not isinstance(rec["Passages"], list):
+        raise DataError(f"{path}: record {index} (id {qid}): field 'Passages' must be a list")
+    gold, docs = [], []
+    for j, p in enumerate(rec["Passages"]):
+        _check_fields(p, GOLD_FIELDS, f"{path}: record {index} (id {qid}) Passages[{j}]")
+        docs.append(int(p["DocumentID"]))
+        cid = mapper.map(p, qid, path.name)
+        if cid is not None and cid not in gold:
+            gold.append(cid)
+    return Question(qid, rec["Question"], tuple(gold), rec.get("Group"), tuple(dict.fromkeys(docs)))
+
+
+class GoldMapper:
+    """Map gold passages to corpus ids by (DocumentID, PassageID, text), repairing near matches."""
+
+    def __init__(self, passages: Mapping[str, Passage]):
+        self.exact: dict[tuple[int, str, str], str] = {}
+        self.by_key: dict[tuple[int, str], list[Passage]] = {}
+        for p in passages.values():
+            self.exact.setdefault((p.document_id, p.passage_id, p.text), p.id)
+            self.by_key.setdefault((p.document_id, p.passage_id), []).append(p)
+        self.issues: list[GoldIssue] = []
+
+    def map(self, gold: Mapping[str, Any], question_id: str, source: str) -> str | None:
+        doc, pid, text = int(gold["DocumentID"]), gold["PassageID"], gold["Passage"]
+        hit = self.exact.get((doc, pid, text))
+        if hit is not None:
+            return hit
+        best, best_prefix = None, -1
+        for cand in self.by_key.get((doc, pid), []):
+            prefix = len(os.path.commonprefix([cand.text, text]))
+            if prefix > best_prefix:
+                best, best_prefix = cand, prefix
+        if best is not None and best_prefix >= min(GOLD_REPAIR_MIN_PREFIX, len(best.text)) and best_prefix > 0:
+            self.issues.append(GoldIssue(source, question_id, doc, pid, "repaired", best.id, best_prefix))
+            return best.id
+        self.issues.append(GoldIssue(source, question_id, doc, pid, "unmapped", None, best_prefix if best else None))
+        return None
