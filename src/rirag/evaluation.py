@@ -1,0 +1,124 @@
+"""Retrieval evaluation with ranx, and runs in TREC format (``qid Q0 docid rank score system``).
+
+TREC is the shared-task submission format. Runs are written atomically (temporary file, then rename), ranks
+follow descending score with ties broken by document id (evaluation uses the same order), scores are written at
+full precision so a run read back evaluates exactly as it did in memory, and reading validates each line and names it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from rirag.constants import EVAL_K, EVAL_METRICS
+from rirag.data import DataError
+from rirag.io import atomic_write_bytes
+
+logger = logging.getLogger(__name__)
+
+Run = dict[str, dict[str, float]]
+Qrels = dict[str, dict[str, int]]
+
+
+def metric_names(k: int = EVAL_K, metrics: Iterable[str] = EVAL_METRICS) -> list[str]:
+    return [f"{m}@{k}" for m in metrics]
+
+
+def evaluate_run(qrels: Qrels, run: Run, k: int = EVAL_K, metrics: Iterable[str] = EVAL_METRICS,
+                 per_query: bool = False) -> dict:
+    """Mean metrics (and, with ``per_query``, one dict per question) over the questions in ``qrels``.
+
+    A question with no retrieved passage scores 0; run entries for questions outside ``qrels`` are ignored.
+    """
+    import numpy as np
+    from ranx import Qrels as RQrels
+    from ranx import Run as RRun
+    from ranx import evaluate
+
+    if not qrels:
+        raise DataError("no question with a gold passage to evaluate")
+    names = metric_names(k, metrics)
+    # ranx needs every qrels query in the run and at least one result per query; a sentinel id that is never
+    # relevant keeps an empty result at zero without changing any other query's value.
+    # Ties are broken by document id (as in a written TREC file): ranx sorts with an unstable argsort, so it is
+    # given strictly decreasing pseudo-scores in our canonical order instead of the raw scores.
+    sentinel = "__rirag_no_result__"
+    filled = {}
+    for q in qrels:
+        order = ranked(run.get(q) or {sentinel: 0.0})
+        filled[q] = {docid: float(len(order) - i) for i, (docid, _) in enumerate(order)}
+    scores = evaluate(RQrels(qrels), RRun(filled), names, return_mean=False, make_comparable=True)
+    if not isinstance(scores, dict):  # a single metric comes back as an array
+        scores = {names[0]: scores}
+    qids = list(RQrels(qrels).keys())
+    result = {"n_questions": len(qids), **{n: float(np.mean(scores[n])) for n in names}}
+    if per_query:
+        result["per_query"] = {q: {n: float(scores[n][i]) for n in names} for i, q in enumerate(qids)}
+    missing = sum(1 for q in qrels if not run.get(q))
+    if missing:
+        logger.warning("%d of %d questions have no retrieved passage in the run", missing, len(qrels))
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# TREC run files
+# --------------------------------------------------------------------------------------------------
+
+
+def _open_text(path: Path, mode: str = "rt"):
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.open(path, mode, encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
+def ranked(results: Mapping[str, float], depth: int | None = None) -> list[tuple[str, float]]:
+    items = sorted(results.items(), key=lambda kv: (-kv[1], kv[0]))
+    return items[:depth] if depth else items
+
+
+def write_trec(run: Mapping[str, Mapping[str, float]], path: str | Path, system: str = "rirag",
+               depth: int | None = None) -> Path:
+    """Write a run as TREC lines, atomically; ``.gz`` paths are gzip-compressed."""
+    path = Path(path)
+    if any(c.isspace() for c in system) or not system:
+        raise ValueError(f"system name must be one word, got {system!r}")
+
+    data = "".join(
+        f"{qid} Q0 {docid} {rank} {float(score)!r} {system}\n"
+        for qid, results in run.items()
+        for rank, (docid, score) in enumerate(ranked(results, depth), start=1)
+    ).encode("utf-8")
+    if path.suffix == ".gz":
+        import gzip
+
+        data = gzip.compress(data, mtime=0)  # mtime=0: identical runs give identical bytes
+    return atomic_write_bytes(path, data)
+
+
+def read_trec(path: str | Path) -> Run:
+    """Read a TREC run; a malformed line raises :class:`DataError` naming the file and line."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: run file not found")
+    run: Run = {}
+    with _open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 6:
+                raise DataError(f"{path}: line {lineno}: expected 6 fields 'qid Q0 docid rank score system', got {len(parts)}")
+            qid, _, docid, rank, score, _ = parts
+            try:
+                int(rank)
+                value = float(score)
+            except ValueError as err:
+                raise DataError(f"{path}: line {lineno}: rank must be an integer and score a number ({err})") from err
+            results = run.setdefault(qid, {})
+            if docid in results:
+                raise DataError(f"{path}: line {lineno}: document {docid} listed twice for query {qid}")
+            results[docid] = value
+    return run

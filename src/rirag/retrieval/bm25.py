@@ -1,0 +1,152 @@
+"""BM25 over passages and over whole documents, with bm25s (English stemming and stopwords).
+
+The passage index feeds retrieval; the document index scores a query against each rulebook as one text, which
+the RIRAG rank fusion combines with passage scores. Both save to and load from a folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from rirag.constants import BM25_B, BM25_K1, BM25_METHOD, RUN_DEPTH, STEMMER_LANGUAGE, STOPWORDS
+from rirag.data import DataError, Passage
+
+logger = logging.getLogger(__name__)
+
+Run = dict[str, dict[str, float]]
+
+
+@dataclass
+class BM25Config:
+    k1: float = BM25_K1
+    b: float = BM25_B
+    method: str = BM25_METHOD
+    stemmer: str | None = STEMMER_LANGUAGE
+    stopwords: str | None = STOPWORDS
+    #: keep only the first N tokens (after stopword removal and stemming) of a query / passage; None: all
+    query_max_tokens: int | None = None
+    passage_max_tokens: int | None = None
+
+
+def check_queries(queries: Mapping[str, str]) -> None:
+    for qid, text in queries.items():
+        if not isinstance(text, str):
+            raise DataError(f"query {qid}: text must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise DataError(f"query {qid}: empty query text")
+
+
+class BM25Index:
+    """A bm25s index over a list of (id, text) items."""
+
+    def __init__(self, config: BM25Config | None = None):
+        self.config = config or BM25Config()
+        self.ids: list[str] = []
+        self._retriever = None
+        self._tokenizer = None
+
+    # -- building -------------------------------------------------------------------------------
+    def _make_tokenizer(self):
+        import bm25s
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer(self.config.stemmer) if self.config.stemmer else None
+        return bm25s.tokenization.Tokenizer(stemmer=stemmer, stopwords=self.config.stopwords or [], lower=True)
+
+    def _tokens(self, texts: Sequence[str], max_tokens: int | None, update_vocab: bool):
+        ids = self._tokenizer.tokenize(list(texts), update_vocab=update_vocab, return_as="ids", show_progress=False)
+        if max_tokens is not None:
+            ids = [seq[:max_tokens] for seq in ids]
+        return ids
+
+    def index(self, ids: Sequence[str], texts: Sequence[str]) -> "BM25Index":
+        import bm25s
+
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
+        if not ids:
+            raise DataError("cannot build a BM25 index over an empty corpus")
+        self.ids = list(ids)
+        self._tokenizer = self._make_tokenizer()
+        tokens = self._tokens(texts, self.config.passage_max_tokens, update_vocab=True)
+        vocab = self._tokenizer.get_vocab_dict()
+        self._retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
+        self._retriever.index(bm25s.tokenization.Tokenized(ids=tokens, vocab=vocab), show_progress=False)
+        logger.info("BM25 index: %d items, %d terms", len(ids), len(vocab))
+        return self
+
+    # -- searching ------------------------------------------------------------------------------
+    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
+        """Top-k items per query as {qid: {item_id: score}} (items with score 0 are left out)."""
+        if self._retriever is None:
+            raise RuntimeError("index() or load() first")
+        check_queries(queries)
+        qids = list(queries)
+        tokens = self._tokens([queries[q] for q in qids], self.config.query_max_tokens, update_vocab=False)
+        k = min(k, len(self.ids))
+        run: Run = {}
+        empty = [q for q, t in zip(qids, tokens) if not t]
+        for q in empty:
+            logger.warning("query %s has no indexed term after stemming and stopwords: empty result", q)
+            run[q] = {}
+        keep = [i for i, t in enumerate(tokens) if t]
+        if keep:
+            docs, scores = self._retriever.retrieve(
+                [tokens[i] for i in keep], k=k, show_progress=show_progress, n_threads=0
+            )
+            for row, i in enumerate(keep):
+                run[qids[i]] = {self.ids[d]: float(s) for d, s in zip(docs[row], scores[row]) if s > 0}
+        return {q: run[q] for q in qids}
+
+    def score_all(self, queries: Mapping[str, str]) -> np.ndarray:
+        """Scores of every item for every query (queries × items), for small indexes such as documents."""
+        check_queries(queries)
+        tokens = self._tokens(list(queries.values()), self.config.query_max_tokens, update_vocab=False)
+        return np.stack([self._retriever.get_scores(t) for t in tokens]) if tokens else np.zeros((0, len(self.ids)))
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._retriever.save(folder, show_progress=False)
+        self._tokenizer.save_vocab(folder)
+        self._tokenizer.save_stopwords(folder)
+        (folder / "rirag_bm25.json").write_text(json.dumps({"config": asdict(self.config), "ids": self.ids}))
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "BM25Index":
+        import bm25s
+
+        folder = Path(folder)
+        meta_path = folder / "rirag_bm25.json"
+        if not meta_path.exists():
+            raise DataError(f"{folder}: not a saved rirag BM25 index (no rirag_bm25.json)")
+        meta = json.loads(meta_path.read_text())
+        self = cls(BM25Config(**meta["config"]))
+        self.ids = meta["ids"]
+        self._retriever = bm25s.BM25.load(folder, show_progress=False)
+        self._tokenizer = self._make_tokenizer()
+        self._tokenizer.load_vocab(folder)
+        self._tokenizer.load_stopwords(folder)
+        return self
+
+
+def passage_index(corpus: Mapping[str, Passage], config: BM25Config | None = None) -> BM25Index:
+    """BM25 over the indexable passages (empty passages are already out of ``corpus``)."""
+    ids = list(corpus)
+    return BM25Index(config).index(ids, [corpus[i].text for i in ids])
+
+
+def document_index(corpus: Mapping[str, Passage], config: BM25Config | None = None) -> BM25Index:
+    """BM25 over whole documents: each DocumentID's passages joined in corpus order."""
+    texts: dict[int, list[str]] = {}
+    for p in corpus.values():
+        texts.setdefault(p.document_id, []).append(p.text)
+    ids = sorted(texts)
+    return BM25Index(config).index([str(d) for d in ids], ["\n".join(texts[d]) for d in ids])

@@ -1,0 +1,40 @@
+"""The rirag command end to end on the tiny dataset: retrieve → TREC → evaluate; errors exit 2 with a message."""
+
+from __future__ import annotations
+
+import json
+
+from rirag.cli import main
+from rirag.evaluation import read_trec
+
+
+def test_retrieve_then_evaluate(tiny_data_dir, tmp_path, capsys):
+    run_path = tmp_path / "run.trec"
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(run_path),
+                 "--k", "5"]) == 0
+    run = read_trec(run_path)
+    assert len(run) == 7 and all(len(v) <= 5 for v in run.values())
+    assert main(["evaluate", "retrieval", "--data", str(tiny_data_dir), "--split", "original-dev",
+                 "--run", str(run_path), "--json", str(tmp_path / "m.json"),
+                 "--per-query", str(tmp_path / "pq.json")]) == 0
+    table = capsys.readouterr().out
+    assert "recall@10" in table and "| run.trec | original-dev |" in table
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert 0.0 < metrics["recall@10"] <= 1.0
+    assert len(json.loads((tmp_path / "pq.json").read_text())) == metrics["n_questions"]
+
+
+def test_unknown_split_and_missing_data_exit_2(tiny_data_dir, tmp_path, caplog):
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "dev", "--out", str(tmp_path / "r")]) == 2
+    assert "unknown split 'dev'" in caplog.text
+    assert main(["evaluate", "retrieval", "--data", str(tmp_path / "none"), "--split", "original-test",
+                 "--run", str(tmp_path / "r")]) == 2
+    assert not (tmp_path / "r").exists()
+
+
+def test_data_build_command(tiny_data_dir, tmp_path, capsys):
+    assert main(["data", "build", "--data", str(tiny_data_dir), "--out", str(tmp_path / "ds"),
+                 "--audit-embedder", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "## leakage-free" in out and "overlap audit: exact" in out
+    assert (tmp_path / "ds" / "leakage-free" / "audit.json").exists()
