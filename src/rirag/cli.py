@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
-        return args.func(args)
+        rc = args.func(args)
+        return rc if isinstance(rc, int) else 0
     except DataError as err:
         logger.error("%s", err)
         return 2

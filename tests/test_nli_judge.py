@@ -1,0 +1,100 @@
+"""NLI data normalisation on tiny files, and a CrossEncoder training smoke test on a tiny BERT."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from _scoring_fixtures import NLI_LABELS, tiny_bert
+
+from rirag.scoring import nli_data
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fake_nli_root(tmp_path, n=10):
+    root = tmp_path / "nli"
+    (root / "snli").mkdir(parents=True)
+    rows = ["pairID,sentence1,sentence2,label"]
+    labels = ["entailment", "neutral", "contradiction", "-"]
+    rows += [f"p{i},The firm keeps records {i}.,The firm has records {i}.,{labels[i % 4]}" for i in range(n)]
+    (root / "snli" / "snli_1.0_dev.csv").write_text("\n".join(rows) + "\n")
+    (root / "rte").mkdir()
+    rte = ["index\tsentence1\tsentence2\tlabel"] + [f"{i}\tA firm {i} must comply.\tA firm complies.\t"
+                                                   f"{'entailment' if i % 2 else 'not_entailment'}" for i in range(n)]
+    (root / "rte" / "train.tsv").write_text("\n".join(rte) + "\n")
+    (root / "rte" / "dev.tsv").write_text(rte[0] + "\n")
+    (root / "anli" / "R1").mkdir(parents=True)
+    for rnd in ("R1", "R2", "R3"):
+        (root / "anli" / rnd).mkdir(parents=True, exist_ok=True)
+        for f in ("dev.jsonl", "test.jsonl"):
+            (root / "anli" / rnd / f).write_text("\n".join(json.dumps(
+                {"context": f"Context {rnd} {f} {i}.", "hypothesis": f"Claim {i}.", "label": "enc"[i % 3]})
+                for i in range(3)) + "\n")
+    return root
+
+
+def test_labels_are_normalised_and_dash_rows_dropped(tmp_path):
+    root = fake_nli_root(tmp_path)
+    snli = list(nli_data.iter_source(str(root), "snli"))
+    assert len(snli) == 8  # rows 3 and 7 carry '-' (no gold label) and are dropped
+    assert {r["label"] for r in snli} == {"entailment", "neutral", "contradiction"}
+    anli = list(nli_data.iter_source(str(root), "anli"))
+    assert {r["label"] for r in anli} == {"entailment", "neutral", "contradiction"} and len(anli) == 18
+    with pytest.raises(ValueError, match="unknown NLI label"):
+        nli_data.normalise_label("maybe", "x")
+
+
+def test_splits_hold_out_per_source_and_rte_is_test_only(tmp_path):
+    root = fake_nli_root(tmp_path, n=20)
+    splits = nli_data.build_splits(str(root), sources=("snli", "rte", "anli"), test_per_source=3)
+    test_sources = [r["source"] for r in splits["test"]]
+    assert test_sources.count("snli") == 3 and test_sources.count("rte") == 3 and test_sources.count("anli") == 3
+    assert not any(r["source"] == "rte" for r in splits["train"])
+    train_pairs = {(r["premise"], r["hypothesis"]) for r in splits["train"]}
+    assert not train_pairs & {(r["premise"], r["hypothesis"]) for r in splits["test"]}
+
+
+def test_per_source_accuracy_handles_two_way_rte():
+    spec = importlib.util.spec_from_file_location("nli_judge", ROOT / "train" / "nli_judge.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    rows = [{"source": "rte", "label": "not_entailment"}, {"source": "rte", "label": "entailment"},
+            {"source": "snli", "label": "neutral"}, {"source": "snli", "label": "contradiction"}]
+    acc = module.per_source_accuracy(rows, ["contradiction", "neutral", "neutral", "neutral"])
+    assert acc["rte"]["accuracy"] == 0.5 and acc["snli"]["accuracy"] == 0.5
+
+
+def test_training_smoke_changes_weights_and_reloads(tmp_path):
+    import torch
+    from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    spec = importlib.util.spec_from_file_location("nli_judge", ROOT / "train" / "nli_judge.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    root = fake_nli_root(tmp_path, n=40)
+    base = tiny_bert("nli_base", (("0", "LABEL_0"), ("1", "LABEL_1"), ("2", "LABEL_2")), seed=7, head_scale=1.0)
+    out = tmp_path / "judge"
+    args = module.NLIJudgeArguments(data_dir=str(root), model_name_or_path=base, sources="snli,anli,rte",
+                                    test_per_source=4, max_train_per_source=None, max_length=32,
+                                    results_path=str(tmp_path / "res.json"))
+    targs = CrossEncoderTrainingArguments(output_dir=str(out), max_steps=3, per_device_train_batch_size=8,
+                                          learning_rate=5e-3, report_to="none", use_cpu=True, save_strategy="no",
+                                          disable_tqdm=True)
+    before = AutoModelForSequenceClassification.from_pretrained(base).state_dict()
+    module.main(args, targs)
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert set(res["per_source"]) == {"snli", "anli", "rte"}
+    model = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    assert model.config.id2label == {0: "contradiction", 1: "entailment", 2: "neutral"}
+    after = model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before if k in after)
+    tok = AutoTokenizer.from_pretrained(out)
+    batch = tok(["A firm keeps records."], ["A firm has records."], return_tensors="pt")
+    again = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    with torch.no_grad():
+        assert torch.allclose(model(**batch).logits, again(**batch).logits)

