@@ -1,9 +1,21 @@
-"""Retrieval benchmark: the metric table of every retriever per split, plus queries per second.
+"""Retrieval benchmark and ablation: the metric table of every retriever / stage per split, plus queries per second.
 
 Usage:
     python benchmarks/retrieval.py [--data DIR] [--splits original-test,original-dev,validation,test]
                                    [--out benchmarks/results/retrieval.json] [--runs-dir benchmarks/runs]
+    python benchmarks/retrieval.py --ablation [--protocols original,leakage-free] [--rerank-queries 300]
+                                   [--artifacts artifacts] [--runs-dir benchmarks/runs]
 
+Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
+BM25, zero-shot base encoder, +ET, +ET+CT, +hybrid (α=0.8), RIRAG rank fusion, RRF, +reranker (hybrid top 50) and
+the score-filtered hybrid, with the models that ``benchmarks/ablation.sh`` trains into ``artifacts/``:
+
+* protocol ``leakage-free``: models trained on ``train``; reported on ``validation`` and ``test``;
+* protocol ``original``: models trained on ``original-dev``; reported on ``original-test``.
+
+A row whose model is missing is reported with ``status: missing`` (never silently dropped). The best row is chosen on
+leakage-free validation R@10 and the same row is the best run of the original protocol; they are written as
+``validation.best.trec.gz`` and ``original-test.best.trec.gz`` (plus ``validation.bm25.trec.gz``) in ``--runs-dir``.
 Prints a Markdown table and writes JSON with the command, date and core count. Never part of the test run.
 """
 
@@ -14,13 +26,16 @@ import datetime
 import logging
 import os
 import platform
+import random
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from rirag.cli import format_table
-from rirag.constants import EVAL_K, RUN_DEPTH, SEED
+from rirag.constants import (EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA, OFFLINE_ENCODER,
+                             RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
 from rirag.data import load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
 from rirag.io import atomic_write_json
@@ -28,6 +43,17 @@ from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
 
 logger = logging.getLogger("benchmarks.retrieval")
+
+#: protocol -> (training split whose models are used, evaluation splits, artifact suffix)
+#: Fusion weights tried on leakage-free validation for the tuned-α hybrid row (the paper's α=0.8 row is always kept).
+ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Questions timed for the hybrid's queries/s (end to end, corpus already embedded).
+TIMING_QUERIES = 500
+
+PROTOCOLS = {
+    "leakage-free": ("train", ("validation", "test")),
+    "original": ("original-dev", ("original-test",)),
+}
 
 
 @dataclass
@@ -38,9 +64,19 @@ class Config:
     out: str = "benchmarks/results/retrieval.json"
     runs_dir: str | None = None
     seed: int = SEED
+    ablation: bool = False
+    protocols: tuple[str, ...] = ("leakage-free", "original")
+    artifacts: str = "artifacts"
+    base_model: str = OFFLINE_ENCODER
+    rerank_queries: int = 0
+    rerank_depth: int = RERANK_DEPTH
+    dense_max_seq_length: int = 128
+    extra: dict = field(default_factory=dict)
 
 
 def main(config: Config) -> dict:
+    if config.ablation:
+        return ablation(config)
     obliqa = load_obliqa(config.data)
     rows = []
     for name in config.retrievers:
@@ -60,16 +96,208 @@ def main(config: Config) -> dict:
             if config.runs_dir:
                 write_trec(run, os.path.join(config.runs_dir, f"{split}.{name}.trec.gz"), system=name)
     sys.stdout.write(format_table(rows, list(rows[0])) + "\n")
+    return _write(config, obliqa, rows)
+
+
+def _write(config: Config, obliqa, rows: list[dict], **extra) -> dict:
     result = {
         "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu_cores": os.cpu_count(),
         "machine": platform.machine(),
-        "data": obliqa.root,
+        "data": str(obliqa.root),
+        **extra,
         "rows": rows,
     }
     atomic_write_json(config.out, result)
     return result
+
+
+# --------------------------------------------------------------------------------------------------
+# Ablation
+# --------------------------------------------------------------------------------------------------
+
+
+def protocol_models(artifacts: str, train_split: str, base: str) -> dict[str, str]:
+    """The model folders ``benchmarks/ablation.sh`` writes for one protocol (see the recipes)."""
+    a = Path(artifacts)
+    return {
+        "base": base,
+        "et": str(a / "entailment_tuning" / f"minilm-et-{train_split}"),
+        "etct": str(a / "contrastive_tuning" / f"minilm-et-ct-{train_split}"),
+        "ct": str(a / "contrastive_tuning" / f"minilm-ct-{train_split}"),
+        "reranker": str(a / "reranker" / f"minilm-reranker-{train_split}"),
+    }
+
+
+def _exists(model: str) -> bool:
+    return model == OFFLINE_ENCODER or (Path(model) / "modules.json").exists() or (Path(model) / "config.json").exists()
+
+
+def _stage(row: str) -> str:
+    """A row name without its encoder tag: '+hybrid (ET+CT, α=0.8)' and '+hybrid (CT, α=0.8)' are one stage."""
+    import re
+
+    return re.sub(r"\((ET\+CT|CT|zero-shot)([ ,)])", r"(\2", row)
+
+
+def ablation(config: Config) -> dict:
+    from tqdm.auto import tqdm
+
+    from rirag.retrieval.bm25 import document_index, passage_index
+    from rirag.retrieval.dense import DenseRetriever
+    from rirag.retrieval.filtering import filter_run
+    from rirag.retrieval.fusion import HybridRetriever, hybrid_fusion, rank_fusion, rrf, truncate
+    from rirag.retrieval.rerank import RerankRetriever
+
+    obliqa = load_obliqa(config.data)
+    corpus = obliqa.corpus
+    bm25 = passage_index(corpus)
+    docs = document_index(corpus)
+    document_of = {pid: str(p.document_id) for pid, p in corpus.items()}
+    names = metric_names(EVAL_K)
+    rows: list[dict] = []
+    runs: dict[tuple[str, str], dict] = {}  # (split, row) -> run
+    dense_cache: dict[str, DenseRetriever] = {}
+    tuned_alpha: dict[str, float] = {}
+
+    def dense_for(model: str) -> DenseRetriever:
+        if model not in dense_cache:
+            max_len = 256 if model == config.base_model else config.dense_max_seq_length
+            dense_cache[model] = DenseRetriever(corpus, model, max_seq_length=max_len)
+        return dense_cache[model]
+
+    def add(protocol, split, row, run, questions, seconds=None, note="", **extra):
+        m = evaluate_run(qrels_of(questions), run)
+        rec = {"protocol": protocol, "split": split, "row": row, "questions": m["n_questions"],
+               **{n: round(m[n], 4) for n in names}, "status": "ok", "note": note, **extra}
+        if seconds:
+            rec["queries_per_s"] = round(len(questions) / seconds, 1)
+        rows.append(rec)
+        runs[(split, row)] = run
+        logger.info("%s %s %s: %s", protocol, split, row, {n: rec[n] for n in names})
+
+    jobs = [(p, s) for p in config.protocols for s in PROTOCOLS[p][1]]
+    for protocol, split in tqdm(jobs, desc="ablation (protocol, split)"):
+        train_split = PROTOCOLS[protocol][0]
+        models = protocol_models(config.artifacts, train_split, config.base_model)
+        questions = [q for q in split_questions(obliqa, split, config.seed) if q.gold]
+        queries = {q.id: q.text for q in questions}
+        if not questions:
+            rows.append({"protocol": protocol, "split": split, "row": "*", "status": "empty",
+                         "note": "no question with a gold passage"})
+            continue
+
+        t0 = time.perf_counter()
+        bm25_run = bm25.search(queries, k=RUN_DEPTH)
+        add(protocol, split, "bm25", bm25_run, questions, time.perf_counter() - t0)
+
+        dense_runs = {}
+        for row, key in (("zero-shot", "base"), ("+ET", "et"), ("+CT", "ct"), ("+ET+CT", "etct")):
+            model = models[key]
+            if not _exists(model):
+                if key != "ct":
+                    rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
+                                 "note": f"no model at {model}"})
+                continue
+            r = dense_for(model)
+            r.passage_embeddings(show_progress=True)
+            t0 = time.perf_counter()
+            dense_runs[key] = r.search(queries, k=RUN_DEPTH, show_progress=False)
+            add(protocol, split, row, dense_runs[key], questions, time.perf_counter() - t0, model=model)
+
+        # the final dense encoder: ET+CT if trained, else CT alone, else the base model
+        final = next((k for k in ("etct", "ct", "base") if k in dense_runs), None)
+        if final is None:
+            continue
+        tag = {"etct": "ET+CT", "ct": "CT", "base": "zero-shot"}[final]
+        hyb = truncate(hybrid_fusion(dense_runs[final], bm25_run, HYBRID_ALPHA), RUN_DEPTH)
+        # queries/s of the whole hybrid (query encoding, BM25, fusion) with the corpus already embedded, timed on
+        # a seeded sample of at most TIMING_QUERIES questions
+        timed = dict(random.Random(config.seed).sample(sorted(queries.items()), min(TIMING_QUERIES, len(queries))))
+        t0 = time.perf_counter()
+        HybridRetriever(dense_for(models[final]), bm25, HYBRID_ALPHA).search(timed, k=RUN_DEPTH)
+        qps = round(len(timed) / (time.perf_counter() - t0), 1)
+        add(protocol, split, f"+hybrid ({tag}, α={HYBRID_ALPHA})", hyb, questions, model=models[final],
+            queries_per_s=qps, timed_queries=len(timed))
+        if final != "base":
+            zs = truncate(hybrid_fusion(dense_runs["base"], bm25_run, HYBRID_ALPHA), RUN_DEPTH)
+            add(protocol, split, f"hybrid (zero-shot, α={HYBRID_ALPHA})", zs, questions)
+        # α chosen on leakage-free validation R@10 (then MRR@10) over ALPHA_GRID, applied unchanged elsewhere
+        if split == "validation":
+            def _score(a):
+                m = evaluate_run(qrels_of(questions), truncate(hybrid_fusion(dense_runs[final], bm25_run, a), EVAL_K))
+                return (round(m[f"recall@{EVAL_K}"], 6), round(m[f"mrr@{EVAL_K}"], 6))
+            tuned_alpha["value"] = max(ALPHA_GRID, key=_score)
+        if "value" in tuned_alpha and tuned_alpha["value"] != HYBRID_ALPHA:
+            a = tuned_alpha["value"]
+            add(protocol, split, f"+hybrid ({tag}, α={a} tuned on validation)",
+                truncate(hybrid_fusion(dense_runs[final], bm25_run, a), RUN_DEPTH), questions,
+                note="α chosen on leakage-free validation R@10", model=models[final])
+        doc_scores = docs.score_all(queries)
+        doc_run = {q: {d: float(s) for d, s in zip(docs.ids, row)} for q, row in zip(queries, doc_scores)}
+        add(protocol, split, f"rank fusion ({tag} passages + BM25 documents, w={RANK_FUSION_DOC_WEIGHT})",
+            rank_fusion(dense_runs[final], doc_run, document_of, RANK_FUSION_DOC_WEIGHT), questions)
+        add(protocol, split, "rank fusion (BM25 passages + BM25 documents)",
+            rank_fusion(bm25_run, doc_run, document_of, RANK_FUSION_DOC_WEIGHT), questions)
+        add(protocol, split, f"RRF ({tag} + BM25)", truncate(rrf([dense_runs[final], bm25_run]), RUN_DEPTH),
+            questions)
+        filtered = filter_run(hyb, FILTER_MIN_SCORE, FILTER_MAX_DROP, EVAL_K)
+        kept = sum(len(r) for r in filtered.values()) / max(1, len(filtered))
+        add(protocol, split, f"+hybrid, score-filtered (≥{FILTER_MIN_SCORE}, drop>{FILTER_MAX_DROP})", filtered,
+            questions, note=f"mean passages kept {kept:.2f}")
+
+        if _exists(models["reranker"]):
+            sub = questions
+            if config.rerank_queries and len(questions) > config.rerank_queries:
+                sub = random.Random(config.seed).sample(questions, config.rerank_queries)
+            subq = {q.id: q.text for q in sub}
+            rr = RerankRetriever(corpus, None, models["reranker"], config.rerank_depth)
+            t0 = time.perf_counter()
+            from rirag.retrieval.rerank import rerank_run
+
+            reranked = rerank_run({q: hyb[q] for q in subq}, subq, corpus,
+                                  lambda p: rr.score_pairs(p, show_progress=True), config.rerank_depth)
+            seconds = time.perf_counter() - t0
+            note = f"{len(sub)} of {len(questions)} questions (seeded sample)" if sub is not questions else ""
+            add(protocol, split, f"+reranker (hybrid top {config.rerank_depth})", reranked, sub, seconds,
+                note=note, model=models["reranker"])
+            if sub is not questions:
+                add(protocol, split, "+hybrid on the reranker's sample", {q: hyb[q] for q in subq}, sub,
+                    note="same questions as the reranker row")
+        else:
+            rows.append({"protocol": protocol, "split": split, "row": "+reranker", "status": "missing",
+                         "note": f"no model at {models['reranker']}"})
+
+    # best runs: the row with the highest validation R@10 (leakage-free), applied to both protocols
+    best_row = None
+    best_rows: dict[str, str] = {}
+    ok = [r for r in rows if r.get("status") == "ok" and r["split"] == "validation"
+          and "sample" not in r["row"] and not r.get("note", "").endswith("(seeded sample)")]
+    if ok:
+        best_row = max(ok, key=lambda r: r[f"recall@{EVAL_K}"])["row"]
+    elif any(r.get("status") == "ok" and r["split"] == "original-test" for r in rows):
+        best_row = max((r for r in rows if r.get("status") == "ok" and r["split"] == "original-test"
+                        and not r.get("note", "").endswith("(seeded sample)")),
+                       key=lambda r: r[f"recall@{EVAL_K}"])["row"]
+        logger.warning("no validation rows: best run chosen on original-test")
+    if config.runs_dir:
+        for split in ("validation", "original-test", "test"):
+            # the same stage in every protocol (row names differ only by the encoder tag: CT, ET+CT, zero-shot)
+            match = [r for (sp, r) in runs if sp == split and best_row and _stage(r) == _stage(best_row)]
+            if match:
+                write_trec(runs[(split, match[0])], os.path.join(config.runs_dir, f"{split}.best.trec.gz"),
+                           system="rirag-best", depth=RUN_DEPTH)
+                best_rows[split] = match[0]
+            if (split, "bm25") in runs and split == "validation":
+                write_trec(runs[(split, "bm25")], os.path.join(config.runs_dir, "validation.bm25.trec.gz"),
+                           system="bm25", depth=RUN_DEPTH)
+    cols = ["protocol", "split", "row", "questions", *names, "queries_per_s", "status", "note"]
+    sys.stdout.write(format_table(rows, cols) + "\n")
+    return _write(config, obliqa, rows, best_row=best_row, best_rows=best_rows, ablation=True,
+                  settings={"alpha": HYBRID_ALPHA, "rank_fusion_doc_weight": RANK_FUSION_DOC_WEIGHT,
+                            "rerank_depth": config.rerank_depth, "rerank_queries": config.rerank_queries,
+                            "filter": [FILTER_MIN_SCORE, FILTER_MAX_DROP], **config.extra})
 
 
 def parse_args(argv=None) -> Config:
@@ -78,10 +306,18 @@ def parse_args(argv=None) -> Config:
     p.add_argument("--splits", default=",".join(EVAL_SPLITS))
     p.add_argument("--retrievers", default="bm25")
     p.add_argument("--out", default=Config.out)
-    p.add_argument("--runs-dir", default=None, help="also write each run as SPLIT.RETRIEVER.trec.gz here")
+    p.add_argument("--runs-dir", default=None, help="also write runs (plain: SPLIT.RETRIEVER.trec.gz; ablation: best)")
     p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--ablation", action="store_true", help="the staged ablation over trained artifacts")
+    p.add_argument("--protocols", default="leakage-free,original")
+    p.add_argument("--artifacts", default=Config.artifacts)
+    p.add_argument("--base-model", default=OFFLINE_ENCODER)
+    p.add_argument("--rerank-queries", type=int, default=0, help="rerank a seeded sample of this many questions (0: all)")
+    p.add_argument("--rerank-depth", type=int, default=RERANK_DEPTH)
     a = p.parse_args(argv)
-    return Config(a.data, tuple(a.splits.split(",")), tuple(a.retrievers.split(",")), a.out, a.runs_dir, a.seed)
+    return Config(a.data, tuple(a.splits.split(",")), tuple(a.retrievers.split(",")), a.out, a.runs_dir, a.seed,
+                  a.ablation, tuple(a.protocols.split(",")), a.artifacts, a.base_model, a.rerank_queries,
+                  a.rerank_depth)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The ``rirag`` command: thin subcommands over the library; tables go to stdout, logs to stderr.
 
     rirag data build [--data DIR] [--out DIR] [--scheme original|leakage-free|all] [--seed N]
-    rirag retrieve --retriever bm25 --split SPLIT --out run.trec [--k 100] [--model PATH]
+    rirag retrieve --retriever bm25|dense|hybrid|rank-fusion|rrf|rerank --split SPLIT --out run.trec
+                   [--k 100] [--model PATH] [--option KEY=VALUE ...]
     rirag evaluate retrieval --run run.trec --split SPLIT [--json FILE] [--k 10] [--per-query FILE]
 """
 
@@ -74,7 +75,13 @@ def cmd_retrieve(args) -> int:
     check_split_name(args.split)
     obliqa = load_obliqa(args.data)
     questions = split_questions(obliqa, args.split, args.seed)
-    retriever = build_retriever(obliqa.corpus, RetrieverSpec(args.retriever, args.model))
+    options = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"--option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = value
+    retriever = build_retriever(obliqa.corpus, RetrieverSpec(args.retriever, args.model, options))
     run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)
     write_trec(run, args.out, system=args.system or args.retriever, depth=args.k)
     sys.stdout.write(f"wrote {len(run)} queries × top {args.k} to {args.out}\n")
@@ -138,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r.add_argument("--retriever", default="bm25", help=f"one of: {', '.join(RETRIEVERS)}")
     r.add_argument("--model", default=None, help="model name or path (dense retrievers)")
+    r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="retriever option, repeatable: alpha=0.8, doc_weight=0.1, passages=dense|bm25|hybrid, "
+                        "reranker=PATH, rerank_depth=50, max_seq_length=256")
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
     r.add_argument("--k", type=int, default=RUN_DEPTH, help="passages per question")
     r.add_argument("--system", default=None, help="system name in the run (default: the retriever)")

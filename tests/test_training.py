@@ -1,0 +1,136 @@
+"""2-step entailment and contrastive tuning runs on a tiny BERT; the no-duplicates batch sampler."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "train"))
+
+from tiny_encoder import tiny_mlm, tiny_sentence_transformer  # noqa: E402
+
+TEXTS = ["passage: an authorised person must maintain records", "query: how long must records be kept"]
+
+
+def _bert_weights(folder):
+    from transformers import AutoModel
+
+    return {k: v.clone() for k, v in AutoModel.from_pretrained(folder).state_dict().items()}
+
+
+def _changed(before: dict, after: dict) -> int:
+    return sum(1 for k, v in after.items() if k in before and v.shape == before[k].shape and not torch.equal(v, before[k]))
+
+
+def test_entailment_tuning_two_steps(tiny_data_dir, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from transformers import TrainingArguments
+
+    import entailment_tuning as et
+
+    base = tiny_mlm(tmp_path / "tiny-mlm")
+    before = _bert_weights(str(base))
+    args = et.EntailmentTuningArguments(model_name_or_path=str(base), data=str(tiny_data_dir),
+                                        train_split="original-dev", max_length=48)
+    targs = TrainingArguments(output_dir=str(tmp_path / "et"), max_steps=2, per_device_train_batch_size=4,
+                              learning_rate=1e-3, save_strategy="no", report_to="none", use_cpu=True,
+                              logging_steps=1, max_grad_norm=1.0)
+    result = et.main(args, targs)
+    assert result["examples"] > 4 and np.isfinite(result["train_loss"])
+    out = tmp_path / "et"
+    assert (out / "modules.json").exists() and "entailment-tuning" in (out / "README.md").read_text()
+    reloaded = SentenceTransformer(str(out))
+    import re
+
+    after = {re.sub(r"^0\.(auto_)?model\.", "", k): v for k, v in reloaded.state_dict().items()}
+    assert len(set(after) & set(before)) > 10
+    assert _changed(before, after) > 0
+    # the reloaded bi-encoder gives the trained encoder's mean-pooled embeddings
+    tok = reloaded.tokenizer
+    enc = result["encoder"].eval()
+    with torch.no_grad():
+        batch = tok(TEXTS, padding=True, return_tensors="pt")
+        hidden = enc(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        expected = (hidden * mask).sum(1) / mask.sum(1)
+    assert np.allclose(reloaded.encode(TEXTS), expected.numpy(), atol=1e-5)
+
+
+def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path):
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
+
+    import contrastive_tuning as ct
+
+    start = tiny_sentence_transformer(tmp_path / "tiny-st")
+    before = SentenceTransformer(str(start)).encode(TEXTS)
+    args = ct.ContrastiveTuningArguments(model_name_or_path=str(start), data=str(tiny_data_dir),
+                                         train_split="original-dev", eval_split="", eval_holdout_fraction=0.3,
+                                         eval_corpus_size=0, max_seq_length=48,
+                                         results_path=str(tmp_path / "selection.json"))
+    targs = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "ct"), max_steps=2, per_device_train_batch_size=4, learning_rate=1e-3,
+        warmup_steps=0, eval_strategy="steps", eval_steps=1, save_strategy="steps", save_steps=1,
+        save_total_limit=1, load_best_model_at_end=True, report_to="none", use_cpu=True, logging_steps=1)
+    summary = ct.main(args, targs)
+    assert targs.batch_sampler == "no_duplicates"
+    assert len(summary["per_epoch"]) == 2 and summary["best"] in summary["per_epoch"]
+    assert (tmp_path / "selection.json").exists()
+    reloaded = SentenceTransformer(str(tmp_path / "ct"))
+    after = reloaded.encode(TEXTS)
+    assert not np.allclose(before, after, atol=1e-6)  # weights changed
+    assert np.allclose(summary["model"].encode(TEXTS), after, atol=1e-5)  # saved = the best model in memory
+
+
+def test_no_duplicates_sampler_never_repeats_question_or_passage(tiny_data_dir):
+    from datasets import Dataset
+    from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
+
+    from rirag.data import load_obliqa
+    from rirag.retrieval.dense import question_passage_pairs
+    from rirag.splits import split_questions
+
+    obliqa = load_obliqa(tiny_data_dir)
+    questions = split_questions(obliqa, "original-dev")
+    pairs = question_passage_pairs(questions, obliqa.corpus, seed=1)
+    # the same question with two gold passages, and one passage gold for two questions
+    assert len({p[1] for p in pairs}) < len(pairs) and len({p[3] for p in pairs}) < len(pairs)
+    ds = Dataset.from_dict({"anchor": [p[1] for p in pairs], "positive": [p[3] for p in pairs]})
+    seen = 0
+    for seed in range(5):
+        sampler = NoDuplicatesBatchSampler(ds, batch_size=4, drop_last=False, seed=seed)
+        for batch in sampler:
+            anchors = [ds[i]["anchor"] for i in batch]
+            positives = [ds[i]["positive"] for i in batch]
+            assert len(set(anchors)) == len(anchors)
+            assert len(set(positives)) == len(positives)
+            seen += len(batch)
+    assert seen == 5 * len(ds)  # every pair is still used once per epoch
+
+
+@pytest.mark.parametrize("script, args_cls, targs", [
+    ("entailment_tuning", "EntailmentTuningArguments", "transformers:TrainingArguments"),
+    ("contrastive_tuning", "ContrastiveTuningArguments", "sentence_transformers:SentenceTransformerTrainingArguments"),
+    ("reranker", "RerankerArguments", "sentence_transformers.cross_encoder:CrossEncoderTrainingArguments"),
+])
+def test_recipes_parse_and_unknown_keys_fail(script, args_cls, targs, tmp_path):
+    import importlib
+
+    from trl import TrlParser
+
+    module = importlib.import_module(script)
+    mod, name = targs.split(":")
+    parser_types = (getattr(module, args_cls), getattr(importlib.import_module(mod), name))
+    recipes = sorted((REPO / "recipes" / script).glob("*.yaml"))
+    assert {p.name for p in recipes} >= {"offline.yaml", "paper.yaml"}
+    for recipe in recipes:
+        script_args, training_args = TrlParser(parser_types).parse_args_and_config(
+            ["--config", str(recipe), "--output_dir", str(tmp_path / "o"), "--bf16", "false"])  # paper: GPU bf16
+        assert training_args.learning_rate == pytest.approx(2e-5)
+        assert script_args.model_name_or_path
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(recipes[0].read_text() + "no_such_key: 1\n")
+    with pytest.raises((ValueError, SystemExit)):
+        TrlParser(parser_types).parse_args_and_config(["--config", str(bad)])

