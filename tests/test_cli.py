@@ -38,3 +38,19 @@ def test_data_build_command(tiny_data_dir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "## leakage-free" in out and "overlap audit: exact" in out
     assert (tmp_path / "ds" / "leakage-free" / "audit.json").exists()
+
+
+def test_retriever_options_from_the_command_line(tiny_data_dir, tmp_path, caplog):
+    from rirag.evaluation import read_trec
+
+    base, tuned = tmp_path / "a.trec", tmp_path / "b.trec"
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(base)]) == 0
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
+                 "--option", "k1=0.5", "--option", "b=0", "--option", "stemmer=none"]) == 0
+    assert read_trec(base) != read_trec(tuned)
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
+                 "--option", "kay1=0.5"]) == 2
+    assert "unknown option(s) ['kay1']" in caplog.text
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
+                 "--option", "k1"]) == 2
+    assert "expected KEY=VALUE" in caplog.text

@@ -62,10 +62,20 @@ def _need_model(spec: RetrieverSpec) -> str:
     return spec.model
 
 
+_BM25_CASTS = {"k1": float, "b": float, "method": str, "stemmer": str, "stopwords": str,
+               "query_max_tokens": int, "passage_max_tokens": int}
+
+
 def _bm25(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
     from rirag.retrieval.bm25 import BM25Config, passage_index
 
-    return passage_index(corpus, BM25Config(**spec.options))
+    unknown = set(spec.options) - set(_BM25_CASTS)
+    if unknown:
+        raise DataError(f"retriever 'bm25': unknown option(s) {sorted(unknown)}; known: {sorted(_BM25_CASTS)}")
+    # options may come from the command line as strings; "none" turns stemming, stopwords or truncation off
+    options = {k: None if isinstance(v, str) and v.lower() == "none" else _BM25_CASTS[k](v)
+               for k, v in spec.options.items()}
+    return passage_index(corpus, BM25Config(**options))
 
 
 def _dense(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
