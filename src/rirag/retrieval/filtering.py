@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE
+from rirag.evaluation import ranked
 
 Run = dict[str, dict[str, float]]
 #: Float slack so that a drop of exactly max_drop (0.9 → 0.7) is not a cut.
@@ -19,19 +20,17 @@ _TOLERANCE = 1e-9
 def filter_ranked(results: Mapping[str, float], min_score: float = FILTER_MIN_SCORE,
                   max_drop: float = FILTER_MAX_DROP, k: int | None = EVAL_K) -> dict[str, float]:
     """The kept passages of one query, in rank order (ties by id)."""
-    ranked = sorted(results.items(), key=lambda kv: (-kv[1], kv[0]))
-    if k:
-        ranked = ranked[:k]
+    order = ranked(results, k)
     kept: dict[str, float] = {}
     previous = None
-    for pid, score in ranked:
+    for pid, score in order:
         if previous is not None and previous - score > max_drop + _TOLERANCE:
             break
         if score >= min_score:
             kept[pid] = score
         previous = score
-    if not kept and ranked:
-        pid, score = ranked[0]
+    if not kept and order:
+        pid, score = order[0]
         kept[pid] = score
     return kept
 

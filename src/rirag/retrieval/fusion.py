@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from rirag.evaluation import ranked
 from rirag.constants import HYBRID_ALPHA, HYBRID_EPSILON, RANK_FUSION_DOC_WEIGHT, RRF_K, RUN_DEPTH
 
 Run = dict[str, dict[str, float]]
 
 
 def _top(results: Mapping[str, float], depth: int | None) -> dict[str, float]:
-    items = sorted(results.items(), key=lambda kv: (-kv[1], kv[0]))
-    return dict(items[:depth] if depth else items)
+    """The top ``depth`` in the canonical order (score descending, ties by id), as in TREC files and evaluation."""
+    return dict(ranked(results, depth))
 
 
 def max_normalise(results: Mapping[str, float], epsilon: float = HYBRID_EPSILON) -> dict[str, float]:

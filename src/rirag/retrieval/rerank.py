@@ -12,6 +12,7 @@ from typing import Mapping
 
 from rirag.constants import RERANK_DEPTH, RUN_DEPTH
 from rirag.data import Passage
+from rirag.evaluation import ranked
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +43,7 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
     heads: dict[str, list[str]] = {}
     pairs: list[tuple[str, str]] = []
     for q, results in run.items():
-        ranked = [pid for pid, _ in sorted(results.items(), key=lambda kv: (-kv[1], kv[0]))]
-        heads[q] = ranked[:depth]
+        heads[q] = [pid for pid, _ in ranked(results, depth)]
         pairs.extend((queries[q], corpus[pid].text) for pid in heads[q])
     scores = np.asarray(scorer(pairs), dtype=np.float64) if pairs else np.zeros(0)
     out: Run = {}
@@ -53,7 +53,7 @@ def rerank_run(run: Mapping[str, Mapping[str, float]], queries: Mapping[str, str
         s = scores[i : i + len(head)]
         i += len(head)
         fused = {pid: float(v) for pid, v in zip(head, s)}
-        tail = [pid for pid, _ in sorted(results.items(), key=lambda kv: (-kv[1], kv[0]))[depth:]]
+        tail = [pid for pid, _ in ranked(results)[depth:]]
         floor = (min(fused.values()) if fused else 0.0) - 1.0
         for r, pid in enumerate(tail):
             fused[pid] = floor - r * 1e-3
