@@ -92,8 +92,15 @@ def test_australian_split_by_citation(tmp_path):
     assert not train_docs & test_docs
     assert len(train_docs) + len(test_docs) == 6 and len(train_docs) == round(0.8 * 6)
     assert len(splits["train"]) + len(splits["test"]) == 21
+    by_question = {}
+    for r in AULQA:  # the first record of a duplicated question is the one kept
+        by_question.setdefault(r["question"], r)
     for q in splits["train"] + splits["test"]:
-        assert corpus[q.gold[0]].passage_id == corpus[q.gold[0]].passage_id and q.gold[0] in corpus
+        passage = corpus[q.gold[0]]
+        # the gold passage is the record's own snippet, filed under the record's citation
+        assert passage.text == by_question[q.text]["text"]
+        assert passage.passage_id == by_question[q.text]["source"]["citation"]
+        assert passage.document_id == q.gold_documents[0]
     summary = build_australian(AustralianBuildConfig(data=str(tmp_path / "qa.jsonl"), out=str(tmp_path / "au"),
                                                      audit_embedder="none"))
     assert (tmp_path / "au" / "README.md").read_text().startswith("---\n")
