@@ -65,3 +65,42 @@ def test_collator_pads_and_forces_one_mask(tokenizer):
     assert (batch["labels"][0, len(short["input_ids"]):] == IGNORE_INDEX).all()  # padding never has a label
     with pytest.raises(ValueError):
         HypothesisMaskingCollator(tokenizer, mask_probability=0.0)
+
+
+def test_masked_positions_loss_equals_the_stock_mlm_loss_and_gradients(tokenizer):
+    from transformers import BertConfig, BertForMaskedLM
+
+    from rirag.mlm import masked_positions_loss, masked_positions_trainer, mlm_head
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=37)
+    model = BertForMaskedLM(config).eval()  # no dropout: both losses see the same network
+    assert mlm_head(model) is model.cls
+    feats = [encode_entailment_example(tokenizer, "an authorised person must maintain records", claim, 64)
+             for claim in ("records must be kept", "the regulator may require a report at any time")]
+    batch = HypothesisMaskingCollator(tokenizer, 0.8, generator=torch.Generator().manual_seed(1))(feats)
+    assert 0 < int((batch["labels"] != IGNORE_INDEX).sum()) < batch["labels"].numel()
+
+    stock = model(**batch).loss
+    stock.backward()
+    stock_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    sparse = masked_positions_loss(model, batch)
+    sparse.backward()
+    assert torch.allclose(sparse, stock, atol=1e-6)
+    for name, grad in stock_grads.items():
+        assert torch.allclose(model.get_parameter(name).grad, grad, atol=1e-6), name
+
+    # nothing masked: a zero loss, not NaN; an unknown head falls back to the model's own loss
+    empty = dict(batch, labels=torch.full_like(batch["labels"], IGNORE_INDEX))
+    assert float(masked_positions_loss(model, empty)) == 0.0
+
+    class Wrapped(torch.nn.Module):
+        def forward(self, **kw):
+            return type("Out", (), {"loss": torch.tensor(3.0)})()
+
+    assert mlm_head(Wrapped()) is None and float(masked_positions_loss(Wrapped(), batch)) == 3.0
+    from transformers import Trainer
+
+    assert issubclass(masked_positions_trainer(Trainer), Trainer)

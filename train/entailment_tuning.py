@@ -2,7 +2,8 @@
 
 Every training question is rewritten into a declarative claim (:mod:`rirag.claims`); its gold passage is the
 premise: ``<passage> entails that <claim>``. Each claim token is masked with probability β (0.8) and the masked-LM
-loss is taken on those tokens only (:class:`rirag.collators.HypothesisMaskingCollator`). AdamW at 2e-5, 5 epochs,
+loss is taken on those tokens only (:class:`rirag.collators.HypothesisMaskingCollator`; the vocabulary projection
+runs on those positions alone, :mod:`rirag.mlm`). AdamW at 2e-5, 5 epochs,
 gradient clipping 1.0, mixed precision where the hardware has it. The tuned encoder is saved as a
 SentenceTransformer with mean pooling (and a model card) in ``output_dir``.
 
@@ -92,6 +93,7 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     from rirag.cards import render_card
     from rirag.collators import HypothesisMaskingCollator
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.mlm import masked_positions_trainer
     from rirag.models import resolve_model
 
     base = resolve_model(script_args.model_name_or_path)
@@ -111,7 +113,7 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
 
     # Training loop
     generator = torch.Generator().manual_seed(training_args.seed)
-    trainer = Trainer(
+    trainer = masked_positions_trainer(Trainer)(  # the vocabulary projection only at masked positions
         model=model,
         args=training_args,
         train_dataset=train_ds,
