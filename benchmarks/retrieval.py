@@ -7,8 +7,9 @@ Usage:
                                    [--artifacts artifacts] [--runs-dir benchmarks/runs]
 
 Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
-BM25, zero-shot base encoder, +ET, +ET+CT, +hybrid (α=0.8), RIRAG rank fusion, RRF, +reranker (hybrid top 50) and
-the score-filtered hybrid, with the models that ``benchmarks/ablation.sh`` trains into ``artifacts/``:
+BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
+validation), RIRAG rank fusion, RRF, +reranker (hybrid top 50) and the score-filtered hybrid; the encoder of the fusion
+rows (CT or ET+CT) is the one with the better leakage-free validation R@10, with the models that ``benchmarks/ablation.sh`` trains into ``artifacts/``:
 
 * protocol ``leakage-free``: models trained on ``train``; reported on ``validation`` and ``test``;
 * protocol ``original``: models trained on ``original-dev``; reported on ``original-test``.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rirag.cli import format_table
-from rirag.constants import (EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA, OFFLINE_ENCODER,
+from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA, OFFLINE_ENCODER,
                              RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
 from rirag.data import load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
@@ -70,7 +71,7 @@ class Config:
     base_model: str = OFFLINE_ENCODER
     rerank_queries: int = 0
     rerank_depth: int = RERANK_DEPTH
-    dense_max_seq_length: int = 128
+    dense_max_seq_length: int = DENSE_MAX_SEQ_LENGTH
     extra: dict = field(default_factory=dict)
 
 
@@ -160,11 +161,17 @@ def ablation(config: Config) -> dict:
     runs: dict[tuple[str, str], dict] = {}  # (split, row) -> run
     dense_cache: dict[str, DenseRetriever] = {}
     tuned_alpha: dict[str, float] = {}
+    chosen: dict[str, str] = {}  # 'encoder' -> the tuned stage chosen on validation ('ct' or 'etct')
+    stage_recall: dict[tuple[str, str], float] = {}
+
+    def dense_by_stage(dense_runs):
+        return [k for k in ("etct", "ct") if k in dense_runs]
 
     def dense_for(model: str) -> DenseRetriever:
         if model not in dense_cache:
-            max_len = 256 if model == config.base_model else config.dense_max_seq_length
-            dense_cache[model] = DenseRetriever(corpus, model, max_seq_length=max_len)
+            # one passage length for every encoder (the registry's default), so that the embeddings cached while
+            # training (selection, reranker negatives) serve here as well
+            dense_cache[model] = DenseRetriever(corpus, model, max_seq_length=config.dense_max_seq_length)
         return dense_cache[model]
 
     def add(protocol, split, row, run, questions, seconds=None, note="", **extra):
@@ -196,8 +203,7 @@ def ablation(config: Config) -> dict:
         for row, key in (("zero-shot", "base"), ("+ET", "et"), ("+CT", "ct"), ("+ET+CT", "etct")):
             model = models[key]
             if not _exists(model):
-                if key != "ct":
-                    rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
+                rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
                                  "note": f"no model at {model}"})
                 continue
             r = dense_for(model)
@@ -205,9 +211,15 @@ def ablation(config: Config) -> dict:
             t0 = time.perf_counter()
             dense_runs[key] = r.search(queries, k=RUN_DEPTH, show_progress=False)
             add(protocol, split, row, dense_runs[key], questions, time.perf_counter() - t0, model=model)
+            stage_recall[(split, key)] = rows[-1][f"recall@{EVAL_K}"]
 
-        # the final dense encoder: ET+CT if trained, else CT alone, else the base model
-        final = next((k for k in ("etct", "ct", "base") if k in dense_runs), None)
+        # the final dense encoder (the one the fusion rows use): the tuned encoder with the best leakage-free
+        # validation R@10 (ET+CT or CT), kept for every later split and protocol; without validation rows, ET+CT if
+        # trained, else CT, else the base model
+        if split == "validation" and dense_by_stage(dense_runs):
+            chosen["encoder"] = max(dense_by_stage(dense_runs), key=lambda k: stage_recall[(split, k)])
+        final = chosen.get("encoder") if chosen.get("encoder") in dense_runs else \
+            next((k for k in ("etct", "ct", "base") if k in dense_runs), None)
         if final is None:
             continue
         tag = {"etct": "ET+CT", "ct": "CT", "base": "zero-shot"}[final]
