@@ -128,7 +128,8 @@ def test_recipes_parse_and_unknown_keys_fail(script, args_cls, targs, tmp_path):
     for recipe in recipes:
         script_args, training_args = TrlParser(parser_types).parse_args_and_config(
             ["--config", str(recipe), "--output_dir", str(tmp_path / "o"), "--bf16", "false"])  # paper: GPU bf16
-        assert training_args.learning_rate == pytest.approx(2e-5)
+        if script != "reranker":  # the paper's AdamW 2e-5 for both retriever stages (the reranker is ours)
+            assert training_args.learning_rate == pytest.approx(2e-5)
         assert script_args.model_name_or_path
     bad = tmp_path / "bad.yaml"
     bad.write_text(recipes[0].read_text() + "no_such_key: 1\n")
