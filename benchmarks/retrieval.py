@@ -8,8 +8,9 @@ Usage:
 
 Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
 BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
-validation), RIRAG rank fusion, RRF, +reranker (hybrid top 50) and the score-filtered hybrid; the encoder of the fusion
-rows (CT or ET+CT) is the one with the better leakage-free validation R@10, with the models that ``benchmarks/ablation.sh`` trains into ``artifacts/``:
+validation), RIRAG rank fusion, RRF, +reranker (hybrid top 50) and the score-filtered hybrid (its encoder, CT or
+ET+CT, is the one with the better leakage-free validation R@10), with the models that ``benchmarks/ablation.sh``
+trains into ``artifacts/``:
 
 * protocol ``leakage-free``: models trained on ``train``; reported on ``validation`` and ``test``;
 * protocol ``original``: models trained on ``original-dev``; reported on ``original-test``.
@@ -35,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rirag.cli import format_table
-from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA, OFFLINE_ENCODER,
-                             RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
+from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA,
+                             OFFLINE_ENCODER, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
 from rirag.data import load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
 from rirag.io import atomic_write_json
@@ -162,10 +163,6 @@ def ablation(config: Config) -> dict:
     dense_cache: dict[str, DenseRetriever] = {}
     tuned_alpha: dict[str, float] = {}
     chosen: dict[str, str] = {}  # 'encoder' -> the tuned stage chosen on validation ('ct' or 'etct')
-    stage_recall: dict[tuple[str, str], float] = {}
-
-    def dense_by_stage(dense_runs):
-        return [k for k in ("etct", "ct") if k in dense_runs]
 
     def dense_for(model: str) -> DenseRetriever:
         if model not in dense_cache:
@@ -199,25 +196,26 @@ def ablation(config: Config) -> dict:
         bm25_run = bm25.search(queries, k=RUN_DEPTH)
         add(protocol, split, "bm25", bm25_run, questions, time.perf_counter() - t0)
 
-        dense_runs = {}
+        dense_runs, dense_recall = {}, {}
         for row, key in (("zero-shot", "base"), ("+ET", "et"), ("+CT", "ct"), ("+ET+CT", "etct")):
             model = models[key]
             if not _exists(model):
                 rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
-                                 "note": f"no model at {model}"})
+                             "note": f"no model at {model}"})
                 continue
             r = dense_for(model)
             r.passage_embeddings(show_progress=True)
             t0 = time.perf_counter()
             dense_runs[key] = r.search(queries, k=RUN_DEPTH, show_progress=False)
             add(protocol, split, row, dense_runs[key], questions, time.perf_counter() - t0, model=model)
-            stage_recall[(split, key)] = rows[-1][f"recall@{EVAL_K}"]
+            dense_recall[key] = rows[-1][f"recall@{EVAL_K}"]
 
         # the final dense encoder (the one the fusion rows use): the tuned encoder with the best leakage-free
         # validation R@10 (ET+CT or CT), kept for every later split and protocol; without validation rows, ET+CT if
         # trained, else CT, else the base model
-        if split == "validation" and dense_by_stage(dense_runs):
-            chosen["encoder"] = max(dense_by_stage(dense_runs), key=lambda k: stage_recall[(split, k)])
+        tuned = [k for k in ("etct", "ct") if k in dense_runs]
+        if split == "validation" and tuned:
+            chosen["encoder"] = max(tuned, key=dense_recall.get)
         final = chosen.get("encoder") if chosen.get("encoder") in dense_runs else \
             next((k for k in ("etct", "ct", "base") if k in dense_runs), None)
         if final is None:

@@ -20,11 +20,10 @@ _HEAD_ATTRIBUTES = ("cls", "lm_head")
 
 def mlm_head(model: Any):
     """The module that maps hidden states to vocabulary logits, or None when unknown."""
-    for name in _HEAD_ATTRIBUTES:
-        head = getattr(model, name, None)
-        if head is not None and hasattr(model, getattr(model, "base_model_prefix", "") or "-"):
-            return head
-    return None
+    prefix = getattr(model, "base_model_prefix", "")
+    if not prefix or not hasattr(model, prefix):  # no encoder to run on its own
+        return None
+    return next((getattr(model, n) for n in _HEAD_ATTRIBUTES if getattr(model, n, None) is not None), None)
 
 
 def masked_positions_loss(model: Any, inputs: dict) -> Any:
