@@ -59,7 +59,8 @@ def test_entailment_tuning_two_steps(tiny_data_dir, tmp_path):
     assert np.allclose(reloaded.encode(TEXTS), expected.numpy(), atol=1e-5)
 
 
-def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path):
+@pytest.mark.parametrize("hard_negatives", [0, 1])
+def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path, hard_negatives):
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
 
     import contrastive_tuning as ct
@@ -68,8 +69,8 @@ def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path):
     before = SentenceTransformer(str(start)).encode(TEXTS)
     args = ct.ContrastiveTuningArguments(model_name_or_path=str(start), data=str(tiny_data_dir),
                                          train_split="original-dev", eval_split="", eval_holdout_fraction=0.3,
-                                         eval_corpus_size=0, max_seq_length=48,
-                                         results_path=str(tmp_path / "selection.json"))
+                                         eval_corpus_size=0, max_seq_length=48, hard_negatives=hard_negatives,
+                                         negatives_depth=5, results_path=str(tmp_path / "selection.json"))
     targs = SentenceTransformerTrainingArguments(
         output_dir=str(tmp_path / "ct"), max_steps=2, per_device_train_batch_size=4, learning_rate=1e-3,
         warmup_steps=0, eval_strategy="steps", eval_steps=1, save_strategy="steps", save_steps=1,
@@ -77,7 +78,7 @@ def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path):
     summary = ct.main(args, targs)
     assert targs.batch_sampler == "no_duplicates"
     assert len(summary["per_epoch"]) == 2 and summary["best"] in summary["per_epoch"]
-    assert (tmp_path / "selection.json").exists()
+    assert (tmp_path / "selection.json").exists() and summary["hard_negatives"] == hard_negatives
     reloaded = SentenceTransformer(str(tmp_path / "ct"))
     after = reloaded.encode(TEXTS)
     assert not np.allclose(before, after, atol=1e-6)  # weights changed

@@ -1,7 +1,9 @@
 """Stage 2 of the domain-adapted retriever: contrastive tuning (second seed paper, section 3.4).
 
 (question, gold passage) pairs with prefixes ``query: `` / ``passage: ``, MultipleNegativesRankingLoss over in-batch
-negatives, batch 16, lr 2e-5, 100 warm-up steps, no mined negatives. Batches never hold the same question or the same
+negatives, batch 16, lr 2e-5, 100 warm-up steps; the paper mines no negatives (``hard_negatives: 0``). With
+``hard_negatives: n`` each pair also gets n passages drawn (seeded) from the non-gold top ``negatives_depth`` of a
+first-stage retriever (default BM25, seconds to run; see ``rirag.retrieval.negatives``), an extension beyond the paper. Batches never hold the same question or the same
 passage twice (sentence-transformers' NO_DUPLICATES sampler compares the values of every column). The number of
 epochs (up to ``num_train_epochs``) is chosen by Recall@10 on the selection questions, evaluated after every epoch;
 the best checkpoint is kept and saved to ``output_dir`` with a model card. Starts from the entailment-tuned model or
@@ -56,6 +58,11 @@ class ContrastiveTuningArguments:
     max_seq_length: int = field(default=DENSE_MAX_SEQ_LENGTH, metadata={"help": "Tokens per query / passage."})
     max_train_samples: int | None = field(default=None, metadata={
         "help": "Train on a seeded random subset of this many (question, gold passage) pairs (None: all)."})
+    hard_negatives: int = field(default=0, metadata={
+        "help": "Mined negatives per pair besides the in-batch ones (0: in-batch only, as in the paper)."})
+    negatives_retriever: str = field(default="bm25", metadata={
+        "help": "Registry retriever whose top ranks give the mined negatives."})
+    negatives_depth: int = field(default=30, metadata={"help": "Mined negatives come from this many top ranks."})
     results_path: str | None = field(default=None, metadata={
         "help": "Write per-epoch selection Recall@10 and the chosen epoch here (JSON)."})
 
@@ -72,6 +79,41 @@ def selection_sets(args: ContrastiveTuningArguments, obliqa):
     n = max(1, round(args.eval_holdout_fraction * len(train)))
     held = set(order[:n])
     return [q for i, q in enumerate(train) if i not in held], [q for i, q in enumerate(train) if i in held]
+
+
+def training_columns(args: ContrastiveTuningArguments, questions, corpus) -> dict[str, list[str]]:
+    """Columns of the training dataset: anchor, positive and, with ``hard_negatives``, negative_1..n."""
+    from rirag.retrieval.dense import question_passage_pairs
+
+    pairs = question_passage_pairs(questions, corpus, args.max_train_samples, seed=args.split_seed)
+    columns = {"anchor": [p[1] for p in pairs], "positive": [p[3] for p in pairs]}
+    if args.hard_negatives <= 0:
+        return columns
+    from rirag.retrieval.negatives import draw, negative_pools
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
+    chosen = {p[0] for p in pairs}
+    retriever = build_retriever(corpus, RetrieverSpec(args.negatives_retriever))
+    pools = negative_pools([q for q in questions if q.id in chosen], corpus, retriever, args.negatives_depth,
+                           show_progress=True)
+    rng = random.Random(args.split_seed)
+    names = [f"negative_{i + 1}" for i in range(args.hard_negatives)]
+    columns |= {n: [] for n in names}
+    keep = {"anchor": [], "positive": []}
+    dropped = 0
+    for qid, question, _, passage in pairs:
+        negatives = draw(pools[qid], args.hard_negatives, rng)
+        if len(negatives) < args.hard_negatives:
+            dropped += 1
+            continue
+        keep["anchor"].append(question)
+        keep["positive"].append(passage)
+        for n, pid in zip(names, negatives):
+            columns[n].append(corpus[pid].text)
+    if dropped:
+        logger.warning("%d pairs dropped: fewer than %d negatives in the top %d", dropped, args.hard_negatives,
+                       args.negatives_depth)
+    return columns | keep
 
 
 def build_evaluator(args, questions, corpus, name: str = "selection"):
@@ -101,22 +143,23 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from rirag.cards import render_card
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.data import load_obliqa
-    from rirag.retrieval.dense import load_encoder, question_passage_pairs
+    from rirag.retrieval.dense import load_encoder
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
     train_q, select_q = selection_sets(script_args, obliqa)
-    pairs = question_passage_pairs(train_q, obliqa.corpus, script_args.max_train_samples, seed=script_args.split_seed)
-    train_ds = Dataset.from_dict({"anchor": [p[1] for p in pairs], "positive": [p[3] for p in pairs]})
+    columns = training_columns(script_args, train_q, obliqa.corpus)
+    train_ds = Dataset.from_dict(columns)
+    n_pairs = len(columns["anchor"])
     evaluator = build_evaluator(script_args, select_q, obliqa.corpus)
-    logger.info("contrastive tuning: %d pairs from %d questions; selection on %d questions",
-                len(pairs), len(train_q), len(select_q))
+    logger.info("contrastive tuning: %d pairs (%d mined negatives each) from %d questions; selection on %d questions",
+                n_pairs, script_args.hard_negatives, len(train_q), len(select_q))
 
     # Model
     model = load_encoder(script_args.model_name_or_path, max_seq_length=script_args.max_seq_length)
     loss = MultipleNegativesRankingLoss(model)
     training_args.batch_sampler = BatchSamplers.NO_DUPLICATES
-    training_args.prompts = {"anchor": QUERY_PREFIX, "positive": PASSAGE_PREFIX}
+    training_args.prompts = {c: QUERY_PREFIX if c == "anchor" else PASSAGE_PREFIX for c in columns}
     metric = f"eval_{evaluator.name}_cosine_recall@{EVAL_K}"
     training_args.metric_for_best_model = metric
     training_args.greater_is_better = True
@@ -133,7 +176,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     summary = {"selection_questions": len(select_q), "selection_corpus": len(evaluator.corpus),
                "start_recall@10": baseline.get(f"{evaluator.name}_cosine_recall@{EVAL_K}"),
                "per_epoch": history, "best": best, "train_loss": result.training_loss,
-               "train_seconds": round(seconds, 1), "pairs": len(pairs)}
+               "train_seconds": round(seconds, 1), "pairs": n_pairs,
+               "hard_negatives": script_args.hard_negatives}
     logger.info("selection Recall@10 per epoch: %s; best %s", history, best)
 
     # Save and push
@@ -149,11 +193,14 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
             description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
                         "MultipleNegativesRankingLoss over in-batch negatives, no duplicate question or passage "
                         "in a batch, epoch chosen by selection Recall@10.",
-            train_split=script_args.train_split, n_examples=len(pairs), query_prefix=QUERY_PREFIX,
+            train_split=script_args.train_split, n_examples=n_pairs, query_prefix=QUERY_PREFIX,
             passage_prefix=PASSAGE_PREFIX,
             settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
                       "batch size": training_args.per_device_train_batch_size,
                       "learning rate": training_args.learning_rate, "warm-up steps": training_args.warmup_steps,
+                      "mined negatives per pair": script_args.hard_negatives and
+                      f"{script_args.hard_negatives} from the top {script_args.negatives_depth} of "
+                      f"{script_args.negatives_retriever}",
                       "selection corpus": f"{len(evaluator.corpus)} passages", "train seconds": round(seconds, 1)},
             command="python train/contrastive_tuning.py " + " ".join(sys.argv[1:]))
         with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:

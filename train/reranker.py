@@ -2,7 +2,7 @@
 
 Training questions: the protocol's training split. Positives: each question's gold passages (label 1). Negatives:
 ``negatives_per_question`` passages drawn (seeded) from a first-stage retriever's top ``negatives_depth`` that are
-not gold (label 0); the first stage is any registry retriever (default: the hybrid with the contrastive-tuned
+not gold and do not repeat a gold passage's text (label 0, ``rirag.retrieval.negatives``); the first stage is any registry retriever (default: the hybrid with the contrastive-tuned
 encoder, the one whose ranking is reranked). Binary cross-entropy on one logit. Saved as a sentence-transformers
 ``CrossEncoder`` with a model card.
 
@@ -51,6 +51,7 @@ class RerankerArguments:
 
 
 def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, float]]:
+    from rirag.retrieval.negatives import draw, negative_pools
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
     from rirag.splits import split_questions
 
@@ -63,14 +64,11 @@ def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, floa
         logger.warning("no negatives_model: negatives from bm25 instead of %s", name)
         name = "bm25"
     retriever = build_retriever(obliqa.corpus, RetrieverSpec(name, args.negatives_model))
-    run = retriever.search({q.id: q.text for q in questions}, k=args.negatives_depth, show_progress=True)
+    pools = negative_pools(questions, obliqa.corpus, retriever, args.negatives_depth, show_progress=True)
     examples = []
     for q in questions:
-        gold = set(q.gold)
         examples += [(q.text, obliqa.corpus[p].text, 1.0) for p in q.gold if p in obliqa.corpus]
-        ranked = [p for p, _ in sorted(run.get(q.id, {}).items(), key=lambda kv: (-kv[1], kv[0])) if p not in gold]
-        for p in rng.sample(ranked, min(args.negatives_per_question, len(ranked))):
-            examples.append((q.text, obliqa.corpus[p].text, 0.0))
+        examples += [(q.text, obliqa.corpus[p].text, 0.0) for p in draw(pools[q.id], args.negatives_per_question, rng)]
     rng.shuffle(examples)
     logger.info("reranker: %d examples (%d questions) from %s", len(examples), len(questions), args.train_split)
     return examples

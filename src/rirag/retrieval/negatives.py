@@ -1,0 +1,44 @@
+"""Hard negatives: top-ranked passages of a first-stage retriever that are not gold for the question.
+
+Shared by contrastive tuning (mined negatives next to the in-batch ones) and the reranker (label-0 pairs). A
+candidate is dropped when its id is gold for the question or when its text equals a gold passage's text (ObliQA
+repeats some rules verbatim under other ids, and such a copy is a false negative). Draws are seeded.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Mapping, Sequence
+
+from rirag.data import Passage, Question
+from rirag.evaluation import ranked
+
+logger = logging.getLogger(__name__)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def negative_pools(questions: Sequence[Question], corpus: Mapping[str, Passage], retriever, depth: int,
+                   show_progress: bool = False) -> dict[str, list[str]]:
+    """Question id -> its non-gold candidates among ``retriever``'s top ``depth``, best first."""
+    if depth < 1:
+        raise ValueError(f"negatives depth must be >= 1, got {depth}")
+    run = retriever.search({q.id: q.text for q in questions}, k=depth, show_progress=show_progress)
+    pools: dict[str, list[str]] = {}
+    for q in questions:
+        gold = set(q.gold)
+        gold_texts = {_norm(corpus[p].text) for p in q.gold if p in corpus}
+        pools[q.id] = [pid for pid, _ in ranked(run.get(q.id, {}), depth)
+                       if pid not in gold and _norm(corpus[pid].text) not in gold_texts]
+    empty = sum(not v for v in pools.values())
+    if empty:
+        logger.warning("%d of %d questions have no negative in the top %d", empty, len(questions), depth)
+    return pools
+
+
+def draw(pool: Sequence[str], n: int, rng: random.Random) -> list[str]:
+    """``n`` distinct candidates of ``pool`` (all of them when it is shorter), seeded by ``rng``."""
+    return rng.sample(list(pool), min(n, len(pool)))
