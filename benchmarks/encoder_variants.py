@@ -1,0 +1,106 @@
+"""Compare trained encoders (recipe variants) on one or more splits: dense alone and the hybrid over an α grid.
+
+The ablation (``benchmarks/retrieval.py --ablation``) reports the stages of one recipe; this benchmark answers "does
+this recipe change help?" for encoders trained by hand, e.g. contrastive tuning with mined negatives or with every
+training pair. Each encoder's training summary (``selection.json`` next to the model, when present) is copied into
+the result so the JSON says what was trained. Passage embeddings are cached as everywhere else.
+
+Usage:
+    python benchmarks/encoder_variants.py --models artifacts/contrastive_tuning/minilm-ct-train,... \
+        [--splits validation] [--alphas 0.2,0.5,0.8] [--out benchmarks/results/encoder_variants.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rirag.cli import format_table
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, RUN_DEPTH, SEED
+from rirag.data import load_obliqa
+from rirag.evaluation import evaluate_run, metric_names
+from rirag.io import atomic_write_json
+from rirag.splits import qrels_of, split_questions
+
+logger = logging.getLogger("benchmarks.encoder_variants")
+
+
+@dataclass
+class Config:
+    models: tuple[str, ...]
+    splits: tuple[str, ...] = ("validation",)
+    alphas: tuple[float, ...] = (0.2, 0.5, 0.8)
+    data: str | None = None
+    out: str = "benchmarks/results/encoder_variants.json"
+    seed: int = SEED
+
+
+def _training_summary(model: str) -> dict:
+    path = Path(model) / "selection.json"
+    if not path.exists():
+        return {}
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    return {k: summary[k] for k in ("pairs", "hard_negatives", "per_epoch", "best", "train_seconds", "command")
+            if k in summary}
+
+
+def main(config: Config) -> dict:
+    import datetime
+    import os
+
+    from rirag.retrieval.bm25 import passage_index
+    from rirag.retrieval.dense import DenseRetriever
+    from rirag.retrieval.fusion import hybrid_fusion, truncate
+
+    obliqa = load_obliqa(config.data)
+    bm25 = passage_index(obliqa.corpus)
+    names = metric_names(EVAL_K)
+    rows = []
+    for split in config.splits:
+        questions = [q for q in split_questions(obliqa, split, config.seed) if q.gold]
+        qrels, queries = qrels_of(questions), {q.id: q.text for q in questions}
+        bm25_run = bm25.search(queries, k=RUN_DEPTH)
+
+        def add(model, retriever, run, alpha=None):
+            m = evaluate_run(qrels, run)
+            rows.append({"split": split, "model": model, "retriever": retriever, "alpha": alpha,
+                         **{n: round(m[n], 4) for n in names}})
+
+        add("", "bm25", bm25_run)
+        for model in config.models:
+            dense = DenseRetriever(obliqa.corpus, model, max_seq_length=DENSE_MAX_SEQ_LENGTH)
+            dense.passage_embeddings(show_progress=True)
+            dense_run = dense.search(queries, k=RUN_DEPTH)
+            add(model, "dense", dense_run)
+            for a in config.alphas:
+                add(model, "hybrid", truncate(hybrid_fusion(dense_run, bm25_run, a), RUN_DEPTH), a)
+    sys.stdout.write(format_table(rows, ["split", "model", "retriever", "alpha", *names]) + "\n")
+    result = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "cpu_cores": os.cpu_count(), "data": str(obliqa.root),
+              "training": {m: _training_summary(m) for m in config.models}, "rows": rows}
+    atomic_write_json(config.out, result)
+    return result
+
+
+def parse_args(argv=None) -> Config:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", required=True, help="comma-separated encoder folders or names")
+    p.add_argument("--splits", default="validation")
+    p.add_argument("--alphas", default="0.2,0.5,0.8")
+    p.add_argument("--data", default=None)
+    p.add_argument("--out", default=Config.out)
+    p.add_argument("--seed", type=int, default=SEED)
+    a = p.parse_args(argv)
+    return Config(tuple(m for m in a.models.split(",") if m), tuple(a.splits.split(",")),
+                  tuple(float(x) for x in a.alphas.split(",")), a.data, a.out, a.seed)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    main(parse_args())
