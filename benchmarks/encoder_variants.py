@@ -8,6 +8,10 @@ the result so the JSON says what was trained. Passage embeddings are cached as e
 Usage:
     python benchmarks/encoder_variants.py --models artifacts/contrastive_tuning/minilm-ct-train,... \
         [--splits validation] [--alphas 0.2,0.5,0.8] [--out benchmarks/results/encoder_variants.json]
+        [--rerankers artifacts/reranker/A,... --rerank-queries 100]
+
+With ``--rerankers``, each cross-encoder reranks the top ``RERANK_DEPTH`` of the first model's hybrid (α = 0.8, as
+in the ablation) on a seeded sample of questions, reported next to the hybrid on the same sample.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rirag.cli import format_table
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, RUN_DEPTH, SEED
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, RERANK_DEPTH, RUN_DEPTH, SEED
 from rirag.data import load_obliqa
 from rirag.evaluation import evaluate_run, metric_names
 from rirag.io import atomic_write_json
@@ -38,15 +42,39 @@ class Config:
     data: str | None = None
     out: str = "benchmarks/results/encoder_variants.json"
     seed: int = SEED
+    rerankers: tuple[str, ...] = ()
+    rerank_queries: int = 100
 
 
 def _training_summary(model: str) -> dict:
     path = Path(model) / "selection.json"
-    if not path.exists():
-        return {}
+    if not path.exists():  # e.g. a reranker: the training command from its model card
+        card = Path(model) / "README.md"
+        lines = card.read_text(encoding="utf-8").splitlines() if card.exists() else []
+        return {"command": next((ln.strip(" `") for ln in lines if "python train/" in ln), None)}
     summary = json.loads(path.read_text(encoding="utf-8"))
     return {k: summary[k] for k in ("pairs", "hard_negatives", "per_epoch", "best", "train_seconds", "command")
             if k in summary}
+
+
+def _rerank_rows(config: Config, rows: list, split: str, model: str, questions, corpus, hybrid_run) -> None:
+    import random
+
+    from rirag.retrieval.rerank import RerankRetriever, rerank_run
+
+    sample = random.Random(config.seed).sample(questions, min(config.rerank_queries, len(questions)))
+    queries, qrels = {q.id: q.text for q in sample}, qrels_of(sample)
+    head = {q: hybrid_run[q] for q in queries}
+    runs = {("", "hybrid (reranker sample)"): head}
+    for name in config.rerankers:
+        rr = RerankRetriever(corpus, None, name, RERANK_DEPTH)
+        runs[(name, f"+reranker (hybrid top {RERANK_DEPTH})")] = rerank_run(
+            head, queries, corpus, lambda p: rr.score_pairs(p, show_progress=True), RERANK_DEPTH)
+    for (reranker, label), run in runs.items():
+        m = evaluate_run(qrels, run)
+        rows.append({"split": split, "model": model, "retriever": label, "alpha": HYBRID_ALPHA,
+                     "reranker": reranker, "questions": len(sample),
+                     **{n: round(m[n], 4) for n in metric_names(EVAL_K)}})
 
 
 def main(config: Config) -> dict:
@@ -79,11 +107,14 @@ def main(config: Config) -> dict:
             add(model, "dense", dense_run)
             for a in config.alphas:
                 add(model, "hybrid", truncate(hybrid_fusion(dense_run, bm25_run, a), RUN_DEPTH), a)
+            if config.rerankers and model == config.models[0]:
+                _rerank_rows(config, rows, split, model, questions, obliqa.corpus,
+                             truncate(hybrid_fusion(dense_run, bm25_run, HYBRID_ALPHA), RUN_DEPTH))
     sys.stdout.write(format_table(rows, ["split", "model", "retriever", "alpha", *names]) + "\n")
     result = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "cpu_cores": os.cpu_count(), "data": str(obliqa.root),
-              "training": {m: _training_summary(m) for m in config.models}, "rows": rows}
+              "training": {m: _training_summary(m) for m in config.models + config.rerankers}, "rows": rows}
     atomic_write_json(config.out, result)
     return result
 
@@ -96,9 +127,12 @@ def parse_args(argv=None) -> Config:
     p.add_argument("--data", default=None)
     p.add_argument("--out", default=Config.out)
     p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--rerankers", default="", help="comma-separated cross-encoders (rerank the first model's hybrid)")
+    p.add_argument("--rerank-queries", type=int, default=100)
     a = p.parse_args(argv)
     return Config(tuple(m for m in a.models.split(",") if m), tuple(a.splits.split(",")),
-                  tuple(float(x) for x in a.alphas.split(",")), a.data, a.out, a.seed)
+                  tuple(float(x) for x in a.alphas.split(",")), a.data, a.out, a.seed,
+                  tuple(r for r in a.rerankers.split(",") if r), a.rerank_queries)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ def test_reranker_training_two_steps(tiny_data_dir, tmp_path, loss):
         for i, query in enumerate(groups["query"]):
             assert groups["positive"][i] in gold[query]
             assert not {groups["negative_1"][i], groups["negative_2"][i]} & gold[query]
+    assert ("softmax" in (tmp_path / "rr" / "README.md").read_text()) == (loss == "mnrl")  # the card names the loss
     reloaded = CrossEncoder(str(tmp_path / "rr"))
     after = reloaded.predict(pairs)
     assert not np.allclose(before, after, atol=1e-6)

@@ -151,13 +151,17 @@ def main(script_args: RerankerArguments, training_args) -> dict:
             name=os.path.basename(os.path.normpath(training_args.output_dir)),
             description="Cross-encoder reranker (one relevance logit) for the hybrid retriever's top candidates: "
                         "gold passages as positives, non-gold top-ranked passages of a first-stage retriever as "
-                        "negatives, binary cross-entropy. Inputs are (question, passage) without prefixes.",
+                        "negatives, " + ("binary cross-entropy" if script_args.loss == "bce" else
+                                         f"a softmax over the gold passage, its mined negatives and "
+                                         f"{script_args.in_batch_negatives} in-batch negatives") +
+                        ". Inputs are (question, passage) without prefixes.",
             train_split=script_args.train_split, n_examples=len(examples), query_prefix=QUERY_PREFIX,
             passage_prefix=PASSAGE_PREFIX,
             settings={"negatives": f"{script_args.negatives_per_question} per question from the top "
                                    f"{script_args.negatives_depth} of {script_args.negatives_retriever}"
                                    + (f" ({script_args.negatives_model})" if script_args.negatives_retriever != "bm25"
                                       else ""),
+                      "loss": script_args.loss,
                       "epochs": training_args.num_train_epochs, "learning rate": training_args.learning_rate,
                       "train loss": round(result.training_loss, 4), "train seconds": round(seconds, 1)},
             command="python train/reranker.py " + " ".join(sys.argv[1:]))
