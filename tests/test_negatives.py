@@ -72,3 +72,13 @@ def test_contrastive_columns_with_mined_negatives(tiny_data_dir):
         assert cols["positive"][i] in gold_texts[question]
         negatives = {cols["negative_1"][i], cols["negative_2"][i]}
         assert len(negatives) == 2 and not negatives & gold_texts[question]
+
+
+def test_negative_columns_draw_per_pair_and_drop_short_pools():
+    from rirag.retrieval.negatives import negative_columns
+
+    corpus = _corpus()
+    pairs = [("q1", "records?", "g1", corpus["g1"].text), ("q2", "reports?", "g2", corpus["g2"].text)]
+    cols = negative_columns(pairs, {"q1": ["n1", "n2"], "q2": ["n3"]}, corpus, 2, random.Random(0), anchor="query")
+    assert cols["query"] == ["records?"]  # q2's pool holds one negative, fewer than 2: dropped
+    assert {cols["negative_1"][0], cols["negative_2"][0]} == {corpus["n1"].text, corpus["n2"].text}

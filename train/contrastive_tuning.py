@@ -89,31 +89,14 @@ def training_columns(args: ContrastiveTuningArguments, questions, corpus) -> dic
     columns = {"anchor": [p[1] for p in pairs], "positive": [p[3] for p in pairs]}
     if args.hard_negatives <= 0:
         return columns
-    from rirag.retrieval.negatives import draw, negative_pools
+    from rirag.retrieval.negatives import negative_columns, negative_pools
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
     chosen = {p[0] for p in pairs}
     retriever = build_retriever(corpus, RetrieverSpec(args.negatives_retriever))
     pools = negative_pools([q for q in questions if q.id in chosen], corpus, retriever, args.negatives_depth,
                            show_progress=True)
-    rng = random.Random(args.split_seed)
-    names = [f"negative_{i + 1}" for i in range(args.hard_negatives)]
-    columns |= {n: [] for n in names}
-    keep = {"anchor": [], "positive": []}
-    dropped = 0
-    for qid, question, _, passage in pairs:
-        negatives = draw(pools[qid], args.hard_negatives, rng)
-        if len(negatives) < args.hard_negatives:
-            dropped += 1
-            continue
-        keep["anchor"].append(question)
-        keep["positive"].append(passage)
-        for n, pid in zip(names, negatives):
-            columns[n].append(corpus[pid].text)
-    if dropped:
-        logger.warning("%d pairs dropped: fewer than %d negatives in the top %d", dropped, args.hard_negatives,
-                       args.negatives_depth)
-    return columns | keep
+    return negative_columns(pairs, pools, corpus, args.hard_negatives, random.Random(args.split_seed))
 
 
 def build_evaluator(args, questions, corpus, name: str = "selection"):

@@ -87,22 +87,13 @@ def build_examples(args: RerankerArguments, obliqa) -> list[tuple[str, str, floa
 
 def build_groups(args: RerankerArguments, obliqa) -> dict[str, list[str]]:
     """Columns for loss 'mnrl': query, positive and negative_1..n (n = negatives_per_question) per gold passage."""
-    from rirag.retrieval.negatives import draw
+    from rirag.retrieval.negatives import negative_columns
 
     questions, pools, rng = _negative_pools(args, obliqa)
-    names = [f"negative_{i + 1}" for i in range(args.negatives_per_question)]
-    columns: dict[str, list[str]] = {"query": [], "positive": [], **{n: [] for n in names}}
-    for q in questions:
-        for p in q.gold:
-            negatives = draw(pools[q.id], args.negatives_per_question, rng)
-            if p not in obliqa.corpus or len(negatives) < len(names):
-                continue
-            columns["query"].append(q.text)
-            columns["positive"].append(obliqa.corpus[p].text)
-            for n, pid in zip(names, negatives):
-                columns[n].append(obliqa.corpus[pid].text)
-    logger.info("reranker: %d (question, gold) groups of %d from %s", len(columns["query"]), len(names) + 1,
-                args.train_split)
+    pairs = [(q.id, q.text, p, obliqa.corpus[p].text) for q in questions for p in q.gold if p in obliqa.corpus]
+    columns = negative_columns(pairs, pools, obliqa.corpus, args.negatives_per_question, rng, anchor="query")
+    logger.info("reranker: %d (question, gold) groups of %d from %s", len(columns["query"]),
+                args.negatives_per_question + 1, args.train_split)
     return columns
 
 

@@ -42,3 +42,28 @@ def negative_pools(questions: Sequence[Question], corpus: Mapping[str, Passage],
 def draw(pool: Sequence[str], n: int, rng: random.Random) -> list[str]:
     """``n`` distinct candidates of ``pool`` (all of them when it is shorter), seeded by ``rng``."""
     return rng.sample(list(pool), min(n, len(pool)))
+
+
+def negative_columns(pairs: Sequence[tuple[str, str, str, str]], pools: Mapping[str, Sequence[str]],
+                     corpus: Mapping[str, Passage], n: int, rng: random.Random,
+                     anchor: str = "anchor") -> dict[str, list[str]]:
+    """Training columns ``anchor``, positive, negative_1..n from (question id, question, passage id, passage) pairs.
+
+    Each pair gets ``n`` negatives drawn from its question's pool, in pair order; a pair whose pool is shorter than
+    ``n`` is dropped (with a warning).
+    """
+    names = [f"negative_{i + 1}" for i in range(n)]
+    columns: dict[str, list[str]] = {anchor: [], "positive": [], **{c: [] for c in names}}
+    dropped = 0
+    for qid, question, _, passage in pairs:
+        negatives = draw(pools[qid], n, rng)
+        if len(negatives) < n:
+            dropped += 1
+            continue
+        columns[anchor].append(question)
+        columns["positive"].append(passage)
+        for c, pid in zip(names, negatives):
+            columns[c].append(corpus[pid].text)
+    if dropped:
+        logger.warning("%d of %d pairs dropped: fewer than %d negatives in their pool", dropped, len(pairs), n)
+    return columns
