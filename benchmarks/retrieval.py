@@ -8,7 +8,8 @@ Usage:
 
 Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
 BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
-validation), RIRAG rank fusion, RRF, +reranker (hybrid top 50) and the score-filtered hybrid (its encoder, CT or
+validation), RIRAG rank fusion, RRF, +learned fusion (a LightGBM ranker over all of these signals), +reranker (hybrid
+top 50) and the score-filtered hybrid (its encoder, CT or
 ET+CT, is the one with the better leakage-free validation R@10), with the models that ``benchmarks/ablation.sh``
 trains into ``artifacts/``:
 
@@ -51,6 +52,9 @@ logger = logging.getLogger("benchmarks.retrieval")
 ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Questions timed for the hybrid's queries/s (end to end, corpus already embedded).
 TIMING_QUERIES = 500
+
+#: The learned-fusion row (its encoders are listed in the row's ``encoders``).
+LEARNED_FUSION_ROW = "+learned fusion (LightGBM: BM25, CT, ET+CT, zero-shot, document BM25)"
 
 PROTOCOLS = {
     "leakage-free": ("train", ("validation", "test")),
@@ -129,6 +133,7 @@ def protocol_models(artifacts: str, train_split: str, base: str) -> dict[str, st
         "etct": str(a / "contrastive_tuning" / f"minilm-et-ct-{train_split}"),
         "ct": str(a / "contrastive_tuning" / f"minilm-ct-{train_split}"),
         "reranker": str(a / "reranker" / f"minilm-reranker-{train_split}"),
+        "learned_fusion": str(a / "learned_fusion" / f"minilm-lf-{train_split}"),
     }
 
 
@@ -256,6 +261,21 @@ def ablation(config: Config) -> dict:
         kept = sum(len(r) for r in filtered.values()) / max(1, len(filtered))
         add(protocol, split, f"+hybrid, score-filtered (≥{FILTER_MIN_SCORE}, drop>{FILTER_MAX_DROP})", filtered,
             questions, note=f"mean passages kept {kept:.2f}")
+
+        lf_folder = Path(models["learned_fusion"])
+        if (lf_folder / "ranker.txt").exists():
+            from rirag.retrieval.learned_fusion import LearnedFusionRetriever
+
+            lf = LearnedFusionRetriever(corpus, lf_folder, bm25=bm25, documents=docs,
+                                        max_seq_length=config.dense_max_seq_length)
+            t0 = time.perf_counter()
+            lf_run = lf.search(queries, k=RUN_DEPTH, show_progress=True)
+            add(protocol, split, LEARNED_FUSION_ROW, lf_run, questions, time.perf_counter() - t0,
+                note="LightGBM ranker trained on the protocol's training questions", model=str(lf_folder),
+                encoders=lf.builder.encoders)
+        else:
+            rows.append({"protocol": protocol, "split": split, "row": LEARNED_FUSION_ROW, "status": "missing",
+                         "note": f"no ranker at {lf_folder}"})
 
         if _exists(models["reranker"]):
             sub = questions

@@ -52,3 +52,9 @@ ET_CONNECTIVE = "entails that"
 
 #: Cross-encoder reranking depth (candidates from the hybrid run).
 RERANK_DEPTH = 50
+
+#: Learned fusion (LightGBM LambdaMART over BM25, encoders and document BM25): candidates are the union of each
+#: passage signal's top CANDIDATE_DEPTH; a candidate's "document vote" is the share of a signal's top VOTE_DEPTH
+#: that lies in its document.
+LEARNED_FUSION_CANDIDATE_DEPTH = 50
+LEARNED_FUSION_VOTE_DEPTH = 20

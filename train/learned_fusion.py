@@ -1,0 +1,145 @@
+"""Train the learned-fusion ranker: LightGBM LambdaMART over BM25, dense encoders and document BM25.
+
+Training questions: the protocol's training split (the same questions the encoders were tuned on; see the README for
+why that is fine here). Candidates and features: :mod:`rirag.retrieval.learned_fusion`. Labels: gold passages 1, other
+candidates 0. With ``eval_split``, the saved ranker is also evaluated there (Recall@10, MAP@10, MRR@10, nDCG@10) and
+the numbers go into ``learned_fusion.json`` and the card. The folder (``ranker.txt``, ``learned_fusion.json``, a
+card) loads with ``rirag retrieve --retriever learned-fusion --option ranker=FOLDER``.
+
+Usage:
+
+    python train/learned_fusion.py --config recipes/learned_fusion/offline.yaml
+    python train/learned_fusion.py --config recipes/learned_fusion/offline.yaml --train_split original-dev \
+        --eval_split "" --encoders artifacts/contrastive_tuning/minilm-ct-original-dev,... \
+        --output_dir artifacts/learned_fusion/minilm-lf-original-dev
+
+YAML keys are the field names below; the command line overrides; unknown keys fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_VOTE_DEPTH,
+                             OFFLINE_ENCODER, SEED)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LearnedFusionArguments:
+    encoders: str = field(default=OFFLINE_ENCODER, metadata={
+        "help": "Comma-separated dense encoders (Hub ids or folders) whose scores are features, in order."})
+    output_dir: str = field(default="artifacts/learned_fusion/minilm-lf-train", metadata={"help": "Ranker folder."})
+    data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
+    train_split: str = field(default="train", metadata={"help": "'train' (leakage-free) or 'original-dev' (original)."})
+    eval_split: str = field(default="validation", metadata={"help": "Split to report after training ('' : none)."})
+    split_seed: int = field(default=SEED, metadata={"help": "Seed of the leakage-free re-split."})
+    candidate_depth: int = field(default=LEARNED_FUSION_CANDIDATE_DEPTH, metadata={
+        "help": "Candidates: the union of each passage signal's top this many."})
+    vote_depth: int = field(default=LEARNED_FUSION_VOTE_DEPTH, metadata={
+        "help": "Document vote: share of a signal's top this many in the candidate's document."})
+    max_seq_length: int = field(default=DENSE_MAX_SEQ_LENGTH, metadata={"help": "Passage tokens of the encoders."})
+    num_boost_round: int = field(default=200, metadata={"help": "Boosting rounds."})
+    learning_rate: float = field(default=0.05, metadata={"help": "LightGBM learning rate."})
+    num_leaves: int = field(default=15, metadata={"help": "Leaves per tree."})
+    min_data_in_leaf: int = field(default=50, metadata={"help": "Rows per leaf at least."})
+    feature_fraction: float = field(default=0.8, metadata={"help": "Share of features per tree."})
+    bagging_fraction: float = field(default=0.8, metadata={"help": "Share of rows per tree (bagging every tree)."})
+    truncation_level: int = field(default=20, metadata={"help": "LambdaMART: pairs formed within this top."})
+    seed: int = field(default=SEED, metadata={"help": "LightGBM seed."})
+    num_threads: int = field(default=0, metadata={"help": "LightGBM threads (0: OpenMP default)."})
+    push_to_hub: bool = field(default=False, metadata={"help": "Upload the folder to hub_model_id."})
+    hub_model_id: str | None = field(default=None, metadata={"help": "Hub repository for push_to_hub."})
+
+    def encoder_list(self) -> list[str]:
+        return [e.strip() for e in self.encoders.split(",") if e.strip()]
+
+    def lightgbm_params(self) -> dict:
+        return {"objective": "lambdarank", "metric": "ndcg", "eval_at": [10], "learning_rate": self.learning_rate,
+                "num_leaves": self.num_leaves, "min_data_in_leaf": self.min_data_in_leaf,
+                "feature_fraction": self.feature_fraction, "bagging_fraction": self.bagging_fraction,
+                "bagging_freq": 1, "lambdarank_truncation_level": self.truncation_level, "seed": self.seed,
+                "deterministic": True, "num_threads": self.num_threads, "verbose": -1}
+
+
+def main(args: LearnedFusionArguments) -> dict:
+    from rirag.cards import render_card
+    from rirag.data import load_obliqa
+    from rirag.evaluation import evaluate_run, metric_names
+    from rirag.io import atomic_write_json
+    from rirag.retrieval.learned_fusion import CONFIG_FILE, RANKER_FILE, FeatureBuilder, rank, train_ranker
+    from rirag.splits import qrels_of, split_questions
+
+    obliqa = load_obliqa(args.data)
+    questions = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
+    builder = FeatureBuilder(obliqa.corpus, args.encoder_list(), candidate_depth=args.candidate_depth,
+                             vote_depth=args.vote_depth, max_seq_length=args.max_seq_length)
+    start = time.time()
+    features = builder.build({q.id: q.text for q in questions}, show_progress=True)
+    labels = features.labels({q.id: q.gold for q in questions}, builder.ids)
+    coverage = float(labels.sum()) / max(1, sum(len(q.gold) for q in questions))
+    logger.info("%d training questions, %d candidates, candidate recall %.4f", len(questions), len(labels), coverage)
+    booster = train_ranker(features, labels, args.lightgbm_params(), args.num_boost_round, builder.feature_names)
+    seconds = time.time() - start
+
+    metrics = {}
+    if args.eval_split:
+        held = [q for q in split_questions(obliqa, args.eval_split, args.split_seed) if q.gold]
+        eval_features = builder.build({q.id: q.text for q in held}, show_progress=True)
+        run = rank(eval_features, booster.predict(eval_features.X), builder.ids)
+        m = evaluate_run(qrels_of(held), run)
+        metrics = {n: round(m[n], 4) for n in metric_names()}
+        logger.info("%s: %s", args.eval_split, metrics)
+
+    os.makedirs(args.output_dir, exist_ok=True)
+    booster.save_model(os.path.join(args.output_dir, RANKER_FILE))
+    importance = booster.feature_importance("gain")
+    top = sorted(zip(builder.feature_names, importance), key=lambda kv: -kv[1])[:8]
+    command = "python train/learned_fusion.py " + " ".join(sys.argv[1:])
+    summary = {"encoders": builder.encoders, "candidate_depth": args.candidate_depth, "vote_depth": args.vote_depth,
+               "feature_names": builder.feature_names, "train_split": args.train_split,
+               "train_questions": len(questions), "candidate_recall": round(coverage, 4),
+               "lightgbm": args.lightgbm_params(), "num_boost_round": args.num_boost_round,
+               "train_seconds": round(seconds, 1), "eval_split": args.eval_split, "metrics": metrics,
+               "top_features_by_gain": [[n, round(float(g) / max(1e-9, float(importance.sum())), 4)] for n, g in top],
+               "arguments": asdict(args), "command": command}
+    atomic_write_json(os.path.join(args.output_dir, CONFIG_FILE), summary)
+    card = render_card(
+        "rirag_encoder.md.j2", library_name="lightgbm", pipeline_tag="text-ranking",
+        base_model=builder.encoders[0] if builder.encoders else "bm25", stage_tag="learned-fusion",
+        metrics=metrics, eval_split=args.eval_split,
+        name=os.path.basename(os.path.normpath(args.output_dir)),
+        description="LightGBM LambdaMART ranker fusing BM25, the dense encoders below and document-level BM25 "
+                    "(per-query normalised scores, ranks, neighbouring passages' scores, document votes, passage "
+                    "length and position) over the union of each signal's top "
+                    f"{args.candidate_depth}. Load it with `rirag retrieve --retriever learned-fusion "
+                    "--option ranker=FOLDER`; the encoders are named in learned_fusion.json.",
+        train_split=args.train_split, n_examples=len(questions), query_prefix="query: ", passage_prefix="passage: ",
+        settings={"encoders": ", ".join(builder.encoders) or "none", "candidate recall (training)": round(coverage, 4),
+                  "boosting rounds": args.num_boost_round, "learning rate": args.learning_rate,
+                  "leaves": args.num_leaves, "top features by gain": ", ".join(n for n, _ in top[:5]),
+                  "train seconds": round(seconds, 1)},
+        command=command)
+    with open(os.path.join(args.output_dir, "README.md"), "w", encoding="utf-8") as f:
+        f.write(card)
+    if args.push_to_hub:
+        from huggingface_hub import HfApi
+
+        if not args.hub_model_id:
+            raise ValueError("push_to_hub needs hub_model_id")
+        HfApi().create_repo(args.hub_model_id, exist_ok=True)
+        HfApi().upload_folder(repo_id=args.hub_model_id, folder_path=args.output_dir)
+    return {"metrics": metrics, "train_seconds": seconds, "candidate_recall": coverage, "booster": booster}
+
+
+if __name__ == "__main__":
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    (arguments,) = TrlParser((LearnedFusionArguments,)).parse_args_and_config()
+    main(arguments)
