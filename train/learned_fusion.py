@@ -24,8 +24,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_VOTE_DEPTH,
-                             OFFLINE_ENCODER, SEED)
+from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
+                             LEARNED_FUSION_VOTE_DEPTH, OFFLINE_ENCODER, SEED)
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,12 @@ class LearnedFusionArguments:
         "help": "Candidates: the union of each passage signal's top this many."})
     vote_depth: int = field(default=LEARNED_FUSION_VOTE_DEPTH, metadata={
         "help": "Document vote: share of a signal's top this many in the candidate's document."})
+    question_memory: bool = field(default=False, metadata={
+        "help": "Also use the training questions as a memory: the gold passages of a query's nearest training "
+                "questions become candidates with their own features (helps only where splits share passages, "
+                "i.e. the original protocol; a question is never its own neighbour)."})
+    memory_depth: int = field(default=LEARNED_FUSION_MEMORY_DEPTH, metadata={
+        "help": "With question_memory: neighbour questions per query."})
     max_seq_length: int = field(default=DENSE_MAX_SEQ_LENGTH, metadata={"help": "Passage tokens of the encoders."})
     num_boost_round: int = field(default=200, metadata={"help": "Boosting rounds."})
     learning_rate: float = field(default=0.05, metadata={"help": "LightGBM learning rate."})
@@ -72,13 +78,16 @@ def main(args: LearnedFusionArguments) -> dict:
     from rirag.data import load_obliqa
     from rirag.evaluation import evaluate_run, metric_names
     from rirag.io import atomic_write_json
-    from rirag.retrieval.learned_fusion import CONFIG_FILE, RANKER_FILE, FeatureBuilder, rank, train_ranker
+    from rirag.retrieval.learned_fusion import (CONFIG_FILE, MEMORY_FILE, RANKER_FILE, FeatureBuilder,
+                                                QuestionMemory, rank, train_ranker)
     from rirag.splits import qrels_of, split_questions
 
     obliqa = load_obliqa(args.data)
     questions = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
+    memory = QuestionMemory.from_questions(questions) if args.question_memory else None
     builder = FeatureBuilder(obliqa.corpus, args.encoder_list(), candidate_depth=args.candidate_depth,
-                             vote_depth=args.vote_depth, max_seq_length=args.max_seq_length)
+                             vote_depth=args.vote_depth, max_seq_length=args.max_seq_length, memory=memory,
+                             memory_depth=args.memory_depth)
     start = time.time()
     features = builder.build({q.id: q.text for q in questions}, show_progress=True)
     labels = features.labels({q.id: q.gold for q in questions}, builder.ids)
@@ -98,10 +107,13 @@ def main(args: LearnedFusionArguments) -> dict:
 
     os.makedirs(args.output_dir, exist_ok=True)
     booster.save_model(os.path.join(args.output_dir, RANKER_FILE))
+    if memory is not None:
+        memory.save(os.path.join(args.output_dir, MEMORY_FILE))
     importance = booster.feature_importance("gain")
     top = sorted(zip(builder.feature_names, importance), key=lambda kv: -kv[1])[:8]
     command = "python train/learned_fusion.py " + " ".join(sys.argv[1:])
     summary = {"encoders": builder.encoders, "candidate_depth": args.candidate_depth, "vote_depth": args.vote_depth,
+               "memory_depth": args.memory_depth if memory is not None else 0,
                "feature_names": builder.feature_names, "train_split": args.train_split,
                "train_questions": len(questions), "candidate_recall": round(coverage, 4),
                "lightgbm": args.lightgbm_params(), "num_boost_round": args.num_boost_round,
@@ -120,7 +132,9 @@ def main(args: LearnedFusionArguments) -> dict:
                     f"{args.candidate_depth}. Load it with `rirag retrieve --retriever learned-fusion "
                     "--option ranker=FOLDER`; the encoders are named in learned_fusion.json.",
         train_split=args.train_split, n_examples=len(questions), query_prefix="query: ", passage_prefix="passage: ",
-        settings={"encoders": ", ".join(builder.encoders) or "none", "candidate recall (training)": round(coverage, 4),
+        settings={"encoders": ", ".join(builder.encoders) or "none",
+                  "question memory": (f"the {args.memory_depth} nearest of the {len(questions)} training questions "
+                                      f"(memory.json)") if memory is not None else "off", "candidate recall (training)": round(coverage, 4),
                   "boosting rounds": args.num_boost_round, "learning rate": args.learning_rate,
                   "leaves": args.num_leaves, "top features by gain": ", ".join(n for n, _ in top[:5]),
                   "train seconds": round(seconds, 1)},

@@ -9,7 +9,13 @@ encoder) and, for the first four, also the BM25 score of the passage's document:
 * the raw score, the score divided by the query's maximum, the score minus that maximum, log(1 + rank in the corpus);
 * for passage signals: the normalised score of the previous and of the next passage of the same document (0 at a
   document's edge), and the share of the signal's top ``vote_depth`` that lies in the candidate's document;
-* log(1 + passage words), the passage's relative position in its document, and the question's length in words.
+* log(1 + passage words), the passage's relative position in its document, and the question's length in words;
+* with a :class:`QuestionMemory` (optional): the gold passages of the query's ``memory_depth`` nearest training
+  questions (cosine of the first encoder's query embeddings) join the candidates, with three features: the highest
+  similarity of a neighbour question that has the candidate as gold, the share of neighbours that do, and log(1 + the
+  best such neighbour's rank). This uses the training questions themselves, so it only helps where training and
+  evaluation questions share gold passages: the original ObliQA splits (about half of each split's gold passages are
+  shared), not the leakage-free re-split. A training question is never its own neighbour.
 
 Dense signals come from :class:`~rirag.retrieval.dense.DenseRetriever` (embeddings cached on disk as everywhere
 else); BM25 from :mod:`rirag.retrieval.bm25`. ``train/learned_fusion.py`` trains and saves a ranker folder;
@@ -26,7 +32,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_VOTE_DEPTH, RUN_DEPTH
+from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
+                             LEARNED_FUSION_VOTE_DEPTH, RUN_DEPTH)
 from rirag.data import DataError, Passage
 
 logger = logging.getLogger(__name__)
@@ -36,6 +43,7 @@ Run = dict[str, dict[str, float]]
 #: Files of a saved ranker folder.
 RANKER_FILE = "ranker.txt"
 CONFIG_FILE = "learned_fusion.json"
+MEMORY_FILE = "memory.json"
 #: Queries scored at once (bounds the memory of the query × corpus score matrices).
 QUERY_CHUNK = 256
 
@@ -61,13 +69,48 @@ class FusionFeatures:
         return np.diff(self.offsets)
 
 
-def feature_names(encoders: Sequence[str]) -> list[str]:
+@dataclass
+class QuestionMemory:
+    """Training questions (id, text, gold corpus ids) whose nearest neighbours propose candidates."""
+
+    ids: list[str]
+    texts: list[str]
+    gold: list[list[str]]
+
+    @classmethod
+    def from_questions(cls, questions) -> "QuestionMemory":
+        kept = [q for q in questions if q.gold]
+        return cls([q.id for q in kept], [q.text for q in kept], [list(q.gold) for q in kept])
+
+    def save(self, path: str | Path) -> None:
+        from rirag.io import atomic_write_json
+
+        atomic_write_json(path, [{"id": i, "text": t, "gold": g} for i, t, g in zip(self.ids, self.texts, self.gold)])
+
+    @classmethod
+    def load(cls, path: str | Path) -> "QuestionMemory":
+        path = Path(path)
+        try:
+            records = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as err:
+            raise DataError(f"{path}: question memory file missing") from err
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}: malformed JSON ({err})") from err
+        for n, rec in enumerate(records):
+            for key in ("id", "text", "gold"):
+                if key not in rec:
+                    raise DataError(f"{path}: record {n} lacks field {key!r}")
+        return cls([r["id"] for r in records], [r["text"] for r in records], [list(r["gold"]) for r in records])
+
+
+def feature_names(encoders: Sequence[str], memory: bool = False) -> list[str]:
     """Column names, in order, for BM25 plus ``len(encoders)`` dense signals (``dense0``, ``dense1``, ...)."""
     signals = ["bm25"] + [f"dense{i}" for i in range(len(encoders))]
     names = [f"{s}_{k}" for s in signals + ["doc_bm25"] for k in ("score", "norm", "gap", "log_rank")]
     names += [f"{s}_{k}" for s in signals for k in ("prev_norm", "next_norm")]
     names += [f"{s}_doc_vote" for s in signals]
-    return names + ["passage_log_words", "passage_position", "query_words"]
+    names += ["passage_log_words", "passage_position", "query_words"]
+    return names + (["memory_max_similarity", "memory_share", "memory_log_best_rank"] if memory else [])
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:
@@ -83,6 +126,7 @@ class FeatureBuilder:
     def __init__(self, corpus: Mapping[str, Passage], encoders: Sequence[str] = (), *,
                  candidate_depth: int = LEARNED_FUSION_CANDIDATE_DEPTH, vote_depth: int = LEARNED_FUSION_VOTE_DEPTH,
                  max_seq_length: int = DENSE_MAX_SEQ_LENGTH, bm25=None, documents=None, dense: Sequence | None = None,
+                 memory: QuestionMemory | None = None, memory_depth: int = LEARNED_FUSION_MEMORY_DEPTH,
                  **dense_options):
         if not corpus:
             raise DataError("learned fusion needs a non-empty corpus")
@@ -100,6 +144,13 @@ class FeatureBuilder:
         if len(dense) != len(self.encoders):
             raise DataError(f"{len(dense)} dense retrievers for {len(self.encoders)} encoders")
         self.dense = list(dense)
+        if memory is not None and not self.dense:
+            raise DataError("a question memory needs at least one encoder (its query embeddings find neighbours)")
+        if memory is not None and memory_depth < 1:
+            raise DataError(f"memory_depth must be >= 1, got {memory_depth}")
+        self.memory, self.memory_depth = memory, memory_depth
+        self._memory_embeddings: np.ndarray | None = None
+        self._memory_gold: list[np.ndarray] = []
         # passage context: neighbours within a document (corpus order), document index, length, position
         n = len(self.ids)
         self.prev, self.next = np.full(n, -1), np.full(n, -1)
@@ -123,7 +174,22 @@ class FeatureBuilder:
 
     @property
     def feature_names(self) -> list[str]:
-        return feature_names(self.encoders)
+        return feature_names(self.encoders, self.memory is not None)
+
+    def _memory_matrix(self, queries: Mapping[str, str]) -> np.ndarray:
+        """Cosine of every query with every memory question (first encoder); a query's own entry is -inf."""
+        enc = self.dense[0]
+        if self._memory_embeddings is None:
+            self._memory_embeddings = enc.encode(self.memory.texts, enc.query_prefix)
+            index = {pid: j for j, pid in enumerate(self.ids)}
+            self._memory_gold = [np.array([index[g] for g in gold if g in index], dtype=np.int64)
+                                 for gold in self.memory.gold]
+        sims = enc.encode(list(queries.values()), enc.query_prefix) @ self._memory_embeddings.T
+        position = {qid: j for j, qid in enumerate(self.memory.ids)}
+        for r, q in enumerate(queries):
+            if q in position:
+                sims[r, position[q]] = -np.inf
+        return sims
 
     @property
     def bm25(self):
@@ -155,9 +221,16 @@ class FeatureBuilder:
             raise DataError(f"the document BM25 index lacks document {err}") from err
         return mats, doc_scores[:, cols][:, self.doc]
 
-    def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray,
+             memory: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         depth = min(self.candidate_depth, len(self.ids))
-        cands = np.unique(np.concatenate([np.argpartition(-s, depth - 1)[:depth] for s in passage]))
+        pools = [np.argpartition(-s, depth - 1)[:depth] for s in passage]
+        if memory is not None:
+            m = min(self.memory_depth, len(memory))
+            neighbours = np.argsort(-memory, kind="stable")[:m]
+            neighbours = neighbours[np.isfinite(memory[neighbours])]
+            pools += [self._memory_gold[j] for j in neighbours]
+        cands = np.unique(np.concatenate(pools))
         cols = []
         for s in passage + [doc]:
             top = float(s.max())
@@ -172,6 +245,18 @@ class FeatureBuilder:
             top = np.argpartition(-s, votes - 1)[:votes]
             cols.append(np.bincount(self.doc[top], minlength=len(self.documents_in_order))[self.doc[cands]] / votes)
         cols += [self.log_words[cands], self.position[cands], np.full(len(cands), len(text.split()))]
+        if memory is not None:
+            best_sim = np.zeros(len(cands), dtype=np.float32)
+            share = np.zeros(len(cands), dtype=np.float32)
+            best_rank = np.full(len(cands), np.log1p(self.memory_depth), dtype=np.float32)
+            where = {int(c): i for i, c in enumerate(cands)}
+            for r, j in enumerate(neighbours):
+                for g in self._memory_gold[j]:
+                    i = where[int(g)]
+                    best_sim[i] = max(best_sim[i], memory[j])
+                    share[i] += 1.0 / self.memory_depth
+                    best_rank[i] = min(best_rank[i], np.log1p(r))
+            cols += [best_sim, share, best_rank]
         return cands, np.stack(cols, axis=1).astype(np.float32)
 
     def build(self, queries: Mapping[str, str], show_progress: bool = False) -> FusionFeatures:
@@ -183,8 +268,10 @@ class FeatureBuilder:
         for start in range(0, len(qids), QUERY_CHUNK):
             chunk = {q: queries[q] for q in qids[start:start + QUERY_CHUNK]}
             passage, doc = self._signals(chunk)
+            memory = self._memory_matrix(chunk) if self.memory is not None else None
             for r, q in enumerate(chunk):
-                cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r])
+                cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r],
+                                     None if memory is None else memory[r])
                 cands_all.append(cands)
                 blocks.append(X)
             bar.update(len(chunk))
@@ -253,8 +340,11 @@ class LearnedFusionRetriever:
         if len(encoders) != len(saved):
             raise DataError(f"learned-fusion ranker {str(self.folder)!r} was trained with {len(saved)} encoders "
                             f"({saved}); got {len(encoders)}: {encoders}")
+        memory = QuestionMemory.load(self.folder / MEMORY_FILE) if self.config.get("memory_depth") else None
         self.builder = FeatureBuilder(corpus, encoders, candidate_depth=int(self.config["candidate_depth"]),
                                       vote_depth=int(self.config["vote_depth"]), bm25=bm25, documents=documents,
+                                      memory=memory,
+                                      memory_depth=int(self.config.get("memory_depth") or LEARNED_FUSION_MEMORY_DEPTH),
                                       **dense_options)
         if self.builder.feature_names != list(self.config["feature_names"]):
             raise DataError(f"{self.folder / CONFIG_FILE}: feature names differ from this version's "
