@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
-                             LEARNED_FUSION_VOTE_DEPTH, OFFLINE_ENCODER, SEED)
+                             LEARNED_FUSION_VOTE_DEPTH, OFFLINE_ENCODER, PASSAGE_PREFIX, QUERY_PREFIX, SEED)
 
 logger = logging.getLogger(__name__)
 
@@ -131,10 +131,12 @@ def main(args: LearnedFusionArguments) -> dict:
                     "length and position) over the union of each signal's top "
                     f"{args.candidate_depth}. Load it with `rirag retrieve --retriever learned-fusion "
                     "--option ranker=FOLDER`; the encoders are named in learned_fusion.json.",
-        train_split=args.train_split, n_examples=len(questions), query_prefix="query: ", passage_prefix="passage: ",
+        train_split=args.train_split, n_examples=len(questions), query_prefix=QUERY_PREFIX,
+        passage_prefix=PASSAGE_PREFIX,
         settings={"encoders": ", ".join(builder.encoders) or "none",
                   "question memory": (f"the {args.memory_depth} nearest of the {len(questions)} training questions "
-                                      f"(memory.json)") if memory is not None else "off", "candidate recall (training)": round(coverage, 4),
+                                      f"(memory.json)") if memory is not None else "off",
+                  "candidate recall (training)": round(coverage, 4),
                   "boosting rounds": args.num_boost_round, "learning rate": args.learning_rate,
                   "leaves": args.num_leaves, "top features by gain": ", ".join(n for n, _ in top[:5]),
                   "train seconds": round(seconds, 1)},

@@ -315,7 +315,8 @@ def load_ranker_config(folder: str | Path) -> dict:
     folder = Path(folder)
     path = folder / CONFIG_FILE
     if not folder.is_dir():
-        raise DataError(f"learned-fusion ranker {str(folder)!r}: no such folder (train one with train/learned_fusion.py)")
+        raise DataError(f"learned-fusion ranker {str(folder)!r}: no such folder "
+                        "(train one with train/learned_fusion.py)")
     if not path.exists() or not (folder / RANKER_FILE).exists():
         raise DataError(f"learned-fusion ranker {str(folder)!r}: missing {CONFIG_FILE} or {RANKER_FILE}")
     try:
