@@ -28,14 +28,20 @@ class FakeIndex:
 
 
 class FakeDense:
+    """Query embeddings are the given score rows and passage embeddings the identity, so scores = rows."""
+
     query_prefix = "query: "
-    VECTORS = {"what is it": [1.0, 0.0], "first training question": [0.6, 0.8], "the query itself": [1.0, 0.0]}
+    # memory question vectors: "first training question" scores 0.5 * 1.2 = 0.6 against the query row below
+    VECTORS = {"first training question": [0.0, 0.0, 0.0, 1.2, 0.0], "the query itself": [1.0, 0.0, 0.0, 0.0, 0.0]}
 
     def __init__(self, rows):
         self.rows = rows
 
-    def score_matrix(self, queries):
+    def query_embeddings(self, queries):
         return np.array([self.rows[q] for q in queries], dtype=np.float32)
+
+    def passage_embeddings(self, show_progress=False):
+        return np.eye(5, dtype=np.float32)
 
     def encode(self, texts, prefix):
         assert prefix == self.query_prefix

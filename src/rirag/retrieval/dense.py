@@ -191,14 +191,17 @@ class DenseRetriever:
         self._embeddings = emb
         return emb
 
-    def score_matrix(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
-        """Cosine similarity of every query (rows, in ``queries`` order) with every passage (``self.ids`` order)."""
+    def query_embeddings(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
+        """Normalised embeddings of the queries (rows, in ``queries`` order), with the query prefix."""
         from rirag.retrieval.bm25 import check_queries
 
         check_queries(queries)
+        return self.encode(list(queries.values()), self.query_prefix, show_progress=show_progress)
+
+    def score_matrix(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
+        """Cosine similarity of every query (rows, in ``queries`` order) with every passage (``self.ids`` order)."""
         passages = self.passage_embeddings(show_progress=show_progress)
-        q = self.encode(list(queries.values()), self.query_prefix, show_progress=show_progress)
-        return q @ passages.T
+        return self.query_embeddings(queries, show_progress=show_progress) @ passages.T
 
     def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
         qids = list(queries)

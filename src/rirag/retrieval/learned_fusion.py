@@ -4,9 +4,9 @@ The hand-set fusions (hybrid, rank fusion, RRF) give each signal one global weig
 union of each signal's top ``candidate_depth`` passages with a gradient-boosted ranker trained on the protocol's
 training questions (gold passages = relevant), so it can weigh BM25 against each encoder per query and use context
 the fixed fusions ignore. Features of a (query, candidate passage), for every passage signal (BM25 and each dense
-encoder) and, for the first four, also the BM25 score of the passage's document:
+encoder):
 
-* the raw score, the score divided by the query's maximum, the score minus that maximum, log(1 + rank in the corpus);
+* for passage signals and for the BM25 score of the passage's document: the raw score, the score divided by the query's maximum, the score minus that maximum, log(1 + rank in the corpus);
 * for passage signals: the normalised score of the previous and of the next passage of the same document (0 at a
   document's edge), and the share of the signal's top ``vote_depth`` that lies in the candidate's document;
 * log(1 + passage words), the passage's relative position in its document, and the question's length in words;
@@ -24,7 +24,6 @@ else); BM25 from :mod:`rirag.retrieval.bm25`. ``train/learned_fusion.py`` trains
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ import numpy as np
 
 from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
                              LEARNED_FUSION_VOTE_DEPTH, RUN_DEPTH)
-from rirag.data import DataError, Passage
+from rirag.data import DataError, Passage, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +64,6 @@ class FusionFeatures:
             y[self.offsets[i]:self.offsets[i + 1]] = [ids[j] in wanted for j in cands]
         return y
 
-    def group_sizes(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
 
 @dataclass
 class QuestionMemory:
@@ -90,12 +86,7 @@ class QuestionMemory:
     @classmethod
     def load(cls, path: str | Path) -> "QuestionMemory":
         path = Path(path)
-        try:
-            records = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as err:
-            raise DataError(f"{path}: question memory file missing") from err
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: malformed JSON ({err})") from err
+        records = read_json(path)
         for n, rec in enumerate(records):
             for key in ("id", "text", "gold"):
                 if key not in rec:
@@ -151,6 +142,7 @@ class FeatureBuilder:
         self.memory, self.memory_depth = memory, memory_depth
         self._memory_embeddings: np.ndarray | None = None
         self._memory_gold: list[np.ndarray] = []
+        self._memory_position: dict[str, int] = {}
         # passage context: neighbours within a document (corpus order), document index, length, position
         n = len(self.ids)
         self.prev, self.next = np.full(n, -1), np.full(n, -1)
@@ -176,19 +168,19 @@ class FeatureBuilder:
     def feature_names(self) -> list[str]:
         return feature_names(self.encoders, self.memory is not None)
 
-    def _memory_matrix(self, queries: Mapping[str, str]) -> np.ndarray:
+    def _memory_matrix(self, queries: Mapping[str, str], query_embeddings: np.ndarray) -> np.ndarray:
         """Cosine of every query with every memory question (first encoder); a query's own entry is -inf."""
-        enc = self.dense[0]
         if self._memory_embeddings is None:
+            enc = self.dense[0]
             self._memory_embeddings = enc.encode(self.memory.texts, enc.query_prefix)
             index = {pid: j for j, pid in enumerate(self.ids)}
             self._memory_gold = [np.array([index[g] for g in gold if g in index], dtype=np.int64)
                                  for gold in self.memory.gold]
-        sims = enc.encode(list(queries.values()), enc.query_prefix) @ self._memory_embeddings.T
-        position = {qid: j for j, qid in enumerate(self.memory.ids)}
+            self._memory_position = {qid: j for j, qid in enumerate(self.memory.ids)}
+        sims = query_embeddings @ self._memory_embeddings.T
         for r, q in enumerate(queries):
-            if q in position:
-                sims[r, position[q]] = -np.inf
+            if q in self._memory_position:
+                sims[r, self._memory_position[q]] = -np.inf
         return sims
 
     @property
@@ -207,19 +199,24 @@ class FeatureBuilder:
             self._documents = document_index(self.corpus)
         return self._documents
 
-    def _signals(self, queries: Mapping[str, str]) -> tuple[list[np.ndarray], np.ndarray]:
-        """Passage score matrices (BM25, then each encoder) and the document score of every passage."""
+    def _signals(self, queries: Mapping[str, str]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None]:
+        """Passage score matrices (BM25, then each encoder), the document score of every passage, and the first
+        encoder's query embeddings (None without encoders)."""
         if self.bm25.ids != self.ids:
             raise DataError("the BM25 index does not cover the feature builder's corpus (same ids, same order)")
         mats = [self.bm25.score_all(queries).astype(np.float32)]
-        mats += [d.score_matrix(queries).astype(np.float32) for d in self.dense]
+        first = None
+        for d in self.dense:
+            q = d.query_embeddings(queries)
+            mats.append((q @ d.passage_embeddings(show_progress=False).T).astype(np.float32))
+            first = q if first is None else first
         doc_scores = self.documents.score_all(queries).astype(np.float32)
         column = {str(d): i for i, d in enumerate(self.documents.ids)}
         try:
             cols = np.array([column[str(d)] for d in self.documents_in_order])
         except KeyError as err:
             raise DataError(f"the document BM25 index lacks document {err}") from err
-        return mats, doc_scores[:, cols][:, self.doc]
+        return mats, doc_scores[:, cols][:, self.doc], first
 
     def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray,
              memory: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -267,8 +264,8 @@ class FeatureBuilder:
         bar = tqdm(total=len(qids), desc="learned-fusion features", disable=not show_progress)
         for start in range(0, len(qids), QUERY_CHUNK):
             chunk = {q: queries[q] for q in qids[start:start + QUERY_CHUNK]}
-            passage, doc = self._signals(chunk)
-            memory = self._memory_matrix(chunk) if self.memory is not None else None
+            passage, doc, first = self._signals(chunk)
+            memory = self._memory_matrix(chunk, first) if self.memory is not None else None
             for r, q in enumerate(chunk):
                 cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r],
                                      None if memory is None else memory[r])
@@ -319,10 +316,7 @@ def load_ranker_config(folder: str | Path) -> dict:
                         "(train one with train/learned_fusion.py)")
     if not path.exists() or not (folder / RANKER_FILE).exists():
         raise DataError(f"learned-fusion ranker {str(folder)!r}: missing {CONFIG_FILE} or {RANKER_FILE}")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: malformed JSON ({err})") from err
+    config = read_json(path)
     for key in ("encoders", "candidate_depth", "vote_depth", "feature_names"):
         if key not in config:
             raise DataError(f"{path}: missing field {key!r}")
