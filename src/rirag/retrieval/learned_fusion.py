@@ -6,7 +6,8 @@ training questions (gold passages = relevant), so it can weigh BM25 against each
 the fixed fusions ignore. Features of a (query, candidate passage), for every passage signal (BM25 and each dense
 encoder):
 
-* for passage signals and for the BM25 score of the passage's document: the raw score, the score divided by the query's maximum, the score minus that maximum, log(1 + rank in the corpus);
+* for passage signals and for the BM25 score of the passage's document: the raw score, the score divided by the
+  query's maximum, the score minus that maximum, log(1 + rank in the corpus);
 * for passage signals: the normalised score of the previous and of the next passage of the same document (0 at a
   document's edge), and the share of the signal's top ``vote_depth`` that lies in the candidate's document;
 * log(1 + passage words), the passage's relative position in its document, and the question's length in words;
