@@ -135,7 +135,8 @@ def main(args: LearnedFusionArguments) -> dict:
         passage_prefix=PASSAGE_PREFIX,
         settings={"encoders": ", ".join(builder.encoders) or "none",
                   "question memory": (f"the {args.memory_depth} nearest of the {len(questions)} training questions "
-                                      f"(memory.json)") if memory is not None else "off",
+                                      "(memory.json) by encoder cosine and by BM25, their gold passages' "
+                                      "similarities and gold counts") if memory is not None else "off",
                   "candidate recall (training)": round(coverage, 4),
                   "boosting rounds": args.num_boost_round, "learning rate": args.learning_rate,
                   "leaves": args.num_leaves, "top features by gain": ", ".join(n for n, _ in top[:5]),
