@@ -17,7 +17,6 @@ holds the pooled out-of-fold Recall@10, MAP@10, MRR@10, nDCG@10 and the candidat
 from __future__ import annotations
 
 import argparse
-import json
 import datetime
 import logging
 import os
@@ -49,7 +48,7 @@ def main(config: Config) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
     import rirag.retrieval.learned_fusion as lf
     from learned_fusion import LearnedFusionArguments
-    from rirag.data import load_obliqa
+    from rirag.data import load_obliqa, read_json
     from rirag.evaluation import evaluate_run, metric_names
     from rirag.io import atomic_write_json
     from rirag.splits import qrels_of, split_questions
@@ -88,7 +87,7 @@ def main(config: Config) -> dict:
               "candidate_recall": round(float(labels.sum()) / sum(len(q.gold) for q in questions), 4),
               **{n: round(m[n], 4) for n in metric_names(EVAL_K)}}
     logger.info("%s", record)
-    results = json.loads(Path(config.out).read_text()) if Path(config.out).exists() else []
+    results = read_json(Path(config.out)) if Path(config.out).exists() else []
     atomic_write_json(config.out, results + [record])
     return record
 

@@ -112,11 +112,16 @@ def main(config: Config) -> dict:
     return _write(config, obliqa, rows)
 
 
+def _provenance() -> dict:
+    """The command line, the UTC date and the core count of this run."""
+    return {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cpu_cores": os.cpu_count()}
+
+
 def _write(config: Config, obliqa, rows: list[dict], **extra) -> dict:
     result = {
-        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "cpu_cores": os.cpu_count(),
+        **_provenance(),
         "machine": platform.machine(),
         "data": str(obliqa.root),
         **extra,
@@ -205,10 +210,7 @@ def update_memory_row(config: Config) -> dict:
         if config.runs_dir:
             write_trec(run, os.path.join(config.runs_dir, f"{split}.memory.trec.gz"),
                        system="rirag-learned-fusion-memory", depth=RUN_DEPTH)
-    result.setdefault("updates", []).append({
-        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "cpu_cores": os.cpu_count(), "rows": [MEMORY_ROW]})
+    result.setdefault("updates", []).append({**_provenance(), "rows": [MEMORY_ROW]})
     atomic_write_json(config.out, result)
     return result
 

@@ -196,7 +196,7 @@ class FeatureBuilder:
         self._memory_gold = [np.array([index[g] for g in gold if g in index], dtype=np.int64)
                              for gold in self.memory.gold]
         self._memory_position = {qid: j for j, qid in enumerate(self.memory.ids)}
-        self._pair_passage = np.concatenate([g for g in self._memory_gold] + [np.zeros(0, dtype=np.int64)])
+        self._pair_passage = np.concatenate([*self._memory_gold, np.zeros(0, dtype=np.int64)])
         self._pair_question = np.repeat(np.arange(len(self._memory_gold)), [len(g) for g in self._memory_gold])
         self._popularity = np.bincount(self._pair_passage, minlength=len(self.ids)).astype(np.float32)
 
