@@ -22,6 +22,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -93,9 +94,10 @@ class ObliQA:
     unseen: list[Question] = field(default_factory=list)
     gold_issues: list[GoldIssue] = field(default_factory=list)
 
-    @property
+    @cached_property
     def corpus(self) -> dict[str, Passage]:
-        """Indexable passages: empty or whitespace-only records are left out."""
+        """Indexable passages: empty or whitespace-only records are left out (computed once: callers index it in
+        loops, and the passages do not change after loading)."""
         return {pid: p for pid, p in self.passages.items() if p.text.strip()}
 
     @property
