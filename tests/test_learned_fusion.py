@@ -10,6 +10,7 @@ import pytest
 from rirag.data import DataError, Passage
 from rirag.retrieval.learned_fusion import (CONFIG_FILE, FeatureBuilder, FusionFeatures, LearnedFusionRetriever,
                                             QuestionMemory, feature_names, rank, train_ranker)
+from rirag.retrieval.lexical import LEXICAL_FEATURES
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
@@ -20,11 +21,18 @@ CORPUS = {pid: Passage(pid, doc, pid, text) for pid, doc, text in [
 
 
 class FakeIndex:
+    """Given score rows; terms are the corpus's whitespace words (unknown words dropped, as BM25's tokenizer does)."""
+
     def __init__(self, ids, rows):
         self.ids, self.rows = list(ids), rows
+        self.vocab = {w: i for i, w in enumerate(dict.fromkeys(w for p in CORPUS.values() for w in p.text.split()))}
+        self.vocabulary_size = len(self.vocab)
 
     def score_all(self, queries):
         return np.array([self.rows[q] for q in queries], dtype=np.float32)
+
+    def token_ids(self, texts):
+        return [[self.vocab[w] for w in t.split() if w in self.vocab] for t in texts]
 
 
 class FakeDense:
@@ -81,6 +89,13 @@ def test_features_hand_checked():
     assert row["passage_log_words"] == pytest.approx(np.log1p([2, 2]))
     assert row["passage_position"] == pytest.approx([1 / 3, 1 / 2]) and row["query_words"] == pytest.approx([3, 3])
     assert list(f.labels({"q": ["d", "zz"]}, builder.ids)) == [0, 1]
+    # no query word is in the corpus: no lexical overlap
+    assert all(row[f"lexical_{k}"] == pytest.approx([0.0, 0.0]) for k in LEXICAL_FEATURES)
+    # "one two three": a = "one two" holds 2 of its 3 terms, 1 of its 2 bigrams, no trigram, and all its own terms
+    lex = {n: v for n, v in zip(names, _builder().build({"q": "one two three"}).X[0])}
+    idf_one, idf_three = np.log1p(3.5 / 2.5), np.log1p(4.5 / 1.5)  # 5 passages; df 2 (one, two) and 1 (three)
+    assert [lex[f"lexical_{k}"] for k in LEXICAL_FEATURES] == pytest.approx(
+        [2 / 3, 2 * idf_one / (2 * idf_one + idf_three), 1 / 2, 1, 0, 1])
 
 
 def test_question_memory_adds_neighbours_gold_and_never_the_query_itself(tmp_path):

@@ -81,6 +81,21 @@ class BM25Index:
         logger.info("BM25 index: %d items, %d terms", len(ids), len(vocab))
         return self
 
+    @property
+    def vocabulary_size(self) -> int:
+        """One more than the largest term id (ids from :meth:`token_ids` index arrays of this length)."""
+        if self._tokenizer is None:
+            raise RuntimeError("index() or load() first")
+        return max(self._tokenizer.get_vocab_dict().values(), default=-1) + 1
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's terms as ids of this index's vocabulary (stemmed, stopwords removed, in text order); words the
+        index has never seen are dropped, so a text may give an empty list."""
+        if self._tokenizer is None:
+            raise RuntimeError("index() or load() first")
+        empty = self._tokenizer.get_vocab_dict().get("")
+        return [[t for t in seq if t != empty] for seq in self._tokens(texts, None, update_vocab=False)]
+
     # -- searching ------------------------------------------------------------------------------
     def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
         """Top-k items per query as {qid: {item_id: score}} (items with score 0 are left out)."""

@@ -11,6 +11,9 @@ encoder):
 * for passage signals: the normalised score of the previous and of the next passage of the same document (0 at a
   document's edge), and the share of the signal's top ``vote_depth`` that lies in the candidate's document;
 * log(1 + passage words), the passage's relative position in its document, and the question's length in words;
+* lexical overlap (:mod:`rirag.retrieval.lexical`): the share of the question's terms (plain and IDF-weighted),
+  bigrams and trigrams that the passage contains, the number of shared bigrams, and the share of the passage's terms
+  found in the question (questions were written from their passages, so coverage of their wording marks a gold one);
 * with a :class:`QuestionMemory` (optional): the training questions nearest the query, by two similarities (the
   cosine of the first encoder's query embeddings, and BM25 over the question texts divided by the query's best
   match), propose their gold passages. For each similarity the gold passages of the ``memory_depth`` nearest
@@ -39,6 +42,7 @@ import numpy as np
 from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
                              LEARNED_FUSION_VOTE_DEPTH, RUN_DEPTH)
 from rirag.data import DataError, Passage, read_json
+from rirag.retrieval.lexical import LEXICAL_FEATURES
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +112,7 @@ def feature_names(encoders: Sequence[str], memory: bool = False) -> list[str]:
     names += [f"{s}_{k}" for s in signals for k in ("prev_norm", "next_norm")]
     names += [f"{s}_doc_vote" for s in signals]
     names += ["passage_log_words", "passage_position", "query_words"]
+    names += [f"lexical_{k}" for k in LEXICAL_FEATURES]
     if memory:
         names += [f"memory_{c}_{k}" for c in MEMORY_SIMILARITIES
                   for k in ("max_similarity", "share", "log_best_rank", "best_gold_similarity")]
@@ -155,6 +160,7 @@ class FeatureBuilder:
         self._memory_bm25 = memory_bm25
         self._memory_gold: list[np.ndarray] = []
         self._memory_position: dict[str, int] = {}
+        self._lexical = None
         # (passage, memory question) gold pairs, and how many memory questions have each passage as gold
         self._pair_passage = self._pair_question = np.zeros(0, dtype=np.int64)
         self._popularity = np.zeros(0, dtype=np.float32)
@@ -223,6 +229,15 @@ class FeatureBuilder:
         return self._bm25
 
     @property
+    def lexical(self):
+        """Term / n-gram sets of every passage over the BM25 index's vocabulary (built on first use)."""
+        if self._lexical is None:
+            from rirag.retrieval.lexical import LexicalOverlap
+
+            self._lexical = LexicalOverlap(self.bm25, [self.corpus[p].text for p in self.ids])
+        return self._lexical
+
+    @property
     def documents(self):
         if self._documents is None:
             from rirag.retrieval.bm25 import document_index
@@ -250,7 +265,8 @@ class FeatureBuilder:
         return mats, doc_scores[:, cols][:, self.doc], first
 
     def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray,
-             memory: list[np.ndarray] | None = None, qid: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+             memory: list[np.ndarray] | None = None, qid: str | None = None,
+             terms: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         depth = min(self.candidate_depth, len(self.ids))
         pools = [np.argpartition(-s, depth - 1)[:depth] for s in passage]
         neighbours = []
@@ -273,6 +289,7 @@ class FeatureBuilder:
             top = np.argpartition(-s, votes - 1)[:votes]
             cols.append(np.bincount(self.doc[top], minlength=len(self.documents_in_order))[self.doc[cands]] / votes)
         cols += [self.log_words[cands], self.position[cands], np.full(len(cands), len(text.split()))]
+        cols += list(self.lexical.features(text if terms is None else terms, cands).T)
         if memory is not None:
             cols += self._memory_columns(cands, memory, neighbours, qid)
         return cands, np.stack(cols, axis=1).astype(np.float32)
@@ -312,9 +329,10 @@ class FeatureBuilder:
             chunk = {q: queries[q] for q in qids[start:start + QUERY_CHUNK]}
             passage, doc, first = self._signals(chunk)
             memory = self._memory_matrices(chunk, first) if self.memory is not None else None
+            terms = self.bm25.token_ids(list(chunk.values()))
             for r, q in enumerate(chunk):
                 cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r],
-                                     None if memory is None else [m[r] for m in memory], q)
+                                     None if memory is None else [m[r] for m in memory], q, terms[r])
                 cands_all.append(cands)
                 blocks.append(X)
             bar.update(len(chunk))

@@ -1,0 +1,55 @@
+"""Lexical overlap over a real BM25 index: stemmed, stopword-free terms; coverage hand-computed."""
+
+import numpy as np
+import pytest
+
+from rirag.retrieval.bm25 import BM25Index
+from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
+
+TEXTS = ["The fund manager must notify the regulator.", "Capital requirements apply to banks.",
+         "A bank must hold capital."]
+
+
+@pytest.fixture(scope="module")
+def overlap():
+    return LexicalOverlap(BM25Index().index(["p0", "p1", "p2"], TEXTS), TEXTS)
+
+
+def test_terms_are_the_indexes_stemmed_words_and_unknown_words_drop(overlap):
+    index = overlap.index
+    # "Banks" and "bank" share a stem; "the", "a", "to" are stopwords; "zzz" is not in the vocabulary
+    (banks,), (bank,) = index.token_ids(["Banks"]), index.token_ids(["the bank"])
+    assert banks == bank and index.token_ids(["zzz"]) == [[]]
+    assert len(overlap.idf) == index.vocabulary_size and all(overlap.idf > 0)
+
+
+def test_coverage_hand_computed(overlap):
+    # query terms: capit, bank, must (3 terms, bigrams (capit, bank), (bank, must), trigram (capit, bank, must))
+    X = overlap.features("Capital of the banks: must they?", [0, 1, 2])
+    f = {k: X[:, i] for i, k in enumerate(LEXICAL_FEATURES)}
+    assert X.shape == (3, len(LEXICAL_FEATURES)) and X.dtype == np.float32
+    # p0 shares "must"; p1 "capit", "bank"; p2 all three, in another order (bank must hold capit): one bigram
+    assert f["query_coverage"] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    idf = {w: np.log1p((3 - df + 0.5) / (df + 0.5)) for w, df in (("capit", 2), ("bank", 2), ("must", 2))}
+    assert f["idf_coverage"] == pytest.approx([1 / 3, 2 / 3, 1.0])  # equal document frequencies: equal weights
+    assert idf["capit"] == idf["must"]
+    assert f["bigram_matches"] == pytest.approx([0, 0, 1]) and f["bigram_coverage"] == pytest.approx([0, 0, 0.5])
+    assert f["trigram_coverage"] == pytest.approx([0, 0, 0])
+    # p0 has 5 terms (fund manag must notifi regul), p1 4 (capit requir appli bank), p2 4 (bank must hold capit)
+    assert f["passage_coverage"] == pytest.approx([1 / 5, 2 / 4, 3 / 4])
+    # term ids give the same features as the text; an empty query gives zeros
+    terms = overlap.index.token_ids(["Capital of the banks: must they?"])[0]
+    assert np.array_equal(overlap.features(terms, [0, 1, 2]), X)
+    assert not overlap.features("zzz", [0, 1]).any()
+
+
+def test_idf_weights_rare_terms_more(overlap):
+    # "fund" is in one passage, "must" in two: p0 (fund, must) vs p2 (must only) for the query "fund must"
+    f = overlap.features("fund must", [0, 2])[:, LEXICAL_FEATURES.index("idf_coverage")]
+    rare, common = np.log1p(2.5 / 1.5), np.log1p(1.5 / 2.5)
+    assert f == pytest.approx([1.0, common / (rare + common)])
+
+
+def test_texts_must_match_the_index():
+    with pytest.raises(ValueError, match="2 texts for a BM25 index of 3 items"):
+        LexicalOverlap(BM25Index().index(["p0", "p1", "p2"], TEXTS), TEXTS[:2])
