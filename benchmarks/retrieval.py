@@ -45,6 +45,7 @@ from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILT
 from rirag.data import load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
 from rirag.io import atomic_write_json
+from rirag.retrieval.learned_fusion import RANKER_FILE
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
 
@@ -211,7 +212,7 @@ def update_learned_fusion_rows(config: Config, memory_only: bool = False) -> dic
         for row, key in wanted:
             if key == "learned_fusion_memory" and protocol != "original":
                 continue  # n/a in the leakage-free protocol (see ablation)
-            if not (Path(models[key]) / "ranker.txt").exists():
+            if not (Path(models[key]) / RANKER_FILE).exists():
                 logger.warning("no ranker at %s: row %r left as it was", models[key], row)
                 continue
             for split in splits:
@@ -350,7 +351,7 @@ def ablation(config: Config) -> dict:
                              "note": "the leakage-free re-split shares no gold passage between training and "
                                      "evaluation documents, so a memory of training questions cannot help"})
                 continue
-            if not (folder / "ranker.txt").exists():
+            if not (folder / RANKER_FILE).exists():
                 rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
                              "note": f"no ranker at {folder}"})
                 continue
