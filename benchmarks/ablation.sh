@@ -21,7 +21,7 @@ LAUNCH=${LAUNCH:-"$PY -m accelerate.commands.launch --config_file recipes/accele
 ART=${ARTIFACTS:-artifacts}
 LOGS=${LOGS:-$ART/logs}
 PROTOCOLS=${PROTOCOLS:-"leakage-free original"}
-RERANK_QUERIES=${RERANK_QUERIES:-300}
+RERANK_QUERIES=${RERANK_QUERIES:-100}
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TOKENIZERS_PARALLELISM=false
 mkdir -p "$LOGS"
 

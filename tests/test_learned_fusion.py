@@ -221,6 +221,7 @@ def _check_update_rows(data, tmp_path, retriever, memory):
     untouched = {"protocol": "original", "split": "original-test", "row": other, "recall@10": -2.0}
     out = tmp_path / "retrieval.json"
     out.write_text(json.dumps({"command": "old", "rows": [old_bm25, stale, untouched],
+                               "best_row": bench.LEARNED_FUSION_ROW,
                                "best_rows": {"original-test": bench.LEARNED_FUSION_ROW}}))
     config = bench.Config(data=str(data), out=str(out), artifacts=str(tmp_path / "artifacts"), protocols=("original",),
                           runs_dir=str(tmp_path / "runs"), update_memory_row=memory,
@@ -234,8 +235,30 @@ def _check_update_rows(data, tmp_path, retriever, memory):
     expected = evaluate_run(qrels_of(questions), run)
     assert result["rows"][1]["recall@10"] == round(expected["recall@10"], 4)
     assert result["rows"][1]["map@10"] == round(expected["map@10"], 4)
-    written = tmp_path / "runs" / f"original-test.{'memory' if memory else 'best'}.trec.gz"
-    assert set(read_trec(written)) == set(run) and len(list((tmp_path / "runs").iterdir())) == 1
+    # the best run of original-test is the memory row when it has one (ORIGINAL_PREFERS_MEMORY), else the fusion's
+    written = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert written == (["original-test.best.trec.gz", "original-test.memory.trec.gz"] if memory
+                       else ["original-test.best.trec.gz"])
+    assert result["best_rows"] == {"original-test": row}
+    for name in written:
+        assert read_trec(tmp_path / "runs" / name) == read_trec(tmp_path / "runs" / written[0])
+        assert set(read_trec(tmp_path / "runs" / name)) == set(run)
+
+
+def test_best_rows_follow_the_validation_stage_and_prefer_the_memory_on_original_test():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import retrieval as bench
+
+    lf, mem = bench.LEARNED_FUSION_ROW, bench.MEMORY_ROW
+    hyb_ct, hyb_etct = "+hybrid (CT, α=0.8)", "+hybrid (ET+CT, α=0.8)"
+    available = [("validation", hyb_ct), ("validation", lf), ("test", lf), ("original-test", hyb_etct),
+                 ("original-test", lf), ("original-test", mem)]
+    assert bench._best_rows(lf, available) == {"validation": lf, "test": lf, "original-test": mem}
+    # without a memory run the plain fusion is original-test's best
+    assert bench._best_rows(lf, available[:-1])["original-test"] == lf
+    # another best stage is matched across encoder tags, and the memory does not replace it
+    assert bench._best_rows(hyb_ct, available) == {"validation": hyb_ct, "original-test": hyb_etct}
+    assert bench._best_rows(None, available) == {}
 
 
 def test_clear_errors(tmp_path):
