@@ -18,10 +18,12 @@ trains into ``artifacts/``:
 * protocol ``leakage-free``: models trained on ``train``; reported on ``validation`` and ``test``;
 * protocol ``original``: models trained on ``original-dev``; reported on ``original-test``.
 
-A row whose model is missing is reported with ``status: missing`` (never silently dropped). The best row is chosen on
-leakage-free validation R@10 and the same stage is the best run of the original protocol, except that there the
-learned fusion's question-memory variant replaces the plain one (``ORIGINAL_PREFERS_MEMORY``: chosen by 5-fold CV on
-original-dev, never on test); they are written as ``validation.best.trec.gz``, ``test.best.trec.gz`` and
+A row whose model is missing is reported with ``status: missing``, one whose model cannot be used with
+``status: error`` and the reason (never silently dropped; the other rows are kept). The best row is chosen on
+leakage-free validation R@10 (without the leakage-free protocol there is no best run: it is never chosen on a test
+split), and the same stage is the best run of the original protocol, except that there the learned fusion's
+question-memory variant replaces the plain one (``ORIGINAL_PREFERS_MEMORY``: chosen by 5-fold CV on original-dev,
+never on test); they are written as ``validation.best.trec.gz``, ``test.best.trec.gz`` and
 ``original-test.best.trec.gz`` (plus ``validation.bm25.trec.gz`` and the question-memory row's
 ``original-test.memory.trec.gz``) in ``--runs-dir``.
 Prints a Markdown table and writes JSON with the command, date and core count. Never part of the test run.
@@ -44,7 +46,7 @@ from pathlib import Path
 from rirag.cli import format_table
 from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA,
                              OFFLINE_ENCODER, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
-from rirag.data import load_obliqa
+from rirag.data import DataError, load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
 from rirag.io import atomic_write_json
 from rirag.retrieval.learned_fusion import RANKER_FILE
@@ -53,7 +55,6 @@ from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
 
 logger = logging.getLogger("benchmarks.retrieval")
 
-#: protocol -> (training split whose models are used, evaluation splits, artifact suffix)
 #: Fusion weights tried on leakage-free validation for the tuned-α hybrid row (the paper's α=0.8 row is always kept).
 ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Questions timed for the hybrid's queries/s (end to end, corpus already embedded).
@@ -71,10 +72,14 @@ MEMORY_ROW = "+learned fusion + question memory (original protocol only)"
 #: with the memory against 0.826 / 0.698 / 0.777 without it.
 ORIGINAL_PREFERS_MEMORY = True
 
+#: protocol -> (training split whose models are used, evaluation splits). Leakage-free comes first: its validation
+#: split chooses the tuned encoder, α and the best row that the original protocol reuses.
 PROTOCOLS = {
     "leakage-free": ("train", ("validation", "test")),
     "original": ("original-dev", ("original-test",)),
 }
+#: Splits that get a committed best run (``SPLIT.best.trec.gz``).
+BEST_RUN_SPLITS = ("validation", "original-test", "test")
 
 
 @dataclass
@@ -98,6 +103,9 @@ class Config:
 
 
 def main(config: Config) -> dict:
+    unknown = sorted(set(config.protocols) - set(PROTOCOLS))
+    if unknown:
+        raise ValueError(f"unknown protocol(s) {unknown}; known: {list(PROTOCOLS)}")
     if config.update_memory_row or config.update_learned_fusion_rows:
         return update_learned_fusion_rows(config, memory_only=not config.update_learned_fusion_rows)
     if config.ablation:
@@ -173,6 +181,23 @@ def _stage(row: str) -> str:
     return re.sub(r"\((ET\+CT|CT|zero-shot)([ ,)])", r"(\2", row)
 
 
+def _full_runs(rows: list[dict]) -> list[tuple[str, str]]:
+    """(split, row) of every measured row that covers its whole split (not a seeded sample), in row order."""
+    return [(r["split"], r["row"]) for r in rows if r.get("status") == "ok" and "sample" not in r["row"]
+            and not r.get("note", "").endswith("(seeded sample)")]
+
+
+def _choose_best_row(rows: list[dict]) -> str | None:
+    """The row with the highest leakage-free validation R@10 (whole split only); None, with a warning, without
+    validation rows: a best run is never chosen on a test split."""
+    full = set(_full_runs(rows))
+    ok = [r for r in rows if r["split"] == "validation" and (r["split"], r["row"]) in full]
+    if not ok:
+        logger.warning("no leakage-free validation rows: no best run is chosen (run the leakage-free protocol)")
+        return None
+    return max(ok, key=lambda r: r[f"recall@{EVAL_K}"])["row"]
+
+
 def _best_rows(best_row: str | None, available) -> dict[str, str]:
     """split -> the row whose run is that split's best run: the row of ``best_row``'s stage (row names differ across
     protocols only by the encoder tag), or on original-test the question-memory row (``ORIGINAL_PREFERS_MEMORY``).
@@ -180,7 +205,7 @@ def _best_rows(best_row: str | None, available) -> dict[str, str]:
     out: dict[str, str] = {}
     if best_row is None:
         return out
-    for split in ("validation", "original-test", "test"):
+    for split in BEST_RUN_SPLITS:
         match = [r for (sp, r) in available if sp == split and _stage(r) == _stage(best_row)]
         if (ORIGINAL_PREFERS_MEMORY and split == "original-test" and _stage(best_row) == _stage(LEARNED_FUSION_ROW)
                 and (split, MEMORY_ROW) in available):
@@ -253,8 +278,13 @@ def update_learned_fusion_rows(config: Config, memory_only: bool = False) -> dic
                     rows.append(rec)
                 updated += [row] if row not in updated else []
                 runs[(split, row)] = run
-    result["best_rows"] = best = _best_rows(result.get("best_row"),
-                                            [(r["split"], r["row"]) for r in rows if r.get("status") == "ok"])
+    # the re-measured validation row may change which row is best
+    result["best_row"] = _choose_best_row(rows)
+    result["best_rows"] = best = _best_rows(result["best_row"], _full_runs(rows))
+    stale = sorted(split for split, row in best.items() if (split, row) not in runs)
+    if config.runs_dir and stale:
+        logger.warning("the best row of %s was not re-measured here: its best run in %s is left as it was (a "
+                       "whole ablation rewrites it)", ", ".join(stale), config.runs_dir)
     if config.runs_dir:
         for (split, row), run in runs.items():
             if row == MEMORY_ROW:
@@ -300,7 +330,8 @@ def ablation(config: Config) -> dict:
         rows.append(_record(protocol, split, row, run, questions, seconds, note, **extra))
         runs[(split, row)] = run
 
-    jobs = [(p, s) for p in config.protocols for s in PROTOCOLS[p][1]]
+    # leakage-free validation first: it chooses the encoder, α and best row used by every other split
+    jobs = [(p, s) for p in PROTOCOLS if p in config.protocols for s in PROTOCOLS[p][1]]
     for protocol, split in tqdm(jobs, desc="ablation (protocol, split)"):
         train_split = PROTOCOLS[protocol][0]
         models = protocol_models(config.artifacts, train_split, config.base_model)
@@ -349,7 +380,7 @@ def ablation(config: Config) -> dict:
         qps = round(len(timed) / (time.perf_counter() - t0), 1)
         add(protocol, split, f"+hybrid ({tag}, α={HYBRID_ALPHA})", hyb, questions, model=models[final],
             queries_per_s=qps, timed_queries=len(timed))
-        if final != "base":
+        if final != "base" and "base" in dense_runs:
             zs = truncate(hybrid_fusion(dense_runs["base"], bm25_run, HYBRID_ALPHA), RUN_DEPTH)
             add(protocol, split, f"hybrid (zero-shot, α={HYBRID_ALPHA})", zs, questions)
         # α chosen on leakage-free validation R@10 (then MRR@10) over ALPHA_GRID, applied unchanged elsewhere
@@ -387,7 +418,13 @@ def ablation(config: Config) -> dict:
                 rows.append({"protocol": protocol, "split": split, "row": row, "status": "missing",
                              "note": f"no ranker at {folder}"})
                 continue
-            rec, lf_run = _learned_fusion_row(config, corpus, protocol, split, row, folder, questions, bm25, docs)
+            try:
+                rec, lf_run = _learned_fusion_row(config, corpus, protocol, split, row, folder, questions, bm25,
+                                                  docs)
+            except DataError as err:  # e.g. a ranker from another feature version: report it, keep the other rows
+                rows.append({"protocol": protocol, "split": split, "row": row, "status": "error", "note": str(err)})
+                logger.error("%s %s %s: %s", protocol, split, row, err)
+                continue
             rows.append(rec)
             runs[(split, row)] = lf_run
 
@@ -400,8 +437,14 @@ def ablation(config: Config) -> dict:
             t0 = time.perf_counter()
             from rirag.retrieval.rerank import rerank_run
 
-            reranked = rerank_run({q: hyb[q] for q in subq}, subq, corpus,
-                                  lambda p: rr.score_pairs(p, show_progress=True), config.rerank_depth)
+            try:
+                reranked = rerank_run({q: hyb[q] for q in subq}, subq, corpus,
+                                      lambda p: rr.score_pairs(p, show_progress=True), config.rerank_depth)
+            except (DataError, OSError) as err:  # an unloadable model: report it, keep the other rows
+                rows.append({"protocol": protocol, "split": split, "row": "+reranker", "status": "error",
+                             "note": str(err)})
+                logger.error("%s %s +reranker: %s", protocol, split, err)
+                continue
             seconds = time.perf_counter() - t0
             note = f"{len(sub)} of {len(questions)} questions (seeded sample)" if sub is not questions else ""
             add(protocol, split, f"+reranker (hybrid top {config.rerank_depth})", reranked, sub, seconds,
@@ -413,20 +456,10 @@ def ablation(config: Config) -> dict:
             rows.append({"protocol": protocol, "split": split, "row": "+reranker", "status": "missing",
                          "note": f"no model at {models['reranker']}"})
 
-    # best runs: the row with the highest validation R@10 (leakage-free), applied to both protocols
-    best_row = None
-    ok = [r for r in rows if r.get("status") == "ok" and r["split"] == "validation"
-          and "sample" not in r["row"] and not r.get("note", "").endswith("(seeded sample)")]
-    if ok:
-        best_row = max(ok, key=lambda r: r[f"recall@{EVAL_K}"])["row"]
-    elif any(r.get("status") == "ok" and r["split"] == "original-test" for r in rows):
-        best_row = max((r for r in rows if r.get("status") == "ok" and r["split"] == "original-test"
-                        and not r.get("note", "").endswith("(seeded sample)")),
-                       key=lambda r: r[f"recall@{EVAL_K}"])["row"]
-        logger.warning("no validation rows: best run chosen on original-test")
-    best_rows = _best_rows(best_row, list(runs))
+    best_row = _choose_best_row(rows)
+    best_rows = _best_rows(best_row, _full_runs(rows))
     if config.runs_dir:
-        for split in ("validation", "original-test", "test"):
+        for split in BEST_RUN_SPLITS:
             if split in best_rows:
                 write_trec(runs[(split, best_rows[split])], os.path.join(config.runs_dir, f"{split}.best.trec.gz"),
                            system="rirag-best", depth=RUN_DEPTH)

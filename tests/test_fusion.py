@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from rirag.data import DataError
 from rirag.retrieval.fusion import (HybridRetriever, RankFusionRetriever, RRFRetriever, hybrid_fusion,
                                     max_normalise, min_max_normalise, rank_fusion, rrf)
 
@@ -47,6 +48,11 @@ def test_rank_fusion_missing_document_side_is_zero():
     out = rank_fusion({"q": {"p1": 2.0, "p2": 1.0}}, {"q": {"D1": 3.0, "D9": 1.0}}, {"p1": "D7", "p2": "D1"},
                       doc_weight=0.5)["q"]
     assert out == pytest.approx({"p1": 0.5, "p2": 0.5})
+
+
+def test_rank_fusion_names_a_passage_without_document():
+    with pytest.raises(DataError, match="query 'q': passage 'p2' has no document"):
+        rank_fusion({"q": {"p1": 2.0, "p2": 1.0}}, {"q": {"D1": 3.0}}, {"p1": "D1"})
 
 
 def test_rrf_hand_computed():

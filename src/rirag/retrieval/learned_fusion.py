@@ -50,6 +50,10 @@ Run = dict[str, dict[str, float]]
 
 #: Files of a saved ranker folder.
 RANKER_FILE = "ranker.txt"
+#: Version of what the features compute. Bumped when a feature changes meaning under the same name (a ranker trained
+#: on the old values would load and rank wrongly); 2: ``doc_bm25_log_rank`` is the document's rank among documents
+#: (1: the passage's rank when passages are ordered by their document's score).
+FEATURE_VERSION = 2
 CONFIG_FILE = "learned_fusion.json"
 MEMORY_FILE = "memory.json"
 #: The question memory's similarities (query vs training question): first encoder's cosine, normalised BM25.
@@ -98,10 +102,18 @@ class QuestionMemory:
     def load(cls, path: str | Path) -> "QuestionMemory":
         path = Path(path)
         records = read_json(path)
+        if not isinstance(records, list):
+            raise DataError(f"{path}: expected a list of question records, got {type(records).__name__}")
         for n, rec in enumerate(records):
+            if not isinstance(rec, dict):
+                raise DataError(f"{path}: record {n} is not an object")
             for key in ("id", "text", "gold"):
                 if key not in rec:
                     raise DataError(f"{path}: record {n} lacks field {key!r}")
+            if not isinstance(rec["text"], str) or not isinstance(rec["id"], str):
+                raise DataError(f"{path}: record {n}: fields 'id' and 'text' must be strings")
+            if not isinstance(rec["gold"], list) or not all(isinstance(g, str) for g in rec["gold"]):
+                raise DataError(f"{path}: record {n}: field 'gold' must be a list of passage ids")
         return cls([r["id"] for r in records], [r["text"] for r in records], [list(r["gold"]) for r in records])
 
 
@@ -276,10 +288,14 @@ class FeatureBuilder:
             pools += [self._memory_gold[j] for j in neighbours[-1]]
         cands = np.unique(np.concatenate(pools))
         cols = []
-        for s in passage + [doc]:
+        # a document's rank is among documents (all passages of a document share its score)
+        per_doc = np.zeros(len(self.documents_in_order), dtype=np.float32)
+        per_doc[self.doc] = doc
+        ranks = [_ranks(s)[cands] for s in passage] + [_ranks(per_doc)[self.doc[cands]]]
+        for s, rank in zip(passage + [doc], ranks):
             top = float(s.max())
             v = s[cands]
-            cols += [v, v / (top + 1e-9), v - top, np.log1p(_ranks(s)[cands])]
+            cols += [v, v / (top + 1e-9), v - top, np.log1p(rank)]
         for s in passage:
             norm = s / (float(s.max()) + 1e-9)
             for nb in (self.prev[cands], self.next[cands]):
@@ -399,12 +415,23 @@ class LearnedFusionRetriever:
         if len(encoders) != len(saved):
             raise DataError(f"learned-fusion ranker {str(self.folder)!r} was trained with {len(saved)} encoders "
                             f"({saved}); got {len(encoders)}: {encoders}")
+        # the encoders' passage length is part of the features: the one the ranker was trained with, by default
+        trained_length = (self.config.get("arguments") or {}).get("max_seq_length")
+        if trained_length is not None:
+            asked = dense_options.setdefault("max_seq_length", int(trained_length))
+            if asked is not None and int(asked) != int(trained_length):
+                raise DataError(f"learned-fusion ranker {str(self.folder)!r} was trained with max_seq_length "
+                                f"{trained_length}; got {asked}")
         memory = QuestionMemory.load(self.folder / MEMORY_FILE) if self.config.get("memory_depth") else None
         self.builder = FeatureBuilder(corpus, encoders, candidate_depth=int(self.config["candidate_depth"]),
                                       vote_depth=int(self.config["vote_depth"]), bm25=bm25, documents=documents,
                                       memory=memory,
                                       memory_depth=int(self.config.get("memory_depth") or LEARNED_FUSION_MEMORY_DEPTH),
                                       **dense_options)
+        version = int(self.config.get("feature_version", 1))
+        if version != FEATURE_VERSION:
+            raise DataError(f"{self.folder / CONFIG_FILE}: ranker trained on feature version {version}, this version "
+                            f"computes version {FEATURE_VERSION}: retrain it with train/learned_fusion.py")
         if self.builder.feature_names != list(self.config["feature_names"]):
             raise DataError(f"{self.folder / CONFIG_FILE}: feature names differ from this version's "
                             f"({len(self.config['feature_names'])} vs {len(self.builder.feature_names)})")
