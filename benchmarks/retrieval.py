@@ -68,8 +68,8 @@ MEMORY_ROW = "+learned fusion + question memory (original protocol only)"
 #: In the original protocol the best configuration is the learned fusion with the question memory when the best stage
 #: on leakage-free validation is the learned fusion (where the memory is n/a). Chosen on the protocol's own training
 #: questions: 5-fold CV on original-dev (``benchmarks/learned_fusion_cv.py``, recorded in
-#: ``benchmarks/results/learned_fusion_cv.original-dev.json``) gives R@10 / MAP@10 / MRR@10 0.852 / 0.718 / 0.793
-#: with the memory against 0.826 / 0.698 / 0.777 without it.
+#: ``benchmarks/results/learned_fusion_cv.original-dev.json``) gives R@10 / MAP@10 / MRR@10 0.851 / 0.720 / 0.794
+#: with the memory against 0.828 / 0.701 / 0.780 without it (feature version 2).
 ORIGINAL_PREFERS_MEMORY = True
 
 #: protocol -> (training split whose models are used, evaluation splits). Leakage-free comes first: its validation
