@@ -215,6 +215,17 @@ def _best_rows(best_row: str | None, available) -> dict[str, str]:
     return out
 
 
+def _write_best_and_memory_runs(runs_dir: str, runs: dict, best_rows: dict[str, str]) -> None:
+    """``SPLIT.best.trec.gz`` for each split's best row and ``SPLIT.memory.trec.gz`` for the question-memory row, of
+    the runs in ``runs`` ((split, row) -> run)."""
+    for (split, row), run in runs.items():
+        if row == MEMORY_ROW:
+            write_trec(run, os.path.join(runs_dir, f"{split}.memory.trec.gz"), system="rirag-learned-fusion-memory",
+                       depth=RUN_DEPTH)
+        if best_rows.get(split) == row:
+            write_trec(run, os.path.join(runs_dir, f"{split}.best.trec.gz"), system="rirag-best", depth=RUN_DEPTH)
+
+
 def _record(protocol, split, row, run, questions, seconds=None, note="", **extra) -> dict:
     """One ablation row: the run's metrics on ``questions`` (and queries/s when ``seconds`` is given)."""
     names = metric_names(EVAL_K)
@@ -281,18 +292,12 @@ def update_learned_fusion_rows(config: Config, memory_only: bool = False) -> dic
     # the re-measured validation row may change which row is best
     result["best_row"] = _choose_best_row(rows)
     result["best_rows"] = best = _best_rows(result["best_row"], _full_runs(rows))
-    stale = sorted(split for split, row in best.items() if (split, row) not in runs)
-    if config.runs_dir and stale:
-        logger.warning("the best row of %s was not re-measured here: its best run in %s is left as it was (a "
-                       "whole ablation rewrites it)", ", ".join(stale), config.runs_dir)
     if config.runs_dir:
-        for (split, row), run in runs.items():
-            if row == MEMORY_ROW:
-                write_trec(run, os.path.join(config.runs_dir, f"{split}.memory.trec.gz"),
-                           system="rirag-learned-fusion-memory", depth=RUN_DEPTH)
-            if best.get(split) == row:
-                write_trec(run, os.path.join(config.runs_dir, f"{split}.best.trec.gz"), system="rirag-best",
-                           depth=RUN_DEPTH)
+        stale = sorted(split for split, row in best.items() if (split, row) not in runs)
+        if stale:
+            logger.warning("the best row of %s was not re-measured here: its best run in %s is left as it was (a "
+                           "whole ablation rewrites it)", ", ".join(stale), config.runs_dir)
+        _write_best_and_memory_runs(config.runs_dir, runs, best)
     result.setdefault("updates", []).append({**_provenance(), "rows": updated})
     atomic_write_json(config.out, result)
     return result
@@ -459,16 +464,10 @@ def ablation(config: Config) -> dict:
     best_row = _choose_best_row(rows)
     best_rows = _best_rows(best_row, _full_runs(rows))
     if config.runs_dir:
-        for split in BEST_RUN_SPLITS:
-            if split in best_rows:
-                write_trec(runs[(split, best_rows[split])], os.path.join(config.runs_dir, f"{split}.best.trec.gz"),
-                           system="rirag-best", depth=RUN_DEPTH)
-            if (split, MEMORY_ROW) in runs:
-                write_trec(runs[(split, MEMORY_ROW)], os.path.join(config.runs_dir, f"{split}.memory.trec.gz"),
-                           system="rirag-learned-fusion-memory", depth=RUN_DEPTH)
-            if (split, "bm25") in runs and split == "validation":
-                write_trec(runs[(split, "bm25")], os.path.join(config.runs_dir, "validation.bm25.trec.gz"),
-                           system="bm25", depth=RUN_DEPTH)
+        _write_best_and_memory_runs(config.runs_dir, runs, best_rows)
+        if ("validation", "bm25") in runs:
+            write_trec(runs[("validation", "bm25")], os.path.join(config.runs_dir, "validation.bm25.trec.gz"),
+                       system="bm25", depth=RUN_DEPTH)
     cols = ["protocol", "split", "row", "questions", *names, "queries_per_s", "status", "note"]
     sys.stdout.write(format_table(rows, cols) + "\n")
     return _write(config, obliqa, rows, best_row=best_row, best_rows=best_rows, ablation=True,

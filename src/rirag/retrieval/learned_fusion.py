@@ -258,8 +258,8 @@ class FeatureBuilder:
         return self._documents
 
     def _signals(self, queries: Mapping[str, str]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None]:
-        """Passage score matrices (BM25, then each encoder), the document score of every passage, and the first
-        encoder's query embeddings (None without encoders)."""
+        """Passage score matrices (BM25, then each encoder), document BM25 scores (queries × documents, in
+        ``documents_in_order``), and the first encoder's query embeddings (None without encoders)."""
         if self.bm25.ids != self.ids:
             raise DataError("the BM25 index does not cover the feature builder's corpus (same ids, same order)")
         mats = [self.bm25.score_all(queries).astype(np.float32)]
@@ -274,9 +274,9 @@ class FeatureBuilder:
             cols = np.array([column[str(d)] for d in self.documents_in_order])
         except KeyError as err:
             raise DataError(f"the document BM25 index lacks document {err}") from err
-        return mats, doc_scores[:, cols][:, self.doc], first
+        return mats, doc_scores[:, cols], first
 
-    def _one(self, text: str, passage: list[np.ndarray], doc: np.ndarray,
+    def _one(self, text: str, passage: list[np.ndarray], doc_scores: np.ndarray,
              memory: list[np.ndarray] | None = None, qid: str | None = None,
              terms: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         depth = min(self.candidate_depth, len(self.ids))
@@ -288,10 +288,9 @@ class FeatureBuilder:
             pools += [self._memory_gold[j] for j in neighbours[-1]]
         cands = np.unique(np.concatenate(pools))
         cols = []
-        # a document's rank is among documents (all passages of a document share its score)
-        per_doc = np.zeros(len(self.documents_in_order), dtype=np.float32)
-        per_doc[self.doc] = doc
-        ranks = [_ranks(s)[cands] for s in passage] + [_ranks(per_doc)[self.doc[cands]]]
+        # every passage gets its document's score; a document's rank is among documents
+        doc = doc_scores[self.doc]
+        ranks = [_ranks(s)[cands] for s in passage] + [_ranks(doc_scores)[self.doc[cands]]]
         for s, rank in zip(passage + [doc], ranks):
             top = float(s.max())
             v = s[cands]
@@ -343,11 +342,11 @@ class FeatureBuilder:
         bar = tqdm(total=len(qids), desc="learned-fusion features", disable=not show_progress)
         for start in range(0, len(qids), QUERY_CHUNK):
             chunk = {q: queries[q] for q in qids[start:start + QUERY_CHUNK]}
-            passage, doc, first = self._signals(chunk)
+            passage, doc_scores, first = self._signals(chunk)
             memory = self._memory_matrices(chunk, first) if self.memory is not None else None
             terms = self.bm25.token_ids(list(chunk.values()))
             for r, q in enumerate(chunk):
-                cands, X = self._one(chunk[q], [m[r] for m in passage], doc[r],
+                cands, X = self._one(chunk[q], [m[r] for m in passage], doc_scores[r],
                                      None if memory is None else [m[r] for m in memory], q, terms[r])
                 cands_all.append(cands)
                 blocks.append(X)
@@ -415,6 +414,10 @@ class LearnedFusionRetriever:
         if len(encoders) != len(saved):
             raise DataError(f"learned-fusion ranker {str(self.folder)!r} was trained with {len(saved)} encoders "
                             f"({saved}); got {len(encoders)}: {encoders}")
+        version = int(self.config.get("feature_version", 1))
+        if version != FEATURE_VERSION:
+            raise DataError(f"{self.folder / CONFIG_FILE}: ranker trained on feature version {version}, this version "
+                            f"computes version {FEATURE_VERSION}: retrain it with train/learned_fusion.py")
         # the encoders' passage length is part of the features: the one the ranker was trained with, by default
         trained_length = (self.config.get("arguments") or {}).get("max_seq_length")
         if trained_length is not None:
@@ -428,10 +431,6 @@ class LearnedFusionRetriever:
                                       memory=memory,
                                       memory_depth=int(self.config.get("memory_depth") or LEARNED_FUSION_MEMORY_DEPTH),
                                       **dense_options)
-        version = int(self.config.get("feature_version", 1))
-        if version != FEATURE_VERSION:
-            raise DataError(f"{self.folder / CONFIG_FILE}: ranker trained on feature version {version}, this version "
-                            f"computes version {FEATURE_VERSION}: retrain it with train/learned_fusion.py")
         if self.builder.feature_names != list(self.config["feature_names"]):
             raise DataError(f"{self.folder / CONFIG_FILE}: feature names differ from this version's "
                             f"({len(self.config['feature_names'])} vs {len(self.builder.feature_names)})")
