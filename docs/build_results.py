@@ -29,7 +29,7 @@ README_END = "<!-- results:end -->"
 METRICS = ("recall@10", "map@10", "mrr@10")
 METRIC_NAMES = {"recall@10": "R@10", "map@10": "MAP@10", "mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
 #: Keys whose float values are scores (printed with 4 decimals); other floats print with 6 significant digits.
-METRIC_KEY = re.compile(r"@|accuracy|^f1$|precision|recall|score|entailment|contradiction|coverage|repass")
+METRIC_KEY = re.compile(r"@|accuracy|^f1$|precision|recall|score|share|entailment|contradiction|coverage|repass")
 
 #: The README's headline rows: (label, split, row of retrieval.json or "best", command that reproduces the number).
 HEADLINE = (
@@ -204,6 +204,10 @@ def render_headline(data: dict) -> str:
 #: file name -> (section title, renderer); files not listed get the generic renderer and their name as title.
 RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "retrieval.json": ("Retrieval: benchmark and ablation", render_retrieval),
+    "overlap_groups.original-test.json": ("Best run vs BM25 on original-test, by overlap with original-dev gold "
+                                          "passages", render_generic),
+    "retrieval_cv.json": ("Document-grouped 5-fold cross-validation (leakage-free protocol, all pooled questions)",
+                          render_generic),
     "learned_fusion_cv.original-dev.json": ("Learned fusion: 5-fold cross-validation on original-dev (every run)",
                                             render_generic),
     "encoder_variants.validation.json": ("Contrastive-tuning variants, leakage-free validation", render_generic),

@@ -286,3 +286,21 @@ def test_the_library_checks_options_too(tiny_data_dir):
         build_retriever(corpus, RetrieverSpec("bm25", None, {"b": -3}))
     with pytest.raises(validation.UsageError, match="needs a dense model"):
         build_retriever(corpus, RetrieverSpec("hybrid", None, {"alpha": 0.5}))
+
+
+def test_push_to_hub_without_network_is_one_line_before_building(tiny_data_dir, tmp_path, monkeypatch, caplog,
+                                                                  no_heavy_work):
+    """Not offline by setting, but the Hub is unreachable: one line, exit 2, nothing built."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    def unreachable(self, *args, **kwargs):
+        raise ConnectionError("Failed to resolve 'huggingface.co'\n(name resolution)")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.HfApi, "whoami", unreachable)
+    out = tmp_path / "ds"
+    assert main(["data", "build", "--data", str(tiny_data_dir), "--out", str(out), "--push-to-hub", "me/obliqa"]) == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "cannot reach the Hugging Face Hub" in errors[0] and "\n" not in errors[0]
+    assert not out.exists()
