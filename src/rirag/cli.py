@@ -155,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--retriever", default="bm25", help=f"one of: {', '.join(RETRIEVERS)}")
     r.add_argument("--model", default=None, help="model name or path (dense retrievers)")
     r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=check.parse_option,
-                   help="retriever option, repeatable: alpha=0.8, doc_weight=0.1, passages=dense|bm25|hybrid, "
-                        "reranker=PATH, rerank_depth=50, max_seq_length=256")
+                   help="retriever option, repeatable, checked when parsed: "
+                        + "; ".join(f"{k} ({spec.help})" for k, spec in check.OPTION_SPECS.items()))
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
     r.add_argument("--k", type=check.positive_int, default=RUN_DEPTH, help="passages per question (≥ 1)")
     r.add_argument("--system", type=check.system_name, default=None,
