@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 ARTIFACTS ?= artifacts
 
-.PHONY: install demo test bench bench-retrieval clean
+.PHONY: install demo test bench bench-retrieval docs clean
 
 install: $(VENV)/.installed
 
@@ -30,12 +30,17 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# BM25 on every split, merged into benchmarks/results/retrieval.json (rows it does not re-measure are kept).
 bench: install
 	$(BIN)/python benchmarks/retrieval.py
 
 # The full retrieval ablation (training included): see benchmarks/ablation.sh.
 bench-retrieval: install
 	benchmarks/ablation.sh
+
+# docs/results.md and the README's results table, from benchmarks/results/*.json.
+docs: install
+	$(BIN)/python docs/build_results.py
 
 clean:
 	rm -rf $(VENV) $(ARTIFACTS) .pytest_cache

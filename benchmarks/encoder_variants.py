@@ -26,9 +26,9 @@ from pathlib import Path
 
 from rirag.cli import format_table
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, RERANK_DEPTH, RUN_DEPTH, SEED
-from rirag.data import load_obliqa
+from rirag.data import load_obliqa, read_json
 from rirag.evaluation import evaluate_run, metric_names
-from rirag.io import atomic_write_json
+from rirag.io import merge_results_file
 from rirag.splits import qrels_of, split_questions
 
 logger = logging.getLogger("benchmarks.encoder_variants")
@@ -55,6 +55,10 @@ def _training_summary(model: str) -> dict:
     summary = json.loads(path.read_text(encoding="utf-8"))
     return {k: summary[k] for k in ("pairs", "hard_negatives", "per_epoch", "best", "train_seconds", "command")
             if k in summary}
+
+
+#: The fields that identify a row (the same values: the same measurement, replaced when re-measured).
+ROW_KEY = ("split", "model", "retriever", "alpha", "reranker")
 
 
 def _rerank_rows(config: Config, rows: list, split: str, model: str, questions, corpus, hybrid_run) -> None:
@@ -111,12 +115,15 @@ def main(config: Config) -> dict:
                 _rerank_rows(config, rows, split, model, questions, obliqa.corpus,
                              truncate(hybrid_fusion(dense_run, bm25_run, HYBRID_ALPHA), RUN_DEPTH))
     sys.stdout.write(format_table(rows, ["split", "model", "retriever", "alpha", *names]) + "\n")
-    result = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "cpu_cores": os.cpu_count(), "data": str(obliqa.root),
-              "training": {m: _training_summary(m) for m in config.models + config.rerankers}, "rows": rows}
-    atomic_write_json(config.out, result)
-    return result
+    provenance = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  "cpu_cores": os.cpu_count()}
+    training = {m: _training_summary(m) for m in config.models + config.rerankers}
+    if Path(config.out).exists():  # merged: the summaries of encoders measured before are kept
+        training = {**(read_json(Path(config.out)).get("training") or {}), **training}
+    # rows merge into --out: a re-measured row (same split, model, retriever, α, reranker) is replaced, others kept
+    return merge_results_file(config.out, rows, ROW_KEY, provenance, new_file={"data": str(obliqa.root)},
+                              training=training)
 
 
 def parse_args(argv=None) -> Config:

@@ -8,7 +8,7 @@ Usage:
     python benchmarks/retrieval.py --update-memory-row [--artifacts artifacts] [--runs-dir benchmarks/runs]
     python benchmarks/retrieval.py --update-learned-fusion-rows [--protocols leakage-free,original] [--runs-dir ...]
 
-Plain mode evaluates registry retrievers without models (BM25). ``--ablation`` evaluates, for each protocol, the rows
+Plain mode (``make bench``) evaluates registry retrievers without models (BM25) on every split. ``--ablation`` evaluates, for each protocol, the rows
 BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
 validation), RIRAG rank fusion, RRF, +learned fusion (a LightGBM ranker over all of these signals), +reranker (hybrid
 top 50), +learned fusion with a question memory (original protocol) and the score-filtered hybrid (its encoder, CT or
@@ -26,7 +26,10 @@ question-memory variant replaces the plain one (``ORIGINAL_PREFERS_MEMORY``: cho
 never on test); they are written as ``validation.best.trec.gz``, ``test.best.trec.gz`` and
 ``original-test.best.trec.gz`` (plus ``validation.bm25.trec.gz`` and the question-memory row's
 ``original-test.memory.trec.gz``) in ``--runs-dir``.
-Prints a Markdown table and writes JSON with the command, date and core count. Never part of the test run.
+Prints a Markdown table. Results are merged into ``--out`` (:func:`rirag.io.merge_results_file`): a re-measured
+row (same protocol, split and row) replaces the old one, every other committed row is kept unchanged, and each run is
+logged under ``updates`` with its command, date and core count (a new file gets them at top level). Never part of
+the test run.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILT
                              OFFLINE_ENCODER, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
 from rirag.data import DataError, load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
-from rirag.io import atomic_write_json
+from rirag.io import atomic_write_json, merge_results_file, merge_rows
 from rirag.retrieval.learned_fusion import RANKER_FILE
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
@@ -78,6 +81,11 @@ PROTOCOLS = {
     "leakage-free": ("train", ("validation", "test")),
     "original": ("original-dev", ("original-test",)),
 }
+#: The fields that identify a row of the results file (a row with the same values is the same measurement).
+ROW_KEY = ("protocol", "split", "row")
+#: The protocol a split belongs to (BM25 needs no training; its plain-mode rows are filed under the split's protocol).
+PROTOCOL_OF = {"original-dev": "original", "original-test": "original", "original-train": "original",
+               "train": "leakage-free", "validation": "leakage-free", "test": "leakage-free"}
 #: Splits that get a committed best run (``SPLIT.best.trec.gz``).
 BEST_RUN_SPLITS = ("validation", "original-test", "test")
 
@@ -123,9 +131,11 @@ def main(config: Config) -> dict:
             run = retriever.search(queries, k=RUN_DEPTH)
             search_s = time.perf_counter() - t0
             metrics = evaluate_run(qrels_of(questions), run)
-            rows.append({"retriever": name, "split": split, "questions": metrics["n_questions"],
+            rows.append({"protocol": PROTOCOL_OF.get(split, ""), "split": split, "row": name,
+                         "questions": metrics["n_questions"],
                          **{m: round(metrics[m], 4) for m in metric_names(EVAL_K)},
-                         "queries_per_s": round(len(queries) / search_s, 1), "index_s": round(build_s, 2)})
+                         "status": "ok", "note": "", "queries_per_s": round(len(queries) / search_s, 1),
+                         "index_s": round(build_s, 2)})
             if config.runs_dir:
                 write_trec(run, os.path.join(config.runs_dir, f"{split}.{name}.trec.gz"), system=name)
     sys.stdout.write(format_table(rows, list(rows[0])) + "\n")
@@ -139,16 +149,20 @@ def _provenance() -> dict:
             "cpu_cores": os.cpu_count()}
 
 
+def _previous_rows(path: str) -> list[dict]:
+    """The rows of an existing results file (none for a new one)."""
+    from rirag.data import read_json
+
+    if not Path(path).exists():
+        return []
+    result = read_json(Path(path))
+    return result.get("rows", []) if isinstance(result, dict) else []
+
+
 def _write(config: Config, obliqa, rows: list[dict], **extra) -> dict:
-    result = {
-        **_provenance(),
-        "machine": platform.machine(),
-        "data": str(obliqa.root),
-        **extra,
-        "rows": rows,
-    }
-    atomic_write_json(config.out, result)
-    return result
+    """Merge ``rows`` into ``config.out`` (rows not re-measured stay as they were; see the module docstring)."""
+    return merge_results_file(config.out, rows, ROW_KEY, _provenance(),
+                              new_file={"machine": platform.machine(), "data": str(obliqa.root)}, **extra)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -461,8 +475,11 @@ def ablation(config: Config) -> dict:
             rows.append({"protocol": protocol, "split": split, "row": "+reranker", "status": "missing",
                          "note": f"no model at {models['reranker']}"})
 
-    best_row = _choose_best_row(rows)
-    best_rows = _best_rows(best_row, _full_runs(rows))
+    # the best row is chosen over the file's rows after this run's rows are merged in (a run of one protocol keeps
+    # the other protocol's rows); only runs measured here are written
+    merged = merge_rows(_previous_rows(config.out), rows, ROW_KEY)
+    best_row = _choose_best_row(merged)
+    best_rows = _best_rows(best_row, _full_runs(merged))
     if config.runs_dir:
         _write_best_and_memory_runs(config.runs_dir, runs, best_rows)
         if ("validation", "bm25") in runs:

@@ -94,13 +94,13 @@ def test_masked_positions_loss_equals_the_stock_mlm_loss_and_gradients(tokenizer
 
     # nothing masked: a zero loss, not NaN; an unknown head falls back to the model's own loss
     empty = dict(batch, labels=torch.full_like(batch["labels"], IGNORE_INDEX))
-    assert float(masked_positions_loss(model, empty)) == 0.0
+    assert masked_positions_loss(model, empty).item() == 0.0
 
     class Wrapped(torch.nn.Module):
         def forward(self, **kw):
             return type("Out", (), {"loss": torch.tensor(3.0)})()
 
-    assert mlm_head(Wrapped()) is None and float(masked_positions_loss(Wrapped(), batch)) == 3.0
+    assert mlm_head(Wrapped()) is None and masked_positions_loss(Wrapped(), batch).item() == 3.0
     from transformers import Trainer
 
     assert issubclass(masked_positions_trainer(Trainer), Trainer)

@@ -14,8 +14,8 @@ import logging
 import sys
 from pathlib import Path
 
+from rirag import validation as check
 from rirag.constants import EVAL_K, RUN_DEPTH, SEED
-from rirag.data import DataError
 
 logger = logging.getLogger("rirag")
 
@@ -34,9 +34,9 @@ def _add_split_option(p: argparse.ArgumentParser) -> None:
 
 
 def format_table(rows: list[dict], columns: list[str]) -> str:
-    """A plain Markdown table; floats with 3 decimals."""
+    """A plain Markdown table; floats with 4 decimals, as the benchmarks store them (docs/results.md prints the same)."""
     def cell(v):
-        return f"{v:.3f}" if isinstance(v, float) else str(v)
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows]
@@ -49,6 +49,9 @@ def format_table(rows: list[dict], columns: list[str]) -> str:
 def cmd_data_build(args) -> int:
     from rirag.dataset_build import BuildConfig, build
 
+    check.output_dir(args.out, "--out")
+    if args.push_to_hub:
+        check.hub_reachable(args.push_to_hub)
     config = BuildConfig(data=args.data, out=args.out, scheme=args.scheme, seed=args.seed,
                          audit_embedder=args.audit_embedder, push_to_hub=args.push_to_hub)
     summary = build(config)
@@ -69,19 +72,16 @@ def cmd_data_build(args) -> int:
 def cmd_retrieve(args) -> int:
     from rirag.data import load_obliqa
     from rirag.evaluation import write_trec
-    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+    from rirag.retrieval.registry import build_retriever
     from rirag.splits import check_split_name, split_questions
 
+    # every check before the corpus loads, a model loads or a passage is embedded
     check_split_name(args.split)
+    spec = check.retriever_spec(args.retriever, args.model, args.option)
+    check.output_file(args.out, "--out")
     obliqa = load_obliqa(args.data)
     questions = split_questions(obliqa, args.split, args.seed)
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise DataError(f"--option {item!r}: expected KEY=VALUE")
-        options[key.strip()] = value
-    retriever = build_retriever(obliqa.corpus, RetrieverSpec(args.retriever, args.model, options))
+    retriever = build_retriever(obliqa.corpus, spec)
     run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)
     write_trec(run, args.out, system=args.system or args.retriever, depth=args.k)
     sys.stdout.write(f"wrote {len(run)} queries × top {args.k} to {args.out}\n")
@@ -98,13 +98,14 @@ def cmd_evaluate_retrieval(args) -> int:
     from rirag.splits import check_split_name, qrels_of, split_questions
 
     check_split_name(args.split)
+    check.input_file(args.run, "--run")
+    for option, path in (("--json", args.json), ("--per-query", args.per_query)):
+        if path:
+            check.output_file(path, option)
     run = read_trec(args.run)
     obliqa = load_obliqa(args.data)
     qrels = qrels_of(split_questions(obliqa, args.split, args.seed))
-    unknown = set(run) - set(qrels)
-    if unknown:
-        logger.warning("%d run queries are not in split %s (ignored), e.g. %s", len(unknown), args.split,
-                       next(iter(unknown)))
+    check.run_matches(run, obliqa.corpus, qrels, args.run, args.split)
     result = evaluate_run(qrels, run, k=args.k, per_query=bool(args.per_query))
     names = metric_names(args.k)
     row = {"run": Path(args.run).name, "split": args.split, "questions": result["n_questions"],
@@ -121,12 +122,20 @@ def cmd_evaluate_retrieval(args) -> int:
 # -- parser -------------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rirag", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block): 'rirag retrieve: error: argument --k: ...'."""
 
-    data = sub.add_parser("data", help="build datasets").add_subparsers(dest="data_command", required=True)
+    def error(self, message):
+        self.exit(check.EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rirag", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    data = sub.add_parser("data", help="build datasets").add_subparsers(dest="data_command", required=True,
+                                                                         parser_class=_Parser)
     b = data.add_parser("build", help="build the ObliQA DatasetDicts (original and leakage-free) with cards")
     _add_data_option(b)
     b.add_argument("--out", default="artifacts/datasets/obliqa", help="output folder")
@@ -145,20 +154,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     r.add_argument("--retriever", default="bm25", help=f"one of: {', '.join(RETRIEVERS)}")
     r.add_argument("--model", default=None, help="model name or path (dense retrievers)")
-    r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="retriever option, repeatable: alpha=0.8, doc_weight=0.1, passages=dense|bm25|hybrid, "
-                        "reranker=PATH, rerank_depth=50, max_seq_length=256")
+    r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=check.parse_option,
+                   help="retriever option, repeatable, checked when parsed: "
+                        + "; ".join(f"{k} ({spec.help})" for k, spec in check.OPTION_SPECS.items()))
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
-    r.add_argument("--k", type=int, default=RUN_DEPTH, help="passages per question")
-    r.add_argument("--system", default=None, help="system name in the run (default: the retriever)")
+    r.add_argument("--k", type=check.positive_int, default=RUN_DEPTH, help="passages per question (≥ 1)")
+    r.add_argument("--system", type=check.system_name, default=None,
+                   help="system name in the run, one word (default: the retriever)")
     r.set_defaults(func=cmd_retrieve)
 
-    ev = sub.add_parser("evaluate", help="evaluate runs or answers").add_subparsers(dest="eval_command", required=True)
+    ev = sub.add_parser("evaluate", help="evaluate runs or answers").add_subparsers(dest="eval_command", required=True,
+                                                                                    parser_class=_Parser)
     e = ev.add_parser("retrieval", help="Recall/MAP/MRR/nDCG@k of a TREC run")
     _add_data_option(e)
     _add_split_option(e)
     e.add_argument("--run", required=True, help="TREC run file")
-    e.add_argument("--k", type=int, default=EVAL_K)
+    e.add_argument("--k", type=check.positive_int, default=EVAL_K, help="metric cut-off (≥ 1)")
     e.add_argument("--json", default=None, help="write the metrics here")
     e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
     e.set_defaults(func=cmd_evaluate_retrieval)
@@ -172,19 +183,22 @@ def _add_optional_subcommands(evaluate_sub) -> None:
         from rirag.scoring.answers import add_answers_parser
     except ImportError:
         return
-    add_answers_parser(evaluate_sub)
+    p = add_answers_parser(evaluate_sub)
+    p.set_defaults(func=check.checked(check.answers_args, p.get_default("func")))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Every expected failure is one line on stderr and exit status 2; Ctrl-C is one line and 130
+    (:func:`rirag.validation.run_command`); every subcommand gets this through ``args.func``."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, or a bad option (argparse printed one line): a return code, not an exit
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else check.EXIT_USAGE)
+    except KeyboardInterrupt:
+        return check.EXIT_INTERRUPTED
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    try:
-        rc = args.func(args)
-        return rc if isinstance(rc, int) else 0
-    except DataError as err:
-        logger.error("%s", err)
-        return 2
+    return check.run_command(args.func, args, verbose=args.verbose)
 
 
 if __name__ == "__main__":

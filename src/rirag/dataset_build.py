@@ -95,8 +95,19 @@ def make_embedder(name: str | None):
         return None, None
 
     def embed(texts):
-        return model.encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=True,
-                            convert_to_numpy=True)
+        import numpy as np
+        from tqdm.auto import tqdm
+
+        texts = list(texts)
+        step = 512  # one labelled bar per call instead of sentence-transformers' unlabelled 'Batches'
+        parts = []
+        with tqdm(total=len(texts), desc="overlap audit: embedding questions", unit="question") as bar:
+            for start in range(0, len(texts), step):
+                chunk = texts[start:start + step]
+                parts.append(model.encode(chunk, batch_size=64, normalize_embeddings=True, show_progress_bar=False,
+                                          convert_to_numpy=True))
+                bar.update(len(chunk))
+        return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
     return embed, model_name
 

@@ -67,11 +67,13 @@ def evaluate_run(qrels: Qrels, run: Run, k: int = EVAL_K, metrics: Iterable[str]
 
 
 def _open_text(path: Path, mode: str = "rt"):
+    """Text (``rt``, UTF-8) or bytes (``rb``); ``.gz`` files are decompressed."""
+    encoding = None if "b" in mode else "utf-8"
     if path.suffix == ".gz":
         import gzip
 
-        return gzip.open(path, mode, encoding="utf-8")
-    return open(path, mode, encoding="utf-8")
+        return gzip.open(path, mode, encoding=encoding)
+    return open(path, mode, encoding=encoding)
 
 
 def ranked(results: Mapping[str, float], depth: int | None = None) -> list[tuple[str, float]]:
@@ -99,26 +101,39 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | Path, system:
 
 
 def read_trec(path: str | Path) -> Run:
-    """Read a TREC run; a malformed line raises :class:`DataError` naming the file and line."""
+    """Read a TREC run; a malformed line (or one that is not UTF-8) raises :class:`DataError` naming the file and
+    line."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: run file not found")
     run: Run = {}
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 6:
-                raise DataError(f"{path}: line {lineno}: expected 6 fields 'qid Q0 docid rank score system', got {len(parts)}")
-            qid, _, docid, rank, score, _ = parts
-            try:
-                int(rank)
-                value = float(score)
-            except ValueError as err:
-                raise DataError(f"{path}: line {lineno}: rank must be an integer and score a number ({err})") from err
-            results = run.setdefault(qid, {})
-            if docid in results:
-                raise DataError(f"{path}: line {lineno}: document {docid} listed twice for query {qid}")
-            results[docid] = value
+    lineno = 0
+    try:
+        with _open_text(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise DataError(f"{path}: line {lineno}: not UTF-8 text (byte {err.start})") from None
+                _read_trec_line(run, path, lineno, line)
+    except (OSError, EOFError) as err:  # a damaged or truncated .gz
+        raise DataError(f"{path}: cannot read after line {lineno} ({type(err).__name__}: {err})") from None
     return run
+
+
+def _read_trec_line(run: Run, path: Path, lineno: int, line: str) -> None:
+    if not line.strip():
+        return
+    parts = line.split()
+    if len(parts) != 6:
+        raise DataError(f"{path}: line {lineno}: expected 6 fields 'qid Q0 docid rank score system', got {len(parts)}")
+    qid, _, docid, rank, score, _ = parts
+    try:
+        int(rank)
+        value = float(score)
+    except ValueError as err:
+        raise DataError(f"{path}: line {lineno}: rank must be an integer and score a number ({err})") from err
+    results = run.setdefault(qid, {})
+    if docid in results:
+        raise DataError(f"{path}: line {lineno}: document {docid} listed twice for query {qid}")
+    results[docid] = value

@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 
 def _umask() -> int:
@@ -61,3 +61,44 @@ def atomic_dir(path: str | Path, overwrite: bool = True) -> Iterator[Path]:
     os.replace(tmp, path)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def merge_rows(old: list[dict], new: list[dict], key: Sequence[str]) -> list[dict]:
+    """``old`` with each row of ``new`` replacing the old row of the same ``key`` fields in place, or appended; every
+    other old row is kept as it was."""
+    index = {tuple(r.get(k) for k in key): i for i, r in enumerate(old)}
+    out = list(old)
+    for row in new:
+        k = tuple(row.get(f) for f in key)
+        if k in index:
+            out[index[k]] = row
+        else:
+            index[k] = len(out)
+            out.append(row)
+    return out
+
+
+def merge_results_file(path: str | Path, rows: list[dict], key: Sequence[str], provenance: dict,
+                       new_file: dict | None = None, **top: Any) -> dict:
+    """Merge a benchmark's ``rows`` into the results JSON at ``path`` (``{..., "rows": [...]}``), atomically.
+
+    A new file gets ``provenance`` (command, date, cores), ``new_file`` and ``top`` at top level. An existing file
+    keeps its top-level fields and every row that was not re-measured; re-measured rows (same ``key``) are replaced,
+    new ones appended, ``top`` fields updated, and the run is logged under ``updates`` (its provenance and the keys of
+    its rows). A file that is not such a results file is an error, never overwritten.
+    """
+    from rirag.data import DataError, read_json
+
+    path = Path(path)
+    if path.exists():
+        result = read_json(path)
+        if not isinstance(result, dict) or not isinstance(result.get("rows"), list):
+            raise DataError(f"{path}: not a results file with a 'rows' list; pass another output file")
+        result["rows"] = merge_rows(result["rows"], rows, key)
+        result.update(top)
+        result.setdefault("updates", []).append(
+            {**provenance, "rows": [[r.get(k) for k in key] for r in rows]})
+    else:
+        result = {**provenance, **(new_file or {}), **top, "rows": rows}
+    atomic_write_json(path, result)
+    return result

@@ -19,6 +19,15 @@ from rirag.data import DataError, Passage
 
 logger = logging.getLogger(__name__)
 
+
+def _bm25s():
+    """Import bm25s. Its import sets its own logger to DEBUG, which prints 'DEBUG bm25s: Building index ...' on
+    every run under an INFO configuration; the level is reset so that bm25s follows the application's logging."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.NOTSET)
+    return bm25s
+
 Run = dict[str, dict[str, float]]
 
 
@@ -53,7 +62,7 @@ class BM25Index:
 
     # -- building -------------------------------------------------------------------------------
     def _make_tokenizer(self):
-        import bm25s
+        bm25s = _bm25s()
         import Stemmer
 
         stemmer = Stemmer.Stemmer(self.config.stemmer) if self.config.stemmer else None
@@ -66,7 +75,7 @@ class BM25Index:
         return ids
 
     def index(self, ids: Sequence[str], texts: Sequence[str]) -> "BM25Index":
-        import bm25s
+        bm25s = _bm25s()
 
         if len(ids) != len(texts):
             raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
@@ -136,7 +145,7 @@ class BM25Index:
 
     @classmethod
     def load(cls, folder: str | Path) -> "BM25Index":
-        import bm25s
+        bm25s = _bm25s()
 
         folder = Path(folder)
         meta_path = folder / "rirag_bm25.json"

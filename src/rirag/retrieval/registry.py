@@ -75,7 +75,7 @@ def _bm25(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
     if unknown:
         raise DataError(f"retriever 'bm25': unknown option(s) {sorted(unknown)}; known: {sorted(_BM25_CASTS)}")
     # options may come from the command line as strings; "none" turns stemming, stopwords or truncation off
-    options = {k: None if isinstance(v, str) and v.lower() == "none" else _BM25_CASTS[k](v)
+    options = {k: None if v is None or (isinstance(v, str) and v.lower() == "none") else _BM25_CASTS[k](v)
                for k, v in spec.options.items()}
     return passage_index(corpus, BM25Config(**options))
 
@@ -159,7 +159,25 @@ RETRIEVERS: dict[str, Callable[[Mapping[str, Passage], RetrieverSpec], Retriever
 }
 
 
+#: name -> the options it takes (types and ranges: :data:`rirag.validation.OPTION_SPECS`).
+RETRIEVER_OPTIONS: dict[str, tuple[str, ...]] = {
+    "bm25": tuple(_BM25_CASTS),
+    "dense": _DENSE_OPTIONS,
+    "hybrid": ("alpha", "depth", *_DENSE_OPTIONS),
+    "rank-fusion": ("doc_weight", "depth", "passages", "alpha", *_DENSE_OPTIONS),
+    "rrf": ("rrf_k", "depth", *_DENSE_OPTIONS),
+    "rerank": ("reranker", "rerank_depth", "alpha", "depth", "rerank_batch_size", *_DENSE_OPTIONS),
+    "learned-fusion": ("ranker", "encoders", *_DENSE_OPTIONS),
+}
+#: name -> options without which it cannot run.
+REQUIRED_OPTIONS: dict[str, tuple[str, ...]] = {"rerank": ("reranker",), "learned-fusion": ("ranker",)}
+#: retrievers that need ``spec.model`` (a dense encoder).
+NEEDS_MODEL = ("dense", "hybrid", "rrf", "rerank")
+
+
 def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
-    if spec.name not in RETRIEVERS:
-        raise DataError(f"unknown retriever {spec.name!r}; choose one of: {', '.join(RETRIEVERS)}")
-    return RETRIEVERS[spec.name](corpus, spec)
+    """Check the spec's options (types, ranges, known keys; :func:`rirag.validation.retriever_options`) before
+    anything loads, then build the retriever."""
+    from rirag.validation import retriever_spec
+
+    return RETRIEVERS[spec.name](corpus, retriever_spec(spec.name, spec.model, spec.options))

