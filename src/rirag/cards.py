@@ -245,8 +245,7 @@ def model_index(name: str, results: list[Result]) -> list[dict]:
             if r.dataset_config:
                 dataset["config"] = r.dataset_config
             dataset["split"] = r.dataset_split
-            grouped[key] = {"task": {"type": r.task_type, "name": r.task_name}, "dataset": dataset, "metrics": [],
-                            "source": {"name": r.source}}
+            grouped[key] = {"task": {"type": r.task_type, "name": r.task_name}, "dataset": dataset, "metrics": []}
         grouped[key]["metrics"].append({"type": r.metric_type, "value": r.value, "name": r.metric_name})
     return [{"name": name, "results": list(grouped.values())}] if grouped else []
 

@@ -23,6 +23,7 @@ import fnmatch
 import logging
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -219,9 +220,27 @@ def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> d
             "recorded_command": config.get("command")}
 
 
+def _demo_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+    """The demo's configuration variables, read from its backend module (one source of truth)."""
+    import importlib.util
+
+    path = folder / "backend.py"
+    if not path.exists():
+        return {"variables": []}
+    spec = importlib.util.spec_from_file_location("rirag_demo_backend", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the module runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    return {"variables": [{"name": n, "default": d, "help": h} for n, d, h in module.ENV_VARIABLES]}
+
+
 #: Extra card context read from an artifact's own files, by template.
 CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path], dict]] = {
     "learned_fusion.md.j2": _learned_fusion_context,
+    "demo_space.md.j2": _demo_context,
     "nli_dataset.md.j2": lambda entry, manifest, folder: _statistics_context(entry, manifest, folder),
 }
 
@@ -237,12 +256,17 @@ def card_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
         "recipe": None, "train_data": "", "description": "", "encoders": [], "memory": False,
         "feature_version": None, "eval_split": "validation", "query_prefix": QUERY_PREFIX,
         "passage_prefix": PASSAGE_PREFIX, "local_judge_label": LOCAL_JUDGE_LABEL,
-        "labels": None, "namespace": manifest.namespace,
+        "labels": None, "namespace": manifest.namespace, "models": [], "variables": [],
         "metric_repo": manifest.repo_id(metric) if metric else f"{manifest.namespace}/repass",
         "hub_ids": {e.name: manifest.repo_id(e) for e in manifest.entries},
     }
     context.update(manifest.defaults)
     context.update(entry.context)
+    hub_ids = context["hub_ids"]  # a manifest entry's name in datasets / models / base_model means its repo
+    for key in ("datasets", "models"):
+        context[key] = [hub_ids.get(x, x) for x in context[key] or []]
+    if context["base_model"]:
+        context["base_model"] = hub_ids.get(context["base_model"], context["base_model"])
     if context["labels"] is None:
         id2label = NLI_ID2LABEL if "nli" in entry.card else OBLIGATION_ID2LABEL
         context["labels"] = ", ".join(f"{k} = {v}" for k, v in id2label.items())
@@ -251,8 +275,12 @@ def card_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     settings = dict(context["settings"]) | extra.pop("settings", {})
     context.update(extra)
     context["settings"] = settings
-    results = collect_results(entry.source, [Path(manifest.results_dir) / f for f in entry.results], root) \
-        if entry.source else []
+    files = [Path(manifest.results_dir) / f for f in entry.results]
+    absent = [f.as_posix() for f in files if not (root / f).exists()]
+    if absent:
+        logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
+    present = [f for f in files if (root / f).exists()]
+    results = collect_results(entry.source, present, root) if entry.source else []
     context.update(name=entry.repo, repo_id=manifest.repo_id(entry), results=results_table(results),
                    model_index=model_index(entry.repo, results))
     context["command"] = (recorded_command(entry, root) or context.pop("recorded_command", None)
@@ -347,8 +375,8 @@ def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | N
             rows.append(assemble(entry, manifest, root))
         except _Missing as missing:
             rows.append(missing.row)
-        except (CardError, OSError, ValueError) as err:  # one bad artifact does not stop the others
-            logger.error("%s: %s", entry.name, err)
+        except Exception as err:  # one bad artifact does not stop the others; its row says what went wrong
+            logger.error("%s: %s: %s", entry.name, type(err).__name__, err, exc_info=not isinstance(err, CardError))
             rows.append(Row(entry.name, manifest.repo_id(entry), entry.kind, "error", detail=str(err)))
     return rows
 
@@ -438,10 +466,18 @@ def build_nli_judge_data(out: Path, root: Path) -> Path | None:
 
     from rirag.io import atomic_write_json
 
+    import datasets
+
     ds = DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items()})
     (out / "data").mkdir(parents=True, exist_ok=True)
-    for name, part in ds.items():
-        part.to_parquet(str(out / "data" / f"{name}.parquet"))
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        for name, part in ds.items():
+            part.to_parquet(str(out / "data" / f"{name}.parquet"))
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
     statistics = {name: dict(sorted(Counter(r["source"] for r in rows).items())) for name, rows in splits.items()}
     atomic_write_json(out / STATISTICS_FILE, {"statistics": statistics, "recipe": recipe_path.relative_to(root).as_posix(),
                                               "test_per_source": recipe["test_per_source"],
