@@ -19,8 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "spaces" / "demo"))
 
-from backend import (MAX_QUESTION_CHARS, Backend, DemoSettings, QuestionError, check_question,  # noqa: E402
-                     cited_numbers)
+from backend import MAX_QUESTION_CHARS, Backend, DemoSettings, QuestionError, check_question  # noqa: E402
 
 from rirag.data import Passage  # noqa: E402
 
@@ -40,11 +39,18 @@ PASSAGES = [
 ]
 
 
+def must_or_shall(sentences):
+    """A tiny stand-in obligation classifier for the extractive composer."""
+    return [(" must " in s or " shall " in s) for s in sentences]
+
+
 def tiny_backend(generator=None) -> Backend:
+    from rirag.generation.extractive import ExtractiveComposer
     from rirag.retrieval.bm25 import passage_index
 
+    generator = generator or ExtractiveComposer(is_obligation=must_or_shall)
     corpus = {f"p{i}": Passage(f"p{i}", d, pid, t) for i, (d, pid, t) in enumerate(PASSAGES)}
-    return Backend(DemoSettings(top_k=3), corpus=corpus, title=TITLES.__getitem__,
+    return Backend(DemoSettings(top_k=3, generator_model="must/shall rule"), corpus=corpus, title=TITLES.__getitem__,
                    examples=["Who must keep records of customer due diligence?"], retriever=passage_index(corpus),
                    generator=generator)
 
@@ -58,17 +64,19 @@ def test_answer_cites_retrieved_passages_with_title_id_and_score():
     assert (top["title"], top["passage_id"], top["number"]) == (TITLES[1], "3.1.1", 1)
     assert [p["score"] for p in result["passages"]] == sorted((p["score"] for p in result["passages"]), reverse=True)
     assert "[1]" in result["answer"] and result["citations"][0]["passage_id"] == "3.1.1"
-    assert {c["number"] for c in result["citations"]} == set(cited_numbers(result["answer"], 3))
-    assert result["retriever"] == "bm25" and result["generator"] == "extractive"
+    assert result["answer"].startswith("A Relevant Person must keep records")  # an obligation sentence, cited
+    assert all(f"[{c['number']}]" in result["answer"] for c in result["citations"])
+    assert result["retriever"] == "bm25" and result["generator"] == "extractive (must/shall rule)"
 
 
 def test_an_injected_generator_writes_the_answer_and_its_citations_are_checked():
     class Echo:
         def generate(self, batch):
-            return ["Records are kept six years [2]. See also [9]."]  # [9] names no passage
+            return ["Records are kept six years [1]. See also [9]."]  # [9] names no passage
 
     out = tiny_backend(Echo()).answer("customer due diligence records")
-    assert out["answer"].startswith("Records are kept") and [c["number"] for c in out["citations"]] == [2]
+    assert out["answer"].startswith("Records are kept") and [c["number"] for c in out["citations"]] == [1]
+    assert any("outside the passage list" in w for w in out["warnings"])
 
 
 @pytest.mark.parametrize("question, message", [("", "question box is empty"), ("   \n", "question box is empty"),
@@ -152,8 +160,11 @@ class DemoPage:
         return WebDriverWait(self.driver, timeout).until(condition)
 
     def ask(self, question: str, type_it: bool = True) -> None:
+        from selenium.webdriver.common.keys import Keys
+
         box = self.driver.find_element("css selector", "#question textarea")
-        box.clear()
+        box.send_keys(Keys.CONTROL, "a")  # empty the box as a person does (clear() fires no input event)
+        box.send_keys(Keys.BACKSPACE)
         if type_it:
             box.send_keys(question)
         else:  # a long paste: set the value and fire the input event the page listens to
@@ -188,7 +199,7 @@ def test_a_person_asks_and_gets_a_cited_answer(page, tmp_path):
     assert passages, "at least one cited passage is shown"
     first = " ".join(passages[0].text.split())
     assert first.startswith(f"[1] {TITLES[1]}") and "passage 3.1.1" in first and "score " in first
-    assert "Retriever: bm25" in page.text("used") and "Generator: extractive" in page.text("used")
+    assert "Retriever: bm25" in page.text("used") and "Generator: extractive (must/shall rule)" in page.text("used")
     assert page.driver.save_screenshot(str(tmp_path / "demo.png"))
 
 
@@ -207,11 +218,20 @@ def test_bad_input_gives_a_readable_message_in_the_page(page, question, message,
 @needs_browser
 @pytest.mark.slow
 def test_the_demo_on_real_obliqa_with_its_offline_defaults(real_data_dir):
-    """The whole corpus, BM25 and the extractive answer, as `python spaces/demo/app.py` runs it."""
-    backend = Backend(DemoSettings(data=str(real_data_dir)))
+    """The whole corpus, BM25 and the extractive answer, as `python spaces/demo/app.py` runs it (with the trained
+    obligation classifier when artifacts/ has it, else the tiny must/shall rule)."""
+    from rirag.generation.extractive import ExtractiveComposer
+
+    trained = REPO / "artifacts" / "obligation_classifier"
+    if (trained / "config.json").exists():
+        backend = Backend(DemoSettings(data=str(real_data_dir), generator_model=str(trained)))
+    else:
+        backend = Backend(DemoSettings(data=str(real_data_dir), generator_model="must/shall rule"),
+                          generator=ExtractiveComposer(is_obligation=must_or_shall))
     page = DemoPage(backend)
     try:
-        assert backend.examples()[0][:40] in page.driver.find_element("css selector", "body").text  # ObliQA examples
+        example = backend.examples()[0][:40]  # the examples are ObliQA questions
+        page.wait_for(lambda d: example in d.find_element("css selector", "body").text)
         question = "What records must a Relevant Person keep about its customer due diligence?"
         page.ask(question)
         page.wait_for(lambda d: d.find_elements("css selector", "#citations .rirag-passage"))
@@ -220,6 +240,7 @@ def test_the_demo_on_real_obliqa_with_its_offline_defaults(real_data_dir):
         assert "[1]" in page.text("answer") and " · passage " in first and " · score " in first
         target = os.environ.get("RIRAG_DEMO_SCREENSHOT")
         if target:
+            page.driver.set_window_size(1200, 2200)  # the whole answer, its passages and the models used
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             assert page.driver.save_screenshot(str(target))
     finally:

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 TITLE = "rirag: ask the ADGM rulebooks"
 INTRO = ("Type a compliance question about the Abu Dhabi Global Market rulebooks (ObliQA corpus). The answer cites "
          "the retrieved passages as [1], [2], …; each cited passage is listed with its document, passage id and "
-         "retrieval score.")
+         "retrieval score (normalised per question, as the RIRAG score filter that picks the passages uses it).")
 
 
 def _warning(message: str) -> str:
@@ -33,6 +33,8 @@ def _warning(message: str) -> str:
 def render(result: dict) -> tuple[str, str, str]:
     """(answer, cited passages, what was used) as Markdown/HTML for the page."""
     used = f"Retriever: **{result['retriever']}** · Generator: **{result['generator']}**"
+    if result.get("warnings"):
+        used += "  \n_Notes: " + html.escape("; ".join(result["warnings"])) + "_"
     if result.get("message"):
         return _warning(result["message"]), "", used
     answer = html.escape(result["answer"]) or "_The generator returned an empty answer._"

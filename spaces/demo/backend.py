@@ -1,24 +1,24 @@
 """The demo's engine: question -> retrieved ObliQA passages -> cited answer, configured by environment variables.
 
 Everything heavy (the corpus, the index, models) is built on first use, once. The retriever comes from
-``rirag.retrieval.registry`` (any name it knows, any Hub model by configuration); the answer from
-:func:`compose_answer`, which calls rirag's answer pipeline when the library has one and otherwise composes an
-extractive answer from the top passages' opening sentences.
+``rirag.retrieval.registry`` and the generator from ``rirag.generation.base`` (any name they know, any Hub model by
+configuration); the answer from rirag's pipeline (:func:`rirag.generation.pipeline.answer_question`: retrieve,
+RIRAG score filter, generate, parse the citations), as ``rirag ask`` does.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from rirag.generation.pipeline import MAX_QUESTION_CHARS
+from rirag.generation.prompts import ZERO_SHOT
+
 logger = logging.getLogger(__name__)
 
-#: The longest question the demo accepts (ObliQA's longest is far shorter; a paste of a whole rulebook is refused).
-MAX_QUESTION_CHARS = 2000
 #: (variable, default, what it sets): the Space's configuration; the Space card lists them.
 ENV_VARIABLES = (
     ("RIRAG_DEMO_RETRIEVER", "bm25", "retriever name from rirag's registry: bm25, dense, hybrid, rrf, rank-fusion, "
@@ -26,10 +26,12 @@ ENV_VARIABLES = (
     ("RIRAG_DEMO_MODEL", "", "dense encoder for dense / hybrid / rrf (a Hub id or a local folder)"),
     ("RIRAG_DEMO_RETRIEVER_OPTIONS", "", "retriever options as key=value pairs separated by commas "
                                          "(e.g. alpha=0.2 or ranker=FOLDER)"),
-    ("RIRAG_DEMO_GENERATOR", "extractive", "generator: extractive (obligation sentences of the passages, cited) or "
-                                           "a causal LM Hub id / folder"),
-    ("RIRAG_DEMO_OBLIGATION_MODEL", "", "obligation classifier of the extractive generator (Hub id or folder)"),
-    ("RIRAG_DEMO_TOP_K", "5", "passages retrieved and given to the generator"),
+    ("RIRAG_DEMO_GENERATOR", "extractive", "generator: extractive (obligation sentences of the passages, cited), "
+                                           "endpoint, or a causal LM Hub id / folder (rirag.generation.base)"),
+    ("RIRAG_DEMO_GENERATOR_MODEL", "", "the extractive generator's obligation classifier (default "
+                                       "artifacts/obligation_classifier), or the endpoint's served model"),
+    ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
+    ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the RIRAG score filter then keeps the generator's input"),
     ("RIRAG_DATA_DIR", "", "local ObliQA folder; empty: the Hub dataset RegNLP/ObliQA"),
 )
 
@@ -55,8 +57,9 @@ class DemoSettings:
     model: str | None = None
     options: dict = field(default_factory=dict)
     generator: str = "extractive"
-    obligation_model: str | None = None
-    top_k: int = 5
+    generator_model: str | None = None
+    strategy: str = ZERO_SHOT
+    top_k: int = 10
     data: str | None = None
 
     @classmethod
@@ -74,8 +77,8 @@ class DemoSettings:
         except ValueError as err:
             raise ValueError(f"RIRAG_DEMO_TOP_K must be a whole number, got {get['RIRAG_DEMO_TOP_K']!r}") from err
         return cls(retriever=get["RIRAG_DEMO_RETRIEVER"], model=get["RIRAG_DEMO_MODEL"] or None, options=options,
-                   generator=get["RIRAG_DEMO_GENERATOR"], obligation_model=get["RIRAG_DEMO_OBLIGATION_MODEL"] or None,
-                   top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
+                   generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
+                   strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
 
     def retriever_label(self) -> str:
         label = self.retriever + (f" ({self.model})" if self.model else "")
@@ -84,41 +87,8 @@ class DemoSettings:
         return label
 
     def generator_label(self) -> str:
-        if self.generator == "extractive":
-            return "extractive" + (f" (obligation classifier {self.obligation_model})" if self.obligation_model else "")
-        return self.generator
-
-
-_SENTENCE_END = re.compile(r"(?<=[.;:])\s+(?=[A-Z(])")
-
-
-def _opening_sentence(text: str) -> str:
-    text = " ".join(text.split())
-    return _SENTENCE_END.split(text, maxsplit=1)[0]
-
-
-def compose_answer(question: str, passages: Sequence[str], generator=None) -> str:
-    """An answer citing passages as [1], [2], ... in retrieval order.
-
-    ``generator`` is anything with ``generate(list_of_messages) -> list[str]`` (rirag's generators); without one,
-    the opening sentence of each of the top three passages, cited.
-    """
-    if generator is not None:
-        from rirag.generation.prompts import build_messages
-
-        return generator.generate([build_messages(question, list(passages))])[0]
-    return " ".join(f"{_opening_sentence(p)} [{i}]" for i, p in enumerate(passages[:3], start=1))
-
-
-def cited_numbers(answer: str, n_passages: int) -> list[int]:
-    """Passage numbers cited as [n] or [n, m] in ``answer`` that exist, in order of first citation."""
-    seen = []
-    for group in re.findall(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]", answer):
-        for number in re.split(r"\s*[,;]\s*", group):
-            n = int(number)
-            if 1 <= n <= n_passages and n not in seen:
-                seen.append(n)
-    return seen
+        label = self.generator + (f" ({self.generator_model})" if self.generator_model else "")
+        return label if self.generator in ("extractive", "endpoint") else f"{label}, {self.strategy}"
 
 
 class Backend:
@@ -157,29 +127,26 @@ class Backend:
 
                 spec = RetrieverSpec(self.settings.retriever, self.settings.model, dict(self.settings.options))
                 self._retriever = build_retriever(self._corpus, spec)
-            if self._generator is None and self.settings.generator != "extractive":
+            if self._generator is None:
                 from rirag.generation.base import GeneratorSpec, build_generator
 
-                self._generator = build_generator(GeneratorSpec(self.settings.generator))
+                self._generator = build_generator(GeneratorSpec(self.settings.generator, self.settings.generator_model))
 
     # -- answering --------------------------------------------------------------------------------
     def answer(self, question: str | None) -> dict:
+        from rirag.generation.pipeline import answer_question
+
         text = check_question(question)
         self._ensure()
-        hits = self._retriever.search({"q": text}, k=self.settings.top_k)["q"]
-        ranked = sorted(hits.items(), key=lambda kv: -kv[1])[: self.settings.top_k]
-        passages = []
-        for rank, (pid, score) in enumerate(ranked, start=1):
-            p = self._corpus[pid]
-            passages.append({"number": rank, "id": pid, "document_id": p.document_id,
-                             "title": self._title(p.document_id), "passage_id": p.passage_id,
-                             "score": float(score), "text": p.text})
+        result = answer_question(text, self._retriever, self._generator, self.settings.strategy,
+                                 corpus=self._corpus, k=self.settings.top_k)
+        passages = [{"number": n, "id": p.id, "document_id": p.document_id, "title": self._title(p.document_id),
+                     "passage_id": p.passage_id, "score": p.score, "text": p.text}
+                    for n, p in enumerate(result.passages, start=1)]
+        by_id = {p["id"]: p for p in passages}
+        out = {"answer": result.text, "citations": [by_id[p.id] for p in result.cited], "passages": passages,
+               "retriever": self.settings.retriever_label(), "generator": self.settings.generator_label(),
+               "warnings": list(result.warnings), "message": ""}
         if not passages:
-            return {"answer": "", "citations": [], "passages": [], "retriever": self.settings.retriever_label(),
-                    "generator": self.settings.generator_label(),
-                    "message": "No passage matches the words of this question; try rephrasing it."}
-        answer = compose_answer(text, [p["text"] for p in passages], self._generator)
-        cited = cited_numbers(answer, len(passages))
-        return {"answer": answer, "citations": [passages[n - 1] for n in cited], "passages": passages,
-                "retriever": self.settings.retriever_label(), "generator": self.settings.generator_label(),
-                "message": ""}
+            out["message"] = "No passage matches the words of this question; try rephrasing it."
+        return out
