@@ -261,3 +261,12 @@ def test_nli_judge_data_builder_matches_the_judge_it_trained(tmp_path):
     judge = json.loads((REPO / "benchmarks" / "results" / "nli_judge.json").read_text())
     assert sum(stats["train"].values()) == judge["n_train"]
     assert {s: n for s, n in stats["test"].items()} == {s: v["n"] for s, v in judge["per_source"].items()}
+
+
+def test_a_folder_with_only_checkpoints_is_missing_not_published(tmp_path):
+    (tmp_path / "artifacts" / "clf" / "checkpoint-115").mkdir(parents=True)
+    (tmp_path / "artifacts" / "clf" / "checkpoint-115" / "model.safetensors").write_bytes(b"x")
+    path = _write_manifest(tmp_path, [{"name": "clf", "kind": "model", "source": "artifacts/clf", "repo": "clf"}])
+    (row,) = assemble_all(load_manifest(path), tmp_path)
+    assert row.status == "missing" and "nothing to upload yet" in row.detail
+    assert not (tmp_path / "artifacts" / "hub" / "clf").exists()

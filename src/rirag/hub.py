@@ -331,7 +331,11 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             row.detail = f"{entry.source or entry.builder}: not found"
             raise _Missing(row)
         keep_card = entry.card == "source"
-        for rel in upload_files(source, EXCLUDE + tuple(entry.exclude)):
+        files = upload_files(source, EXCLUDE + tuple(entry.exclude))
+        if not [f for f in files if f.as_posix() != CARD_FILE]:
+            row.detail = f"{entry.source or entry.builder}: nothing to upload yet (only checkpoints, caches or a card)"
+            raise _Missing(row)
+        for rel in files:
             if rel.as_posix() == CARD_FILE and not keep_card:
                 continue
             _link_or_copy(source / rel, tmp / rel)
