@@ -162,3 +162,38 @@ def test_a_card_without_results_has_no_model_index(tmp_path):
     card = ModelCard.load(Path(row.folder) / "README.md")
     assert row.card == "ok" and row.results == 0 and not card.data.eval_results
     assert "No measured result" in card.text
+
+
+def test_a_trainers_own_card_gets_its_model_index_and_citation(tmp_path):
+    """RAFT-style: the card train/raft.py wrote is kept; generation.json's rows for the adapter fill the model-index."""
+    from rirag.hub import Entry
+
+    generation = {"split": "validation", "judge": f"{LOCAL_JUDGE_LABEL}: artifacts/nli_judge", "rows": {
+        "zero-shot": {"model": "artifacts/models/base", "strategy": "zero-shot", "repass": 0.41},
+        "raft": {"model": "artifacts/models/base + artifacts/raft/ad", "strategy": "raft", "repass": 0.47,
+                 "entailment": 0.8, "contradiction": 0.2, "obligation_coverage": 0.3, "citation_precision": 0.6}}}
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "generation.json").write_text(json.dumps(generation))
+    for folder in ("ad", "ad-merged"):
+        src = tmp_path / "artifacts" / "raft" / folder
+        src.mkdir(parents=True)
+        (src / "adapter_config.json").write_text("{}")
+        (src / "README.md").write_text("---\nlibrary_name: peft\nlicense: apache-2.0\ntags: [raft]\n"
+                                       "base_model: HuggingFaceTB/SmolLM2-135M-Instruct\n---\n\n# RAFT\n")
+    entries = [Entry(name="ad", kind="adapter", repo="ad", source="artifacts/raft/ad", results=["generation.json"]),
+               Entry(name="merged", kind="model", repo="merged", source="artifacts/raft/ad-merged",
+                     results=["generation.json"], results_artifact="artifacts/raft/ad")]
+    manifest = Manifest(namespace="ns", entries=entries)
+    for entry in entries:
+        row = assemble(entry, manifest, tmp_path)
+        card = ModelCard.load(Path(row.folder) / "README.md")
+        assert row.card == "ok" and card.data.library_name == "peft" and "# RAFT" in card.text
+        values = {r.metric_name: r.metric_value for r in card.data.eval_results}
+        assert values == {f"{LOCAL_JUDGE_LABEL} (leakage-free protocol)": 0.47,
+                          f"{LOCAL_JUDGE_LABEL}: entailment (leakage-free protocol)": 0.8,
+                          f"{LOCAL_JUDGE_LABEL}: contradiction (leakage-free protocol)": 0.2,
+                          f"{LOCAL_JUDGE_LABEL}: obligation coverage (leakage-free protocol)": 0.3,
+                          f"{LOCAL_JUDGE_LABEL}: citation precision (leakage-free protocol)": 0.6}
+        assert {r.task_name for r in card.data.eval_results} == {"raft (raft)"}
+        assert SEED_PAPERS_BIBTEX.splitlines()[0] in card.text
+    assert (tmp_path / "artifacts" / "raft" / "ad" / "README.md").read_text().endswith("# RAFT\n")  # source untouched

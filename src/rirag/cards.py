@@ -51,7 +51,8 @@ OBLIQA_HUB_ID = "RegNLP/ObliQA"
 #: Metric keys of a results row, with their display names.
 RETRIEVAL_METRICS = {"recall@10": "Recall@10", "map@10": "MAP@10", "mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
 ANSWER_METRICS = {"repass": "RePASs", "entailment": "entailment", "contradiction": "contradiction",
-                  "obligation_coverage": "obligation coverage"}
+                  "obligation_coverage": "obligation coverage", "citation_precision": "citation precision",
+                  "citation_recall": "citation recall"}
 CLASSIFICATION_METRICS = {"accuracy": "accuracy", "f1": "F1", "precision": "precision", "recall": "recall"}
 
 
@@ -119,9 +120,11 @@ def read_results(path: str | Path) -> Any:
 
 
 def _same_artifact(a: str | None, b: str) -> bool:
-    if not a:
+    """``a`` names artifact ``b``: the same path, or one part of a stack such as ``base + adapter``."""
+    if not a or not isinstance(a, str):
         return False
-    return Path(str(a)).as_posix().rstrip("/") == Path(b).as_posix().rstrip("/")
+    want = Path(b).as_posix().rstrip("/")
+    return any(Path(part.strip()).as_posix().rstrip("/") == want for part in a.split(" + "))
 
 
 def _repass_label(*records: dict) -> str:
@@ -131,6 +134,8 @@ def _repass_label(*records: dict) -> str:
     for rec in records:
         if isinstance(rec, dict) and rec.get("metric_label"):
             return str(rec["metric_label"])
+        if isinstance(rec, dict) and str(rec.get("judge", "")).startswith(LOCAL_JUDGE_LABEL):
+            return LOCAL_JUDGE_LABEL
     for rec in records:
         models = rec.get("models") if isinstance(rec, dict) else None
         if isinstance(models, dict):
@@ -145,7 +150,7 @@ def _repass_label(*records: dict) -> str:
 
 def _row_task(row: dict) -> str:
     if row.get("row"):
-        return str(row["row"])
+        return str(row["row"]) + (f" ({row['strategy']})" if row.get("strategy") else "")
     name = str(row.get("retriever") or row.get("strategy") or "evaluation")
     if row.get("alpha") is not None:
         name += f" (α={row['alpha']})"
@@ -155,16 +160,21 @@ def _row_task(row: dict) -> str:
 
 
 def _rows_results(data: dict, artifact: str, source: str) -> list[Result]:
-    """Rows (``{"rows": [...]}``) whose ``model``, ``reranker``, ``adapter`` or ``generator`` is the artifact."""
+    """Rows (``{"rows": [...]}`` or ``{"rows": {name: row}}``) whose ``model``, ``reranker``, ``adapter``,
+    ``generator`` or ``ranker`` is the artifact; a row without ``split`` takes the file's."""
     out = []
-    for row in data.get("rows", []):
+    rows = data.get("rows", [])
+    if isinstance(rows, dict):
+        rows = [{"row": name, **row} if isinstance(row, dict) else row for name, row in rows.items()]
+    for row in rows:
         if not isinstance(row, dict) or row.get("status", "ok") != "ok":
             continue
         if not any(_same_artifact(row.get(k), artifact) for k in ("model", "reranker", "adapter", "generator", "ranker")):
             continue
-        if "split" not in row:
+        split = row.get("split", data.get("split"))
+        if not split:
             raise CardError(f"{source}: a row for {artifact} has no 'split'")
-        split = str(row["split"])
+        split = str(split)
         protocol = row.get("protocol") or protocol_of(split)
         task = _row_task(row)
         for key, name in RETRIEVAL_METRICS.items():
@@ -248,6 +258,15 @@ def model_index(name: str, results: list[Result]) -> list[dict]:
             grouped[key] = {"task": {"type": r.task_type, "name": r.task_name}, "dataset": dataset, "metrics": []}
         grouped[key]["metrics"].append({"type": r.metric_type, "value": r.value, "name": r.metric_name})
     return [{"name": name, "results": list(grouped.values())}] if grouped else []
+
+
+def eval_results(results: list[Result]) -> list:
+    """The same results as ``huggingface_hub.EvalResult`` objects (to put into an existing card's metadata)."""
+    from huggingface_hub import EvalResult
+
+    return [EvalResult(task_type=r.task_type, task_name=r.task_name, dataset_type=r.dataset_type,
+                       dataset_name=r.dataset_name, dataset_config=r.dataset_config, dataset_split=r.dataset_split,
+                       metric_type=r.metric_type, metric_value=r.value, metric_name=r.metric_name) for r in results]
 
 
 def results_table(results: list[Result]) -> list[dict]:

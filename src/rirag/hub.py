@@ -65,6 +65,8 @@ class Entry:
     command_from: str | None = None
     exclude: list[str] = field(default_factory=list)
     vendor: dict = field(default_factory=dict)  # {"src/rirag": "rirag"}: library code a Space imports
+    results_artifact: str | None = None  # whose result rows fill the card (default: source), e.g. a merged
+    #                                      model's card takes the rows of the adapter it was merged from
 
     @property
     def repo_type(self) -> str:
@@ -280,12 +282,38 @@ def card_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     if absent:
         logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
     present = [f for f in files if (root / f).exists()]
-    results = collect_results(entry.source, present, root) if entry.source else []
+    results = collect_results(entry.results_artifact or entry.source, present, root) if entry.source else []
     context.update(name=entry.repo, repo_id=manifest.repo_id(entry), results=results_table(results),
                    model_index=model_index(entry.repo, results))
     context["command"] = (recorded_command(entry, root) or context.pop("recorded_command", None)
                           or context.get("command") or "not recorded")
     return context
+
+
+def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path) -> str:
+    """A trainer's own card, completed for the Hub: its model-index from the results files (replacing any) and the
+    seed papers' BibTeX when it lacks them."""
+    from huggingface_hub import ModelCard
+
+    from rirag.cards import eval_results
+
+    card = ModelCard(text, ignore_metadata_errors=True)
+    files = [Path(manifest.results_dir) / f for f in entry.results if (root / manifest.results_dir / f).exists()]
+    results = collect_results(entry.results_artifact or entry.source, files, root)
+    if results:
+        card.data.eval_results = eval_results(results)
+        card.data.model_name = entry.repo
+    card.text = with_citation(card.text)
+    return card.content
+
+
+def with_citation(text: str) -> str:
+    """``text`` ending with the seed papers' BibTeX (added when it lacks them)."""
+    from rirag.cards import SEED_PAPERS_BIBTEX
+
+    if SEED_PAPERS_BIBTEX.splitlines()[0] in text:
+        return text
+    return text.rstrip("\n") + "\n\n" + render_card("_citation.md.j2")
 
 
 @dataclass
@@ -347,6 +375,10 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
         elif (tmp / CARD_FILE).exists():  # a card kept from the source must not be a link to it
             text = (tmp / CARD_FILE).read_text(encoding="utf-8")
             (tmp / CARD_FILE).unlink()
+            if entry.repo_type == "model":
+                text = complete_model_card(text, entry, manifest, root)
+            elif entry.repo_type == "dataset":
+                text = with_citation(text)
             atomic_write_text(tmp / CARD_FILE, text)
         if entry.builder:
             shutil.rmtree(tmp / ".build", ignore_errors=True)
