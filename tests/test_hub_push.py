@@ -89,7 +89,8 @@ def project(tmp_path):
         {"name": "enc", "kind": "model", "source": "artifacts/enc", "repo": "enc-repo",
          "card": "sentence_transformer.md.j2", "context": ENCODER_CONTEXT},
         {"name": "ds", "kind": "dataset", "source": "artifacts/ds", "repo": "ds-repo"},
-        {"name": "metric", "kind": "metric-space", "source": "space", "repo": "metric-repo", "vendor": {"lib/pkg": "pkg"}},
+        {"name": "metric", "kind": "metric-space", "source": "space", "repo": "metric-repo", "vendor": {"lib/pkg": "pkg"},
+         "space_variables": {"RIRAG_DEMO_GENERATOR_MODEL": "enc", "PLAIN": "x"}},
         {"name": "gone", "kind": "adapter", "source": "artifacts/not-trained-yet", "repo": "gone-repo"},
     ], private=True, create_pr=True)
     return tmp_path, manifest
@@ -140,6 +141,10 @@ def test_push_records_repo_ids_types_folders_and_flags(project, fake_api):
         ("my-org/enc-repo", "model", True, True), ("my-org/ds-repo", "dataset", True, True),
         ("my-org/metric-repo", "space", True, True)]
     assert creates[2]["space_sdk"] == "gradio" and creates[0]["space_sdk"] is None
+    assert sorted(creates[2]["space_variables"], key=lambda v: v["key"]) == [
+        {"key": "PLAIN", "value": "x"},
+        {"key": "RIRAG_DEMO_GENERATOR_MODEL", "value": "my-org/enc-repo"}]  # an entry name became its repo id
+    assert "space_variables" not in creates[0]
     assert [(c["repo_id"], c["repo_type"], Path(c["folder_path"]), c["create_pr"]) for c in uploads] == [
         ("my-org/enc-repo", "model", root / "artifacts" / "hub" / "enc-repo", True),
         ("my-org/ds-repo", "dataset", root / "artifacts" / "hub" / "ds-repo", True),

@@ -65,6 +65,7 @@ class Entry:
     command_from: str | None = None
     exclude: list[str] = field(default_factory=list)
     vendor: dict = field(default_factory=dict)  # {"src/rirag": "rirag"}: library code a Space imports
+    space_variables: dict = field(default_factory=dict)  # a Space's variables at creation (entry names -> repo ids)
     results_artifact: str | None = None  # whose result rows fill the card (default: source), e.g. a merged
     #                                      model's card takes the rows of the adapter it was merged from
 
@@ -429,7 +430,8 @@ def is_main_process() -> bool:
 
 def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, private: bool | None = None,
                 create_pr: bool = False, commit_message: str | None = None, token: str | None = None,
-                space_sdk: str | None = None, path_in_repo: str | None = None) -> str | None:
+                space_sdk: str | None = None, space_variables: dict | None = None,
+                path_in_repo: str | None = None) -> str | None:
     """Create the repo if needed and upload ``folder``; the only place rirag talks to the Hub.
 
     Returns the commit (or pull-request) URL; None on a non-main process. The token comes from ``token``,
@@ -449,7 +451,10 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, p
     api = HfApi(token=token)
     if repo_type == "space" and space_sdk is None:
         space_sdk = "gradio"
-    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, space_sdk=space_sdk)
+    extra = {}
+    if repo_type == "space" and space_variables:  # set when the Space is created (an existing one keeps its own)
+        extra["space_variables"] = [{"key": k, "value": str(v)} for k, v in space_variables.items()]
+    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, space_sdk=space_sdk, **extra)
     info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type, path_in_repo=path_in_repo,
                              create_pr=create_pr, commit_message=commit_message or f"rirag: upload {folder.name}")
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None) or str(info)
@@ -468,7 +473,9 @@ def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None
             row.detail = f"not pushed: card {row.card}"
             continue
         entry = entries[row.name]
-        row.detail = push_folder(row.folder, row.repo_id, entry.repo_type,
+        ids = {e.name: manifest.repo_id(e) for e in manifest.entries}
+        variables = {k: ids.get(v, v) for k, v in entry.space_variables.items()}
+        row.detail = push_folder(row.folder, row.repo_id, entry.repo_type, space_variables=variables or None,
                                  private=manifest.private if private is None else private,
                                  create_pr=manifest.create_pr if create_pr is None else create_pr,
                                  commit_message=f"rirag hub_push: {entry.name}") or ""
