@@ -84,4 +84,4 @@ def build_app(backend: Backend | None = None):
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    build_app().launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    build_app(Backend().warm()).launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))

@@ -132,6 +132,11 @@ class Backend:
 
                 self._generator = build_generator(GeneratorSpec(self.settings.generator, self.settings.generator_model))
 
+    def warm(self) -> "Backend":
+        """Load the corpus and build the retriever and generator now (a Space does it before serving)."""
+        self._ensure()
+        return self
+
     # -- answering --------------------------------------------------------------------------------
     def answer(self, question: str | None) -> dict:
         from rirag.generation.pipeline import answer_question

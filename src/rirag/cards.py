@@ -198,7 +198,7 @@ def _classification_results(data: dict, artifact: str, source: str) -> list[Resu
     n = data.get("n_test")
     split_name = f"held-out{f' ({n} sentences)' if n else ''}: {split}"
     return [Result("text-classification", "Obligation detection", "ObligationClassificationDataset",
-                   "RegNLP/ObligationClassificationDataset", None, split_name, key, name, float(data[key]), source)
+                   "ObligationClassificationDataset", None, split_name, key, name, float(data[key]), source)
             for key, name in CLASSIFICATION_METRICS.items() if isinstance(data.get(key), (int, float))]
 
 
