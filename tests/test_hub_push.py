@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rirag import hub
-from rirag.hub import ManifestError, assemble, assemble_all, load_manifest, push_all, push_folder
+from rirag.hub import ManifestError, assemble_all, load_manifest, push_all, push_folder
 
 REPO = Path(__file__).resolve().parents[1]
 ENCODER_CONTEXT = {"base_model": "sentence-transformers/all-MiniLM-L6-v2", "description": "d", "train_data": "t"}
@@ -274,4 +275,9 @@ def test_a_folder_with_only_checkpoints_is_missing_not_published(tmp_path):
     path = _write_manifest(tmp_path, [{"name": "clf", "kind": "model", "source": "artifacts/clf", "repo": "clf"}])
     (row,) = assemble_all(load_manifest(path), tmp_path)
     assert row.status == "missing" and "nothing to upload yet" in row.detail
+    assert not (tmp_path / "artifacts" / "hub" / "clf").exists()
+    (tmp_path / "artifacts" / "clf" / "config.json").write_text("{}")  # saved: assembled
+    assert assemble_all(load_manifest(path), tmp_path)[0].status == "assembled"
+    shutil.rmtree(tmp_path / "artifacts" / "clf")  # gone again: its stale upload folder goes too
+    assert assemble_all(load_manifest(path), tmp_path)[0].status == "missing"
     assert not (tmp_path / "artifacts" / "hub" / "clf").exists()

@@ -10,14 +10,11 @@ Every template can use the global ``SEED_PAPERS_BIBTEX`` (the two seed papers) a
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL
-
-logger = logging.getLogger(__name__)
 
 #: The templates live at the repository root (recipes run from a checkout with an editable install).
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "model_cards"

@@ -14,7 +14,7 @@ A manifest (``hub_push/manifest.yaml``) lists entries::
 
 For each entry :func:`assemble` writes ``OUT/<repo>/`` (weights, tokenizer, configs, the card, ``.gitattributes``;
 never checkpoints, optimizer states or caches) atomically, so re-running gives the same folder. A source that does
-not exist gives a ``missing`` row, not an error.
+not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is removed).
 """
 
 from __future__ import annotations
@@ -337,10 +337,6 @@ class Row:
                 "files": self.files, "bytes": self.bytes, "card": self.card, "results": self.results}
 
 
-def _builder_source(entry: Entry, root: Path, scratch: Path) -> Path | None:
-    return BUILDERS[entry.builder](scratch, root)
-
-
 def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     """Write ``OUT/<repo>/`` for one entry (atomically) and check its card; a missing source gives a missing row."""
     from rirag.io import atomic_dir, atomic_write_text
@@ -350,7 +346,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     out = root / manifest.out_dir / entry.repo
     with atomic_dir(out) as tmp:
         if entry.builder:
-            source = _builder_source(entry, root, tmp / ".build")
+            source = BUILDERS[entry.builder](tmp / ".build", root)
             if source is None:
                 row.detail = f"builder {entry.builder}: its inputs are missing"
                 raise _Missing(row)
@@ -410,7 +406,8 @@ def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | N
             continue
         try:
             rows.append(assemble(entry, manifest, root))
-        except _Missing as missing:
+        except _Missing as missing:  # an upload folder from an earlier run no longer matches anything: removed
+            shutil.rmtree(Path(root) / manifest.out_dir / entry.repo, ignore_errors=True)
             rows.append(missing.row)
         except Exception as err:  # one bad artifact does not stop the others; its row says what went wrong
             logger.error("%s: %s: %s", entry.name, type(err).__name__, err, exc_info=not isinstance(err, CardError))
