@@ -197,3 +197,24 @@ def test_a_trainers_own_card_gets_its_model_index_and_citation(tmp_path):
         assert {r.task_name for r in card.data.eval_results} == {"raft (raft)"}
         assert SEED_PAPERS_BIBTEX.splitlines()[0] in card.text
     assert (tmp_path / "artifacts" / "raft" / "ad" / "README.md").read_text().endswith("# RAFT\n")  # source untouched
+
+
+def test_nli_dataset_card_counts_the_saved_rows(tmp_path):
+    """The NLI data card's table and configs come from the saved DatasetDict (dataset_builders/nli.py's layout)."""
+    from datasets import Dataset, DatasetDict
+
+    from rirag.hub import Entry
+
+    rows = {"train": [("snli", "entailment")] * 3 + [("sick", "neutral")] * 2, "test": [("snli", "neutral"), ("rte", "entailment")]}
+    ds = DatasetDict({split: Dataset.from_list([{"premise": "p", "hypothesis": "h", "label": label, "source": source}
+                                                for source, label in items]) for split, items in rows.items()})
+    ds.save_to_disk(str(tmp_path / "artifacts" / "datasets" / "nli"))
+    manifest = load_manifest(REPO / "hub_push" / "manifest.yaml", namespace="ns")
+    (entry,) = [e for e in manifest.entries if e.name == "nli-judge-data"]
+    row = assemble(entry, manifest, tmp_path)
+    card = DatasetCard.load(Path(row.folder) / "README.md")
+    assert row.card == "ok" and card.data.license == "other"
+    assert card.data.configs[0]["data_files"] == [{"split": "train", "path": "train/*.arrow"},
+                                                  {"split": "test", "path": "test/*.arrow"}]
+    assert "| rte | 0 | 1 |" in card.text and "| sick | 2 | 0 |" in card.text and "| snli | 3 | 1 |" in card.text
+    assert (Path(row.folder) / "train" / "data-00000-of-00001.arrow").exists()

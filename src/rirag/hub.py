@@ -6,7 +6,7 @@ A manifest (``hub_push/manifest.yaml``) lists entries::
 
     - name: encoder-et-ct-leakage-free          # --only selects by name
       kind: model                               # dataset | model | adapter | metric-space | app-space
-      source: artifacts/contrastive_tuning/minilm-et-ct-train   # a folder (or `builder:` a name in BUILDERS)
+      source: artifacts/contrastive_tuning/minilm-et-ct-train   # the artifact's folder
       repo: minilm-et-ct-obliqa-leakage-free    # the repo name under the manifest's namespace
       card: sentence_transformer.md.j2          # a template in model_cards/, or `source` (keep the folder's README)
       results: [retrieval.json]                 # benchmarks/results files whose rows for `source` fill model-index
@@ -57,8 +57,7 @@ class Entry:
     name: str
     kind: str
     repo: str
-    source: str | None = None
-    builder: str | None = None
+    source: str = ""
     card: str = "source"
     results: list[str] = field(default_factory=list)
     context: dict = field(default_factory=dict)
@@ -124,10 +123,8 @@ def load_manifest(path: str | Path, namespace: str | None = None) -> Manifest:
             raise ManifestError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         if item["kind"] not in REPO_TYPES:
             raise ManifestError(f"{where}: unknown kind {item['kind']!r}; choose from {sorted(REPO_TYPES)}")
-        if bool(item.get("source")) == bool(item.get("builder")):
-            raise ManifestError(f"{where}: give exactly one of 'source' (a folder) or 'builder'")
-        if item.get("builder") and item["builder"] not in BUILDERS:
-            raise ManifestError(f"{where}: unknown builder {item['builder']!r}; known: {sorted(BUILDERS)}")
+        if not item.get("source"):
+            raise ManifestError(f"{where}: missing field 'source' (the artifact's folder)")
         if item["name"] in names:
             raise ManifestError(f"{where}: duplicate name {item['name']!r}")
         names.add(item["name"])
@@ -223,6 +220,20 @@ def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> d
             "recorded_command": config.get("command")}
 
 
+def _nli_dataset_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+    """Rows per split and source of a saved NLI DatasetDict (``dataset_builders/nli.py``)."""
+    from collections import Counter
+
+    from datasets import load_from_disk
+
+    ds = load_from_disk(str(folder))
+    counts = {split: dict(sorted(Counter(part["source"]).items())) for split, part in ds.items()}
+    sources = sorted({s for c in counts.values() for s in c})
+    return {"splits": list(ds), "data_files": [{"split": split, "path": f"{split}/*.arrow"} for split in ds],
+            "statistics": [{"source": s, **{split: counts[split].get(s, 0) for split in ds}}
+                                                for s in sources]}
+
+
 def _demo_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
     """The demo's configuration variables, read from its backend module (one source of truth)."""
     import importlib.util
@@ -244,7 +255,7 @@ def _demo_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
 CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path], dict]] = {
     "learned_fusion.md.j2": _learned_fusion_context,
     "demo_space.md.j2": _demo_context,
-    "nli_dataset.md.j2": lambda entry, manifest, folder: _statistics_context(entry, manifest, folder),
+    "nli_dataset.md.j2": _nli_dataset_context,
 }
 
 
@@ -283,7 +294,7 @@ def card_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     if absent:
         logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
     present = [f for f in files if (root / f).exists()]
-    results = collect_results(entry.results_artifact or entry.source, present, root) if entry.source else []
+    results = collect_results(entry.results_artifact or entry.source, present, root)
     context.update(name=entry.repo, repo_id=manifest.repo_id(entry), results=results_table(results),
                    model_index=model_index(entry.repo, results))
     context["command"] = (recorded_command(entry, root) or context.pop("recorded_command", None)
@@ -345,20 +356,14 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     row = Row(entry.name, manifest.repo_id(entry), entry.kind, "missing")
     out = root / manifest.out_dir / entry.repo
     with atomic_dir(out) as tmp:
-        if entry.builder:
-            source = BUILDERS[entry.builder](tmp / ".build", root)
-            if source is None:
-                row.detail = f"builder {entry.builder}: its inputs are missing"
-                raise _Missing(row)
-        else:
-            source = root / entry.source
+        source = root / entry.source
         if not source.is_dir() or not any(source.iterdir()):
-            row.detail = f"{entry.source or entry.builder}: not found"
+            row.detail = f"{entry.source}: not found"
             raise _Missing(row)
         keep_card = entry.card == "source"
         files = upload_files(source, EXCLUDE + tuple(entry.exclude))
         if not [f for f in files if f.as_posix() != CARD_FILE]:
-            row.detail = f"{entry.source or entry.builder}: nothing to upload yet (only checkpoints, caches or a card)"
+            row.detail = f"{entry.source}: nothing to upload yet (only checkpoints, caches or a card)"
             raise _Missing(row)
         for rel in files:
             if rel.as_posix() == CARD_FILE and not keep_card:
@@ -377,8 +382,6 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             elif entry.repo_type == "dataset":
                 text = with_citation(text)
             atomic_write_text(tmp / CARD_FILE, text)
-        if entry.builder:
-            shutil.rmtree(tmp / ".build", ignore_errors=True)
         attributes = gitattributes(tmp)
         if attributes:
             atomic_write_text(tmp / ".gitattributes", attributes)
@@ -478,61 +481,3 @@ def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None
                                  commit_message=f"rirag hub_push: {entry.name}") or ""
         row.status = "pushed"
     return rows
-
-
-# --------------------------------------------------------------------------------------------------
-# Builders: upload folders made from data rather than copied from a trained artifact
-# --------------------------------------------------------------------------------------------------
-
-
-def build_nli_judge_data(out: Path, root: Path) -> Path | None:
-    """The NLI judge's training and held-out pairs as a DatasetDict, with the split of recipes/nli_judge/offline.yaml.
-
-    Reads ``$RIRAG_NLI_DIR`` or the recipe's ``data_dir``; returns None when that folder does not exist.
-    """
-    import yaml
-    from datasets import Dataset, DatasetDict
-
-    from rirag.scoring.nli_data import build_splits
-
-    recipe_path = root / "recipes" / "nli_judge" / "offline.yaml"
-    recipe = yaml.safe_load(recipe_path.read_text(encoding="utf-8"))
-    data_dir = Path(os.environ.get("RIRAG_NLI_DIR") or (root / recipe["data_dir"]))
-    if not data_dir.is_dir():
-        return None
-    splits = build_splits(str(data_dir), test_per_source=recipe["test_per_source"],
-                          max_train_per_source=recipe["max_train_per_source"], seed=recipe["split_seed"])
-    from collections import Counter
-
-    from rirag.io import atomic_write_json
-
-    import datasets
-
-    ds = DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items()})
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    shown = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()
-    try:
-        for name, part in ds.items():
-            part.to_parquet(str(out / "data" / f"{name}.parquet"))
-    finally:
-        if shown:
-            datasets.enable_progress_bars()
-    statistics = {name: dict(sorted(Counter(r["source"] for r in rows).items())) for name, rows in splits.items()}
-    atomic_write_json(out / STATISTICS_FILE, {"statistics": statistics, "recipe": recipe_path.relative_to(root).as_posix(),
-                                              "test_per_source": recipe["test_per_source"],
-                                              "max_train_per_source": recipe["max_train_per_source"],
-                                              "seed": recipe["split_seed"]})
-    return out
-
-
-STATISTICS_FILE = "statistics.json"
-
-
-def _statistics_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
-    path = folder / STATISTICS_FILE
-    return {"build": _read_json(path)} if path.exists() else {}
-
-
-#: name -> function(scratch folder, repository root) -> the folder to upload (None: inputs missing).
-BUILDERS: dict[str, Callable[[Path, Path], Path | None]] = {"nli_judge_data": build_nli_judge_data}
