@@ -5,7 +5,7 @@ Usage:
     python hub_push/push.py --manifest hub_push/manifest.yaml --only nli-judge     # assemble and push one entry
     python hub_push/push.py --manifest hub_push/manifest.yaml --namespace my-org --private --create-pr
 
-The manifest maps each artifact (a folder or a builder) to a kind (dataset, model, adapter, metric-space,
+The manifest maps each artifact (the folder a trainer or builder wrote) to a kind (dataset, model, adapter, metric-space,
 app-space) and a repo under one namespace ($RIRAG_HUB_NAMESPACE or --namespace override it). Upload folders are
 written to ``artifacts/hub/<repo>/``; a dry run stops there and prints the table (repo, kind, files, bytes, card
 status); otherwise each folder whose card parses is uploaded with huggingface_hub (token: $HF_TOKEN or
