@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 ARTIFACTS ?= artifacts
 
-.PHONY: install demo test bench bench-retrieval docs clean
+.PHONY: install demo test bench bench-retrieval docs publish clean
 
 install: $(VENV)/.installed
 
@@ -41,6 +41,15 @@ bench-retrieval: install
 # docs/results.md and the README's results table, from benchmarks/results/*.json.
 docs: install
 	$(BIN)/python docs/build_results.py
+
+# Assemble every artifact's Hub upload folder (artifacts/hub/<repo>/) and print the table; DRY_RUN=0 pushes
+# (token: HF_TOKEN or `hf auth login`). NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries.
+DRY_RUN ?= 1
+NAMESPACE ?=
+ONLY ?=
+publish: install
+	$(BIN)/python hub_push/push.py --manifest hub_push/manifest.yaml $(if $(filter 1,$(DRY_RUN)),--dry-run) \
+		$(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(ONLY),--only $(ONLY))
 
 clean:
 	rm -rf $(VENV) $(ARTIFACTS) .pytest_cache

@@ -146,12 +146,11 @@ def main(args: LearnedFusionArguments) -> dict:
     with open(os.path.join(args.output_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write(card)
     if args.push_to_hub:
-        from huggingface_hub import HfApi
+        from rirag.hub import push_folder
 
         if not args.hub_model_id:
             raise ValueError("push_to_hub needs hub_model_id")
-        HfApi().create_repo(args.hub_model_id, exist_ok=True)
-        HfApi().upload_folder(repo_id=args.hub_model_id, folder_path=args.output_dir)
+        push_folder(args.output_dir, args.hub_model_id, "model")
     return {"metrics": metrics, "train_seconds": seconds, "candidate_recall": coverage, "booster": booster}
 
 

@@ -187,13 +187,9 @@ def build(config: BuildConfig, obliqa: ObliQA | None = None) -> dict:
 
 def push_to_hub(folder: Path, repo_id: str, scheme: str) -> None:
     """Upload a built folder (arrow files + card) to a Hub dataset repo, one subfolder per scheme."""
-    from huggingface_hub import HfApi
+    from rirag.hub import push_folder
 
-    api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset", path_in_repo=scheme,
-                      commit_message=f"rirag data build: {scheme}")
-    logger.info("pushed %s to %s/%s", folder, repo_id, scheme)
+    push_folder(folder, repo_id, "dataset", path_in_repo=scheme, commit_message=f"rirag data build: {scheme}")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,157 @@
+"""The demo's engine: question -> retrieved ObliQA passages -> cited answer, configured by environment variables.
+
+Everything heavy (the corpus, the index, models) is built on first use, once. The retriever comes from
+``rirag.retrieval.registry`` and the generator from ``rirag.generation.base`` (any name they know, any Hub model by
+configuration); the answer from rirag's pipeline (:func:`rirag.generation.pipeline.answer_question`: retrieve,
+RIRAG score filter, generate, parse the citations), as ``rirag ask`` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from rirag.generation.pipeline import MAX_QUESTION_CHARS
+from rirag.generation.prompts import ZERO_SHOT
+
+logger = logging.getLogger(__name__)
+
+#: (variable, default, what it sets): the Space's configuration; the Space card lists them.
+ENV_VARIABLES = (
+    ("RIRAG_DEMO_RETRIEVER", "bm25", "retriever name from rirag's registry: bm25, dense, hybrid, rrf, rank-fusion, "
+                                     "learned-fusion"),
+    ("RIRAG_DEMO_MODEL", "", "dense encoder for dense / hybrid / rrf (a Hub id or a local folder)"),
+    ("RIRAG_DEMO_RETRIEVER_OPTIONS", "", "retriever options as key=value pairs separated by commas "
+                                         "(e.g. alpha=0.2 or ranker=FOLDER)"),
+    ("RIRAG_DEMO_GENERATOR", "extractive", "generator: extractive (obligation sentences of the passages, cited), "
+                                           "endpoint, or a causal LM Hub id / folder (rirag.generation.base)"),
+    ("RIRAG_DEMO_GENERATOR_MODEL", "", "the extractive generator's obligation classifier (default "
+                                       "artifacts/obligation_classifier), or the endpoint's served model"),
+    ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
+    ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the RIRAG score filter then keeps the generator's input"),
+    ("RIRAG_DATA_DIR", "", "local ObliQA folder; empty: the Hub dataset RegNLP/ObliQA"),
+)
+
+
+class QuestionError(ValueError):
+    """A question the demo cannot answer; the message is shown to the person in the page."""
+
+
+def check_question(question: str | None) -> str:
+    """The question, stripped; QuestionError with a readable message for empty or over-long input."""
+    text = (question or "").strip()
+    if not text:
+        raise QuestionError("Please type a question first: the question box is empty.")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"Your question is {len(text):,} characters long; the demo accepts at most "
+                            f"{MAX_QUESTION_CHARS:,}. Please shorten it to the question itself.")
+    return text
+
+
+@dataclass
+class DemoSettings:
+    retriever: str = "bm25"
+    model: str | None = None
+    options: dict = field(default_factory=dict)
+    generator: str = "extractive"
+    generator_model: str | None = None
+    strategy: str = ZERO_SHOT
+    top_k: int = 10
+    data: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "DemoSettings":
+        env = os.environ if env is None else env
+        get = {name: (env.get(name) or default) for name, default, _ in ENV_VARIABLES}
+        options = {}
+        for pair in filter(None, (p.strip() for p in get["RIRAG_DEMO_RETRIEVER_OPTIONS"].split(","))):
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"RIRAG_DEMO_RETRIEVER_OPTIONS: expected key=value, got {pair!r}")
+            options[key.strip()] = value.strip()
+        try:
+            top_k = int(get["RIRAG_DEMO_TOP_K"])
+        except ValueError as err:
+            raise ValueError(f"RIRAG_DEMO_TOP_K must be a whole number, got {get['RIRAG_DEMO_TOP_K']!r}") from err
+        return cls(retriever=get["RIRAG_DEMO_RETRIEVER"], model=get["RIRAG_DEMO_MODEL"] or None, options=options,
+                   generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
+                   strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
+
+    def retriever_label(self) -> str:
+        label = self.retriever + (f" ({self.model})" if self.model else "")
+        if self.options:
+            label += " [" + ", ".join(f"{k}={v}" for k, v in self.options.items()) + "]"
+        return label
+
+    def generator_label(self) -> str:
+        label = self.generator + (f" ({self.generator_model})" if self.generator_model else "")
+        return label if self.generator in ("extractive", "endpoint") else f"{label}, {self.strategy}"
+
+
+class Backend:
+    """Question -> {answer, citations, passages, retriever, generator}. Parts can be injected (tests, other data)."""
+
+    def __init__(self, settings: DemoSettings | None = None, *, corpus: Mapping | None = None,
+                 title: Callable[[int], str] | None = None, examples: Sequence[str] | None = None,
+                 retriever=None, generator=None):
+        self.settings = settings or DemoSettings.from_env()
+        self._corpus, self._title, self._examples = corpus, title, list(examples) if examples else None
+        self._retriever, self._generator = retriever, generator
+        self._lock = threading.Lock()
+
+    # -- lazy parts -------------------------------------------------------------------------------
+    def _load_data(self) -> None:
+        from rirag.data import load_obliqa
+
+        obliqa = load_obliqa(self.settings.data)
+        self._corpus = obliqa.corpus
+        self._title = obliqa.title
+        if self._examples is None:
+            self._examples = [q.text for q in obliqa.splits.get("test", [])[:4]] + [q.text for q in obliqa.unseen[:2]]
+
+    def examples(self) -> list[str]:
+        with self._lock:
+            if self._examples is None:
+                self._load_data()
+        return list(self._examples or [])
+
+    def _ensure(self) -> None:
+        with self._lock:
+            if self._corpus is None:
+                self._load_data()
+            if self._retriever is None:
+                from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
+                spec = RetrieverSpec(self.settings.retriever, self.settings.model, dict(self.settings.options))
+                self._retriever = build_retriever(self._corpus, spec)
+            if self._generator is None:
+                from rirag.generation.base import GeneratorSpec, build_generator
+
+                self._generator = build_generator(GeneratorSpec(self.settings.generator, self.settings.generator_model))
+
+    def warm(self) -> "Backend":
+        """Load the corpus and build the retriever and generator now (a Space does it before serving)."""
+        self._ensure()
+        return self
+
+    # -- answering --------------------------------------------------------------------------------
+    def answer(self, question: str | None) -> dict:
+        from rirag.generation.pipeline import answer_question
+
+        text = check_question(question)
+        self._ensure()
+        result = answer_question(text, self._retriever, self._generator, self.settings.strategy,
+                                 corpus=self._corpus, k=self.settings.top_k)
+        passages = [{"number": n, "id": p.id, "document_id": p.document_id, "title": self._title(p.document_id),
+                     "passage_id": p.passage_id, "score": p.score, "text": p.text}
+                    for n, p in enumerate(result.passages, start=1)]
+        by_id = {p["id"]: p for p in passages}
+        out = {"answer": result.text, "citations": [by_id[p.id] for p in result.cited], "passages": passages,
+               "retriever": self.settings.retriever_label(), "generator": self.settings.generator_label(),
+               "warnings": list(result.warnings), "message": ""}
+        if not passages:
+            out["message"] = "No passage matches the words of this question; try rephrasing it."
+        return out

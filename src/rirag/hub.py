@@ -1,0 +1,483 @@
+"""Publish rirag's artifacts to the Hugging Face Hub: assemble exact upload folders from a manifest, then push.
+
+``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through :func:`push_folder` too.
+
+A manifest (``hub_push/manifest.yaml``) lists entries::
+
+    - name: encoder-et-ct-leakage-free          # --only selects by name
+      kind: model                               # dataset | model | adapter | metric-space | app-space
+      source: artifacts/contrastive_tuning/minilm-et-ct-train   # the artifact's folder
+      repo: minilm-et-ct-obliqa-leakage-free    # the repo name under the manifest's namespace
+      card: sentence_transformer.md.j2          # a template in model_cards/, or `source` (keep the folder's README)
+      results: [retrieval.json]                 # benchmarks/results files whose rows for `source` fill model-index
+      context: {...}                            # the card's words: description, base_model, limits, ...
+
+For each entry :func:`assemble` writes ``OUT/<repo>/`` (weights, tokenizer, configs, the card, ``.gitattributes``;
+never checkpoints, optimizer states or caches) atomically, so re-running gives the same folder. A source that does
+not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is removed).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from rirag.cards import CardError, check_card, collect_results, model_index, render_card, results_table
+
+logger = logging.getLogger(__name__)
+
+#: Manifest kinds and the Hub repo type each is pushed as.
+REPO_TYPES = {"dataset": "dataset", "model": "model", "adapter": "model", "metric-space": "space",
+              "app-space": "space"}
+#: Environment variable that overrides the manifest's namespace (a user or organisation on the Hub).
+NAMESPACE_ENV = "RIRAG_HUB_NAMESPACE"
+#: Never uploaded: trainer checkpoints and states, caches, logs, temporary files.
+EXCLUDE = ("checkpoint-*", "runs", "logs", "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
+           "training_args.bin", "__pycache__", "*.pyc", ".cache", "cache-*.arrow", "*.lock", ".*.tmp", ".*.old",
+           ".ipynb_checkpoints", ".DS_Store", ".git", ".gitattributes", ".pytest_cache")
+#: Stored with Git LFS on the Hub (by extension); any other file above LFS_MIN_BYTES is added by name.
+LFS_EXTENSIONS = ("arrow", "bin", "gguf", "h5", "joblib", "model", "msgpack", "npy", "npz", "onnx", "ot", "parquet",
+                  "pkl", "png", "pt", "pth", "safetensors", "tflite", "zip", "gz")
+LFS_MIN_BYTES = 10 * 1024 * 1024
+CARD_FILE = "README.md"
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be used (unknown kind, missing field, duplicate name)."""
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str
+    repo: str
+    source: str = ""
+    card: str = "source"
+    results: list[str] = field(default_factory=list)
+    context: dict = field(default_factory=dict)
+    command_from: str | None = None
+    exclude: list[str] = field(default_factory=list)
+    vendor: dict = field(default_factory=dict)  # {"src/rirag": "rirag"}: library code a Space imports
+    space_variables: dict = field(default_factory=dict)  # a Space's variables at creation (entry names -> repo ids)
+    results_artifact: str | None = None  # whose result rows fill the card (default: source), e.g. a merged
+    #                                      model's card takes the rows of the adapter it was merged from
+
+    @property
+    def repo_type(self) -> str:
+        return REPO_TYPES[self.kind]
+
+
+@dataclass
+class Manifest:
+    namespace: str
+    entries: list[Entry]
+    private: bool = False
+    create_pr: bool = False
+    out_dir: str = "artifacts/hub"
+    results_dir: str = "benchmarks/results"
+    aliases: dict = field(default_factory=dict)  # local model names -> Hub ids (e.g. the wheel-shipped MiniLM)
+    defaults: dict = field(default_factory=dict)  # card context shared by every entry
+
+    def repo_id(self, entry: Entry) -> str:
+        return f"{self.namespace}/{entry.repo}"
+
+    def hub_id_of(self, path_or_name: str) -> str | None:
+        """The Hub id an artifact path or a local model name is published under, if any."""
+        if path_or_name in self.aliases:
+            return self.aliases[path_or_name]
+        for entry in self.entries:
+            if entry.source and Path(entry.source).as_posix().rstrip("/") == Path(path_or_name).as_posix().rstrip("/"):
+                return self.repo_id(entry)
+        return None
+
+
+def load_manifest(path: str | Path, namespace: str | None = None) -> Manifest:
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise ManifestError(f"manifest not found: {path}") from err
+    except yaml.YAMLError as err:
+        raise ManifestError(f"{path}: malformed YAML ({err})") from err
+    if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
+        raise ManifestError(f"{path}: expected a mapping with a list 'entries'")
+    known = set(Entry.__dataclass_fields__)
+    entries, names = [], set()
+    for i, item in enumerate(raw["entries"]):
+        where = f"{path}: entry {i} ({item.get('name', '?') if isinstance(item, dict) else '?'})"
+        if not isinstance(item, dict):
+            raise ManifestError(f"{where}: expected a mapping")
+        for key in ("name", "kind", "repo"):
+            if not item.get(key):
+                raise ManifestError(f"{where}: missing field {key!r}")
+        unknown = set(item) - known
+        if unknown:
+            raise ManifestError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+        if item["kind"] not in REPO_TYPES:
+            raise ManifestError(f"{where}: unknown kind {item['kind']!r}; choose from {sorted(REPO_TYPES)}")
+        if not item.get("source"):
+            raise ManifestError(f"{where}: missing field 'source' (the artifact's folder)")
+        if item["name"] in names:
+            raise ManifestError(f"{where}: duplicate name {item['name']!r}")
+        names.add(item["name"])
+        entries.append(Entry(**item))
+    ns = namespace or os.environ.get(NAMESPACE_ENV) or raw.get("namespace")
+    if not ns:
+        raise ManifestError(f"{path}: no namespace (set 'namespace', ${NAMESPACE_ENV} or --namespace)")
+    return Manifest(namespace=ns, entries=entries, private=bool(raw.get("private", False)),
+                    create_pr=bool(raw.get("create_pr", False)), out_dir=raw.get("out_dir", "artifacts/hub"),
+                    results_dir=raw.get("results_dir", "benchmarks/results"), aliases=raw.get("aliases") or {},
+                    defaults=raw.get("defaults") or {})
+
+
+# --------------------------------------------------------------------------------------------------
+# Assembling an upload folder
+# --------------------------------------------------------------------------------------------------
+
+
+def _excluded(rel: Path, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(part, pat) for part in rel.parts for pat in patterns)
+
+
+def upload_files(source: Path, exclude: tuple[str, ...] = EXCLUDE) -> list[Path]:
+    """Files of ``source`` (relative paths, sorted) that belong in an upload: no checkpoint, state or cache."""
+    files = []
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if path.is_file() and not _excluded(rel, exclude):
+            files.append(rel)
+    return files
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)  # same file system: no second copy of the weights
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def gitattributes(folder: Path) -> str | None:
+    """LFS rules for the binary and large files of an upload folder (None when there are none)."""
+    lines = []
+    exts = sorted({p.suffix.lstrip(".") for p in folder.rglob("*") if p.is_file() and p.suffix.lstrip(".") in LFS_EXTENSIONS})
+    lines += [f"*.{ext} filter=lfs diff=lfs merge=lfs -text" for ext in exts]
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.suffix.lstrip(".") not in LFS_EXTENSIONS and p.stat().st_size >= LFS_MIN_BYTES:
+            lines.append(f"{p.relative_to(folder).as_posix()} filter=lfs diff=lfs merge=lfs -text")
+    return "\n".join(lines) + "\n" if lines else None
+
+
+def _read_json(path: Path) -> dict:
+    from rirag.cards import read_results
+
+    data = read_results(path)
+    if not isinstance(data, dict):
+        raise CardError(f"{path}: expected a JSON object")
+    return data
+
+
+def recorded_command(entry: Entry, root: Path) -> str | None:
+    """The command an artifact records about itself (``command_from``: a JSON file, ``{source}`` expanded)."""
+    if not entry.command_from:
+        return None
+    path = root / entry.command_from.format(source=entry.source or "")
+    if not path.exists():
+        return None
+    data = _read_json(path)
+    command = data.get("command")
+    return str(command) if command else None
+
+
+def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+    from rirag.retrieval.learned_fusion import CONFIG_FILE
+
+    path = folder / CONFIG_FILE
+    if not path.exists():
+        return {}
+    config = _read_json(path)
+    encoders = []
+    for enc in config.get("encoders", []):
+        hub = manifest.hub_id_of(enc)
+        encoders.append({"path": enc, "repo": hub, "hub_or_path": hub or enc})
+    settings = {"train split": config.get("train_split"), "training questions": config.get("train_questions"),
+                "candidate depth": config.get("candidate_depth"),
+                "candidate recall (training)": config.get("candidate_recall"),
+                "boosting rounds": config.get("num_boost_round"),
+                "question memory depth": config.get("memory_depth") or "off",
+                "top features by gain": ", ".join(n for n, _ in config.get("top_features_by_gain", [])[:5]),
+                "train seconds": config.get("train_seconds")}
+    return {"encoders": encoders, "feature_version": config.get("feature_version"),
+            "memory": bool(config.get("memory_depth")), "settings": {k: v for k, v in settings.items() if v is not None},
+            "recorded_command": config.get("command")}
+
+
+def _nli_dataset_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+    """Rows per split and source of a saved NLI DatasetDict (``dataset_builders/nli.py``)."""
+    from collections import Counter
+
+    from datasets import load_from_disk
+
+    ds = load_from_disk(str(folder))
+    counts = {split: dict(sorted(Counter(part["source"]).items())) for split, part in ds.items()}
+    sources = sorted({s for c in counts.values() for s in c})
+    return {"splits": list(ds), "data_files": [{"split": split, "path": f"{split}/*.arrow"} for split in ds],
+            "statistics": [{"source": s, **{split: counts[split].get(s, 0) for split in ds}}
+                                                for s in sources]}
+
+
+def _demo_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+    """The demo's configuration variables, read from its backend module (one source of truth)."""
+    import importlib.util
+
+    path = folder / "backend.py"
+    if not path.exists():
+        return {"variables": []}
+    spec = importlib.util.spec_from_file_location("rirag_demo_backend", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the module runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(spec.name, None)
+    return {"variables": [{"name": n, "default": d, "help": h} for n, d, h in module.ENV_VARIABLES]}
+
+
+#: Extra card context read from an artifact's own files, by template.
+CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path], dict]] = {
+    "learned_fusion.md.j2": _learned_fusion_context,
+    "demo_space.md.j2": _demo_context,
+    "nli_dataset.md.j2": _nli_dataset_context,
+}
+
+
+def card_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
+    """Everything a template may use: defaults < entry context < what the artifact and the results say."""
+    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
+
+    metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
+    context: dict[str, Any] = {
+        "license": "apache-2.0", "base_model": None, "datasets": [], "tags": [], "settings": {}, "limits": [],
+        "recipe": None, "train_data": "", "description": "", "encoders": [], "memory": False,
+        "feature_version": None, "eval_split": "validation", "query_prefix": QUERY_PREFIX,
+        "passage_prefix": PASSAGE_PREFIX, "local_judge_label": LOCAL_JUDGE_LABEL,
+        "labels": None, "namespace": manifest.namespace, "models": [], "variables": [],
+        "metric_repo": manifest.repo_id(metric) if metric else f"{manifest.namespace}/repass",
+        "hub_ids": {e.name: manifest.repo_id(e) for e in manifest.entries},
+    }
+    context.update(manifest.defaults)
+    context.update(entry.context)
+    hub_ids = context["hub_ids"]  # a manifest entry's name in datasets / models / base_model means its repo
+    for key in ("datasets", "models"):
+        context[key] = [hub_ids.get(x, x) for x in context[key] or []]
+    if context["base_model"]:
+        context["base_model"] = hub_ids.get(context["base_model"], context["base_model"])
+    if context["labels"] is None:
+        id2label = NLI_ID2LABEL if "nli" in entry.card else OBLIGATION_ID2LABEL
+        context["labels"] = ", ".join(f"{k} = {v}" for k, v in id2label.items())
+    reader = CONTEXT_READERS.get(entry.card)
+    extra = reader(entry, manifest, folder) if reader else {}
+    settings = dict(context["settings"]) | extra.pop("settings", {})
+    context.update(extra)
+    context["settings"] = settings
+    files = [Path(manifest.results_dir) / f for f in entry.results]
+    absent = [f.as_posix() for f in files if not (root / f).exists()]
+    if absent:
+        logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
+    present = [f for f in files if (root / f).exists()]
+    results = collect_results(entry.results_artifact or entry.source, present, root)
+    context.update(name=entry.repo, repo_id=manifest.repo_id(entry), results=results_table(results),
+                   model_index=model_index(entry.repo, results))
+    context["command"] = (recorded_command(entry, root) or context.pop("recorded_command", None)
+                          or context.get("command") or "not recorded")
+    return context
+
+
+def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path) -> str:
+    """A trainer's own card, completed for the Hub: its model-index from the results files (replacing any) and the
+    seed papers' BibTeX when it lacks them."""
+    from huggingface_hub import ModelCard
+
+    from rirag.cards import eval_results
+
+    card = ModelCard(text, ignore_metadata_errors=True)
+    files = [Path(manifest.results_dir) / f for f in entry.results if (root / manifest.results_dir / f).exists()]
+    results = collect_results(entry.results_artifact or entry.source, files, root)
+    if results:
+        card.data.eval_results = eval_results(results)
+        card.data.model_name = entry.repo
+    card.text = with_citation(card.text)
+    return card.content
+
+
+def with_citation(text: str) -> str:
+    """``text`` ending with the seed papers' BibTeX (added when it lacks them)."""
+    from rirag.cards import SEED_PAPERS_BIBTEX
+
+    if SEED_PAPERS_BIBTEX.splitlines()[0] in text:
+        return text
+    return text.rstrip("\n") + "\n\n" + render_card("_citation.md.j2")
+
+
+@dataclass
+class Row:
+    """One line of the dry-run table."""
+
+    name: str
+    repo_id: str
+    kind: str
+    status: str  # assembled | missing | error | pushed
+    files: int = 0
+    bytes: int = 0
+    card: str = ""
+    results: int = 0
+    folder: str = ""
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "repo": self.repo_id, "kind": self.kind, "status": self.status,
+                "files": self.files, "bytes": self.bytes, "card": self.card, "results": self.results}
+
+
+def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
+    """Write ``OUT/<repo>/`` for one entry (atomically) and check its card; a missing source gives a missing row."""
+    from rirag.io import atomic_dir, atomic_write_text
+
+    root = Path(root)
+    row = Row(entry.name, manifest.repo_id(entry), entry.kind, "missing")
+    out = root / manifest.out_dir / entry.repo
+    with atomic_dir(out) as tmp:
+        source = root / entry.source
+        if not source.is_dir() or not any(source.iterdir()):
+            row.detail = f"{entry.source}: not found"
+            raise _Missing(row)
+        keep_card = entry.card == "source"
+        files = upload_files(source, EXCLUDE + tuple(entry.exclude))
+        if not [f for f in files if f.as_posix() != CARD_FILE]:
+            row.detail = f"{entry.source}: nothing to upload yet (only checkpoints, caches or a card)"
+            raise _Missing(row)
+        for rel in files:
+            if rel.as_posix() == CARD_FILE and not keep_card:
+                continue
+            _link_or_copy(source / rel, tmp / rel)
+        for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI)
+            for rel in upload_files(root / src):
+                _link_or_copy(root / src / rel, tmp / dst / rel)
+        if not keep_card:
+            atomic_write_text(tmp / CARD_FILE, render_card(entry.card, **card_context(entry, manifest, source, root)))
+        elif (tmp / CARD_FILE).exists():  # a card kept from the source must not be a link to it
+            text = (tmp / CARD_FILE).read_text(encoding="utf-8")
+            (tmp / CARD_FILE).unlink()
+            if entry.repo_type == "model":
+                text = complete_model_card(text, entry, manifest, root)
+            elif entry.repo_type == "dataset":
+                text = with_citation(text)
+            atomic_write_text(tmp / CARD_FILE, text)
+        attributes = gitattributes(tmp)
+        if attributes:
+            atomic_write_text(tmp / ".gitattributes", attributes)
+    files = [p for p in out.rglob("*") if p.is_file()]
+    card = check_card(out / CARD_FILE, entry.repo_type)
+    row.status, row.files, row.bytes = "assembled", len(files), sum(p.stat().st_size for p in files)
+    row.card, row.results, row.folder = card["status"], card["results"], str(out)
+    return row
+
+
+class _Missing(Exception):
+    def __init__(self, row: Row):
+        super().__init__(row.detail)
+        self.row = row
+
+
+def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | None = None) -> list[Row]:
+    names = {e.name for e in manifest.entries}
+    unknown = set(only or []) - names
+    if unknown:
+        raise ManifestError(f"--only: unknown entr(y/ies) {sorted(unknown)}; known: {', '.join(sorted(names))}")
+    rows = []
+    for entry in manifest.entries:
+        if only and entry.name not in only:
+            continue
+        try:
+            rows.append(assemble(entry, manifest, root))
+        except _Missing as missing:  # an upload folder from an earlier run no longer matches anything: removed
+            shutil.rmtree(Path(root) / manifest.out_dir / entry.repo, ignore_errors=True)
+            rows.append(missing.row)
+        except Exception as err:  # one bad artifact does not stop the others; its row says what went wrong
+            logger.error("%s: %s: %s", entry.name, type(err).__name__, err, exc_info=not isinstance(err, CardError))
+            rows.append(Row(entry.name, manifest.repo_id(entry), entry.kind, "error", detail=str(err)))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Pushing
+# --------------------------------------------------------------------------------------------------
+
+
+def is_main_process() -> bool:
+    """False on every process but the first under ``accelerate launch`` / torchrun (they set RANK)."""
+    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
+
+
+def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, private: bool | None = None,
+                create_pr: bool = False, commit_message: str | None = None, token: str | None = None,
+                space_sdk: str | None = None, space_variables: dict | None = None,
+                path_in_repo: str | None = None) -> str | None:
+    """Create the repo if needed and upload ``folder``; the only place rirag talks to the Hub.
+
+    Returns the commit (or pull-request) URL; None on a non-main process. The token comes from ``token``,
+    ``HF_TOKEN`` or ``hf auth login``.
+    """
+    from huggingface_hub import HfApi, get_token
+
+    if not is_main_process():
+        logger.info("not the main process: %s is pushed by rank 0", repo_id)
+        return None
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"nothing to push: {folder} is not a folder")
+    token = token or get_token()
+    if not token:
+        raise PermissionError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
+    api = HfApi(token=token)
+    if repo_type == "space" and space_sdk is None:
+        space_sdk = "gradio"
+    extra = {}
+    if repo_type == "space" and space_variables:  # set when the Space is created (an existing one keeps its own)
+        extra["space_variables"] = [{"key": k, "value": str(v)} for k, v in space_variables.items()]
+    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, space_sdk=space_sdk, **extra)
+    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type, path_in_repo=path_in_repo,
+                             create_pr=create_pr, commit_message=commit_message or f"rirag: upload {folder.name}")
+    url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None) or str(info)
+    logger.info("pushed %s to %s (%s): %s", folder, repo_id, repo_type, url)
+    return url
+
+
+def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None,
+             create_pr: bool | None = None) -> list[Row]:
+    """Push every assembled row whose card parses; missing or broken ones are left as they are."""
+    entries = {e.name: e for e in manifest.entries}
+    for row in rows:
+        if row.status != "assembled":
+            continue
+        if row.card != "ok":
+            row.detail = f"not pushed: card {row.card}"
+            continue
+        entry = entries[row.name]
+        ids = {e.name: manifest.repo_id(e) for e in manifest.entries}
+        variables = {k: ids.get(v, v) for k, v in entry.space_variables.items()}
+        row.detail = push_folder(row.folder, row.repo_id, entry.repo_type, space_variables=variables or None,
+                                 private=manifest.private if private is None else private,
+                                 create_pr=manifest.create_pr if create_pr is None else create_pr,
+                                 commit_message=f"rirag hub_push: {entry.name}") or ""
+        row.status = "pushed"
+    return rows

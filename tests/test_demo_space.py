@@ -1,0 +1,248 @@
+"""The demo Space: its engine on a tiny corpus, and the page driven in headless Chromium as a person would use it.
+
+The browser tests need Debian's ``chromium`` and ``chromedriver`` (installed by .ci/run) plus selenium and gradio;
+without them they are skipped and say which is missing. ``RIRAG_DEMO_SCREENSHOT=docs/demo.png`` makes the
+real-data test save its screenshot there (the committed one was made so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "spaces" / "demo"))
+
+from backend import MAX_QUESTION_CHARS, Backend, DemoSettings, QuestionError, check_question  # noqa: E402
+
+from rirag.data import Passage  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--window-size=1200,1300")
+
+TITLES = {1: "Anti Money Laundering Rulebook (AML)", 2: "Fund Rules (FUNDS)"}
+PASSAGES = [
+    (1, "3.1.1", "A Relevant Person must keep records of customer due diligence for at least six years. Records must "
+                 "be available to the Regulator on request."),
+    (1, "3.1.2", "An Authorised Person must appoint a Money Laundering Reporting Officer."),
+    (2, "5.2", "A Fund Manager must ensure that the Fund's assets are held by an Eligible Custodian."),
+    (2, "5.3", "The Eligible Custodian must keep the Fund Property separate from its own assets."),
+]
+
+
+def must_or_shall(sentences):
+    """A tiny stand-in obligation classifier for the extractive composer."""
+    return [(" must " in s or " shall " in s) for s in sentences]
+
+
+def tiny_backend(generator=None) -> Backend:
+    from rirag.generation.extractive import ExtractiveComposer
+    from rirag.retrieval.bm25 import passage_index
+
+    generator = generator or ExtractiveComposer(is_obligation=must_or_shall)
+    corpus = {f"p{i}": Passage(f"p{i}", d, pid, t) for i, (d, pid, t) in enumerate(PASSAGES)}
+    return Backend(DemoSettings(top_k=3, generator_model="must/shall rule"), corpus=corpus, title=TITLES.__getitem__,
+                   examples=["Who must keep records of customer due diligence?"], retriever=passage_index(corpus),
+                   generator=generator)
+
+
+# -- the engine ------------------------------------------------------------------------------------
+
+
+def test_answer_cites_retrieved_passages_with_title_id_and_score():
+    result = tiny_backend().answer("  How long must customer due diligence records be kept?  ")
+    top = result["passages"][0]
+    assert (top["title"], top["passage_id"], top["number"]) == (TITLES[1], "3.1.1", 1)
+    assert [p["score"] for p in result["passages"]] == sorted((p["score"] for p in result["passages"]), reverse=True)
+    assert "[1]" in result["answer"] and result["citations"][0]["passage_id"] == "3.1.1"
+    assert result["answer"].startswith("A Relevant Person must keep records")  # an obligation sentence, cited
+    assert all(f"[{c['number']}]" in result["answer"] for c in result["citations"])
+    assert result["retriever"] == "bm25" and result["generator"] == "extractive (must/shall rule)"
+
+
+def test_an_injected_generator_writes_the_answer_and_its_citations_are_checked():
+    class Echo:
+        def generate(self, batch):
+            return ["Records are kept six years [1]. See also [9]."]  # [9] names no passage
+
+    out = tiny_backend(Echo()).answer("customer due diligence records")
+    assert out["answer"].startswith("Records are kept") and [c["number"] for c in out["citations"]] == [1]
+    assert any("outside the passage list" in w for w in out["warnings"])
+
+
+@pytest.mark.parametrize("question, message", [("", "question box is empty"), ("   \n", "question box is empty"),
+                                               ("x" * 20_000, "20,000 characters long")])
+def test_bad_questions_get_a_readable_message(question, message):
+    with pytest.raises(QuestionError, match=message):
+        check_question(question)
+    assert check_question("q" * MAX_QUESTION_CHARS) == "q" * MAX_QUESTION_CHARS
+
+
+def test_a_question_with_no_indexed_word_says_so():
+    result = tiny_backend().answer("the of and")
+    assert result["passages"] == [] and "No passage matches" in result["message"]
+
+
+def test_settings_come_from_the_environment():
+    s = DemoSettings.from_env({"RIRAG_DEMO_RETRIEVER": "hybrid", "RIRAG_DEMO_MODEL": "org/enc",
+                               "RIRAG_DEMO_RETRIEVER_OPTIONS": "alpha=0.2, depth=50", "RIRAG_DEMO_TOP_K": "7"})
+    assert (s.retriever, s.model, s.options, s.top_k) == ("hybrid", "org/enc", {"alpha": "0.2", "depth": "50"}, 7)
+    assert s.retriever_label() == "hybrid (org/enc) [alpha=0.2, depth=50]"
+    assert DemoSettings.from_env({}).retriever == "bm25"
+    with pytest.raises(ValueError, match="RIRAG_DEMO_TOP_K"):
+        DemoSettings.from_env({"RIRAG_DEMO_TOP_K": "many"})
+    with pytest.raises(ValueError, match="key=value"):
+        DemoSettings.from_env({"RIRAG_DEMO_RETRIEVER_OPTIONS": "alpha"})
+
+
+# -- the page in a real browser ----------------------------------------------------------------------
+
+
+def _browser_missing() -> str | None:
+    import importlib.util
+
+    for module in ("selenium", "gradio"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install -e '.[dev]')"
+    if not CHROMIUM or not CHROMEDRIVER:
+        return ("no headless browser: Debian's chromium and chromium-driver are not installed "
+                "(apt-get install chromium chromium-driver; .ci/run does this where apt is available)")
+    return None
+
+
+needs_browser = pytest.mark.skipif(_browser_missing() is not None, reason=_browser_missing() or "")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DemoPage:
+    """The app served on a free localhost port and one headless Chromium on it."""
+
+    def __init__(self, backend: Backend):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+        from app import build_app
+
+        self.app = build_app(backend)
+        self.port = _free_port()
+        self.app.launch(server_name="127.0.0.1", server_port=self.port, prevent_thread_lock=True, quiet=True)
+        self.profile = tempfile.mkdtemp(prefix="rirag-chromium-")
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for flag in CHROMIUM_FLAGS + (f"--user-data-dir={self.profile}",):
+            options.add_argument(flag)
+        try:
+            self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        except Exception:
+            self.app.close()
+            raise
+        self.driver.get(f"http://127.0.0.1:{self.port}/")
+        self.wait_for(lambda d: d.find_elements("css selector", "#question textarea"))
+
+    def wait_for(self, condition, timeout=180):  # generous: the shared 2-core machine can be very slow
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        return WebDriverWait(self.driver, timeout).until(condition)
+
+    def ask(self, question: str, type_it: bool = True) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        box = self.driver.find_element("css selector", "#question textarea")
+        box.send_keys(Keys.CONTROL, "a")  # empty the box as a person does (clear() fires no input event)
+        box.send_keys(Keys.BACKSPACE)
+        if type_it:
+            box.send_keys(question)
+        else:  # a long paste: set the value and fire the input event the page listens to
+            self.driver.execute_script("arguments[0].value = arguments[1];"
+                                       "arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", box, question)
+        self.driver.find_element("css selector", "#ask").click()
+
+    def text(self, elem_id: str) -> str:
+        return self.driver.find_element("css selector", f"#{elem_id}").text
+
+    def close(self) -> None:
+        try:
+            self.driver.quit()
+        finally:
+            self.app.close()
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def page():
+    page = DemoPage(tiny_backend())
+    yield page
+    page.close()
+
+
+@needs_browser
+def test_a_person_asks_and_gets_a_cited_answer(page, tmp_path):
+    page.ask("Who must keep records of customer due diligence?")
+    page.wait_for(lambda d: "[1]" in page.text("answer"))
+    assert "A Relevant Person must keep records of customer due diligence" in page.text("answer")
+    passages = page.driver.find_elements("css selector", "#citations .rirag-passage")
+    assert passages, "at least one cited passage is shown"
+    first = " ".join(passages[0].text.split())
+    assert first.startswith(f"[1] {TITLES[1]}") and "passage 3.1.1" in first and "score " in first
+    assert "Retriever: bm25" in page.text("used") and "Generator: extractive (must/shall rule)" in page.text("used")
+    assert page.driver.save_screenshot(str(tmp_path / "demo.png"))
+
+
+@needs_browser
+@pytest.mark.parametrize("question, message, type_it", [
+    ("", "question box is empty", True),
+    ("What must a firm keep? " * 870, "characters long; the demo accepts at most 2,000", False),
+])
+def test_bad_input_gives_a_readable_message_in_the_page(page, question, message, type_it):
+    page.ask(question, type_it=type_it)
+    page.wait_for(lambda d: message in page.text("answer"))
+    assert "Traceback" not in page.driver.page_source and page.text("citations") == ""
+    assert page.driver.find_elements("css selector", "#answer .rirag-message")
+
+
+@needs_browser
+@pytest.mark.slow
+def test_the_demo_on_real_obliqa_with_its_offline_defaults(real_data_dir):
+    """The whole corpus, BM25 and the extractive answer, as `python spaces/demo/app.py` runs it (with the trained
+    obligation classifier when artifacts/ has it, else the tiny must/shall rule)."""
+    from rirag.generation.extractive import ExtractiveComposer
+
+    trained = REPO / "artifacts" / "obligation_classifier"
+    if (trained / "config.json").exists():
+        backend = Backend(DemoSettings(data=str(real_data_dir), generator_model=os.path.relpath(trained)))
+    else:
+        backend = Backend(DemoSettings(data=str(real_data_dir), generator_model="must/shall rule"),
+                          generator=ExtractiveComposer(is_obligation=must_or_shall))
+    backend.warm()  # corpus, BM25 index, classifier: minutes on a loaded 2-core machine, before the page
+    page = DemoPage(backend)
+    try:
+        example = backend.examples()[0][:40]  # the examples are ObliQA questions
+        page.wait_for(lambda d: example in d.find_element("css selector", "body").text)
+        question = "What records must a Relevant Person keep about its customer due diligence?"
+        page.ask(question)
+        page.wait_for(lambda d: d.find_elements("css selector", "#citations .rirag-passage"))
+        shown = page.driver.find_elements("css selector", "#citations .rirag-passage")
+        first = " ".join(shown[0].text.split())
+        assert "[1]" in page.text("answer") and " · passage " in first and " · score " in first
+        target = os.environ.get("RIRAG_DEMO_SCREENSHOT")
+        if target:
+            page.driver.set_window_size(1200, 1500)  # the whole answer, its passages and the models used
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            assert page.driver.save_screenshot(str(target))
+    finally:
+        page.close()

@@ -1,0 +1,270 @@
+"""hub_push: manifests, exact upload folders, and the push path recorded through a fake HfApi (nothing uploaded)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rirag import hub
+from rirag.hub import ManifestError, assemble_all, load_manifest, push_all, push_folder
+
+REPO = Path(__file__).resolve().parents[1]
+ENCODER_CONTEXT = {"base_model": "sentence-transformers/all-MiniLM-L6-v2", "description": "d", "train_data": "t"}
+
+
+class FakeHfApi:
+    """Records every call push_folder makes; class-level so the test sees the calls of every instance."""
+
+    calls: list = []
+
+    def __init__(self, token=None, **kwargs):
+        FakeHfApi.calls.append(("init", {"token": token}))
+
+    def create_repo(self, repo_id, **kwargs):
+        FakeHfApi.calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
+
+    def upload_folder(self, **kwargs):
+        FakeHfApi.calls.append(("upload_folder", kwargs))
+
+        class Info:
+            commit_url = f"https://hub.invalid/{kwargs['repo_id']}/commit/1"
+            pr_url = "https://hub.invalid/pr/1" if kwargs.get("create_pr") else None
+
+        return Info()
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    import huggingface_hub
+
+    FakeHfApi.calls = []
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeHfApi)
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    return FakeHfApi
+
+
+def _trained_folder(folder: Path) -> None:
+    """What a trainer leaves: weights, tokenizer, configs, its card, and things that must not be uploaded."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"\1" * 2048)
+    (folder / "tokenizer.json").write_text("{}")
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text("{}")
+    (folder / "README.md").write_text("trainer card\n")
+    (folder / "checkpoint-500").mkdir()
+    (folder / "checkpoint-500" / "optimizer.pt").write_bytes(b"x")
+    (folder / "training_args.bin").write_bytes(b"x")
+    (folder / "runs").mkdir()
+    (folder / "runs" / "events.out").write_text("x")
+
+
+def _write_manifest(root: Path, entries: list[dict], **top) -> Path:
+    path = root / "manifest.yaml"
+    path.write_text(yaml.safe_dump({"namespace": "me", "entries": entries, **top}))
+    return path
+
+
+@pytest.fixture
+def project(tmp_path):
+    _trained_folder(tmp_path / "artifacts" / "enc")
+    ds = tmp_path / "artifacts" / "ds"
+    (ds / "corpus").mkdir(parents=True)
+    (ds / "corpus" / "data-00000-of-00001.arrow").write_bytes(b"\2" * 100)
+    (ds / "corpus" / "cache-123.arrow").write_bytes(b"\3")
+    (ds / "README.md").write_text("---\nlicense: apache-2.0\ntags: [rirag]\n---\n# ds\n")
+    space = tmp_path / "space"
+    space.mkdir()
+    (space / "app.py").write_text("print('hi')\n")
+    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\ntags: [evaluate, metric]\n---\n# m\n")
+    (tmp_path / "lib" / "pkg").mkdir(parents=True)
+    (tmp_path / "lib" / "pkg" / "__init__.py").write_text("")
+    manifest = _write_manifest(tmp_path, [
+        {"name": "enc", "kind": "model", "source": "artifacts/enc", "repo": "enc-repo",
+         "card": "sentence_transformer.md.j2", "context": ENCODER_CONTEXT},
+        {"name": "ds", "kind": "dataset", "source": "artifacts/ds", "repo": "ds-repo"},
+        {"name": "metric", "kind": "metric-space", "source": "space", "repo": "metric-repo", "vendor": {"lib/pkg": "pkg"},
+         "space_variables": {"RIRAG_DEMO_GENERATOR_MODEL": "enc", "PLAIN": "x"}},
+        {"name": "gone", "kind": "adapter", "source": "artifacts/not-trained-yet", "repo": "gone-repo"},
+    ], private=True, create_pr=True)
+    return tmp_path, manifest
+
+
+def test_upload_folders_hold_exactly_what_belongs_on_the_hub(project):
+    root, path = project
+    manifest = load_manifest(path)
+    rows = {r.name: r for r in assemble_all(manifest, root)}
+    enc = root / "artifacts" / "hub" / "enc-repo"
+    files = sorted(p.relative_to(enc).as_posix() for p in enc.rglob("*") if p.is_file())
+    assert files == [".gitattributes", "1_Pooling/config.json", "README.md", "config.json", "model.safetensors",
+                     "tokenizer.json"]
+    assert "*.safetensors filter=lfs" in (enc / ".gitattributes").read_text()
+    assert (root / "artifacts" / "enc" / "README.md").read_text() == "trainer card\n"  # the source card is untouched
+    assert (enc / "README.md").read_text().startswith("---\nlibrary_name: sentence-transformers")
+    ds = root / "artifacts" / "hub" / "ds-repo"
+    assert (ds / "corpus" / "data-00000-of-00001.arrow").exists() and not (ds / "corpus" / "cache-123.arrow").exists()
+    assert (root / "artifacts" / "hub" / "metric-repo" / "pkg" / "__init__.py").exists()  # vendored library
+    assert rows["enc"].status == rows["ds"].status == rows["metric"].status == "assembled"
+    assert rows["enc"].card == rows["ds"].card == rows["metric"].card == "ok"
+    assert rows["enc"].files == 6 and rows["enc"].bytes == sum(p.stat().st_size for p in enc.rglob("*") if p.is_file())
+    assert rows["gone"].status == "missing" and "artifacts/not-trained-yet: not found" in rows["gone"].detail
+
+
+def test_reassembling_is_idempotent(project):
+    root, path = project
+    manifest = load_manifest(path)
+
+    def snapshot():
+        out = root / "artifacts" / "hub"
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    first = [r.as_dict() for r in assemble_all(manifest, root)]
+    before = snapshot()
+    second = [r.as_dict() for r in assemble_all(manifest, root)]
+    assert second == first and snapshot() == before
+    assert not [p for p in (root / "artifacts" / "hub").iterdir() if p.name.startswith(".")]  # no temp folders left
+
+
+def test_push_records_repo_ids_types_folders_and_flags(project, fake_api):
+    root, path = project
+    manifest = load_manifest(path, namespace="my-org")
+    rows = push_all(manifest, assemble_all(manifest, root))
+    creates = [c for name, c in fake_api.calls if name == "create_repo"]
+    uploads = [c for name, c in fake_api.calls if name == "upload_folder"]
+    assert [(c["repo_id"], c["repo_type"], c["private"], c["exist_ok"]) for c in creates] == [
+        ("my-org/enc-repo", "model", True, True), ("my-org/ds-repo", "dataset", True, True),
+        ("my-org/metric-repo", "space", True, True)]
+    assert creates[2]["space_sdk"] == "gradio" and creates[0]["space_sdk"] is None
+    assert sorted(creates[2]["space_variables"], key=lambda v: v["key"]) == [
+        {"key": "PLAIN", "value": "x"},
+        {"key": "RIRAG_DEMO_GENERATOR_MODEL", "value": "my-org/enc-repo"}]  # an entry name became its repo id
+    assert "space_variables" not in creates[0]
+    assert [(c["repo_id"], c["repo_type"], Path(c["folder_path"]), c["create_pr"]) for c in uploads] == [
+        ("my-org/enc-repo", "model", root / "artifacts" / "hub" / "enc-repo", True),
+        ("my-org/ds-repo", "dataset", root / "artifacts" / "hub" / "ds-repo", True),
+        ("my-org/metric-repo", "space", root / "artifacts" / "hub" / "metric-repo", True)]
+    assert {c["token"] for name, c in fake_api.calls if name == "init"} == {"hf_test_token"}
+    by_name = {r.name: r for r in rows}
+    assert by_name["enc"].status == "pushed" and by_name["enc"].detail == "https://hub.invalid/pr/1"
+    assert by_name["gone"].status == "missing"  # nothing pushed for a missing artifact
+
+
+def test_push_flags_from_the_command_line_win(project, fake_api):
+    root, path = project
+    manifest = load_manifest(path)
+    push_all(manifest, assemble_all(manifest, root, only=["enc"]), private=False, create_pr=False)
+    (create,) = [c for n, c in fake_api.calls if n == "create_repo"]
+    (upload,) = [c for n, c in fake_api.calls if n == "upload_folder"]
+    assert create["repo_id"] == "me/enc-repo" and create["private"] is False and upload["create_pr"] is False
+
+
+def test_a_card_that_does_not_parse_is_not_pushed(project, fake_api):
+    root, path = project
+    (root / "artifacts" / "ds" / "README.md").write_text("---\nlicense: [unclosed\n---\n")
+    manifest = load_manifest(path)
+    rows = {r.name: r for r in push_all(manifest, assemble_all(manifest, root, only=["ds"]))}
+    assert rows["ds"].status == "assembled" and rows["ds"].card.startswith("invalid")
+    assert "not pushed" in rows["ds"].detail and not [c for n, c in fake_api.calls if n == "upload_folder"]
+
+
+def test_only_the_main_process_pushes(project, fake_api, monkeypatch):
+    root, path = project
+    monkeypatch.setenv("RANK", "1")
+    assert push_folder(root / "artifacts" / "enc", "me/enc") is None
+    assert fake_api.calls == []
+
+
+def test_push_without_a_token_says_how_to_log_in(project, fake_api, monkeypatch):
+    import huggingface_hub
+
+    root, _ = project
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    with pytest.raises(PermissionError, match="hf auth login"):
+        push_folder(root / "artifacts" / "enc", "me/enc")
+    with pytest.raises(FileNotFoundError, match="not a folder"):
+        push_folder(root / "nowhere", "me/enc", token="t")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"name": "a", "kind": "weights", "source": "x", "repo": "r"}, "unknown kind 'weights'"),
+    ({"name": "a", "kind": "model", "source": "x"}, "missing field 'repo'"),
+    ({"name": "a", "kind": "model", "repo": "r"}, "missing field 'source'"),
+    ({"name": "a", "kind": "model", "repo": "r", "source": "x", "colour": 1}, "unknown field"),
+])
+def test_bad_manifests_name_the_entry_and_field(tmp_path, entry, message):
+    path = _write_manifest(tmp_path, [entry])
+    with pytest.raises(ManifestError, match=message) as err:
+        load_manifest(path)
+    assert "entry 0 (a)" in str(err.value)
+
+
+def test_namespace_override_order(tmp_path, monkeypatch):
+    path = _write_manifest(tmp_path, [{"name": "a", "kind": "model", "source": "x", "repo": "r"}])
+    monkeypatch.delenv(hub.NAMESPACE_ENV, raising=False)
+    assert load_manifest(path).repo_id(load_manifest(path).entries[0]) == "me/r"
+    monkeypatch.setenv(hub.NAMESPACE_ENV, "env-ns")
+    assert load_manifest(path).namespace == "env-ns"
+    assert load_manifest(path, namespace="cli-ns").namespace == "cli-ns"
+    path.write_text(yaml.safe_dump({"entries": [{"name": "a", "kind": "model", "source": "x", "repo": "r"},
+                                                {"name": "a", "kind": "model", "source": "y", "repo": "s"}]}))
+    with pytest.raises(ManifestError, match="duplicate name 'a'"):
+        load_manifest(path, namespace="n")
+
+
+def _push_script(monkeypatch):
+    import sys
+
+    spec = importlib.util.spec_from_file_location("hub_push_push", REPO / "hub_push" / "push.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_push_script_dry_run_prints_the_table_and_pushes_nothing(project, fake_api, capsys, monkeypatch):
+    root, path = project
+    push = _push_script(monkeypatch)
+    rows = push.main(push.parse_args(["--manifest", str(path), "--dry-run", "--root", str(root)]))
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "| name | repo | kind | status | files | bytes | card | results |"
+    assert "| gone | me/gone-repo | adapter | missing | 0 | 0 |  | 0 |" in out
+    assert "dry run: nothing pushed; 3 assembled, 1 missing" in out
+    assert [r.status for r in rows] == ["assembled", "assembled", "assembled", "missing"]
+    assert fake_api.calls == []
+    with pytest.raises(ManifestError, match="unknown entr"):
+        push.main(push.parse_args(["--manifest", str(path), "--dry-run", "--root", str(root), "--only", "nope"]))
+
+
+def test_the_project_manifest_is_consistent():
+    manifest = load_manifest(REPO / "hub_push" / "manifest.yaml", namespace="ns")
+    templates = REPO / "model_cards"
+    for entry in manifest.entries:
+        if entry.card != "source":
+            assert (templates / entry.card).exists(), entry.name
+        if entry.kind in ("model", "adapter") and entry.card != "source":
+            assert entry.results, f"{entry.name}: a model card without results files"
+    kinds = {e.kind for e in manifest.entries}
+    assert kinds == set(hub.REPO_TYPES)
+    assert len({e.repo for e in manifest.entries}) == len(manifest.entries)
+
+
+def test_a_folder_with_only_checkpoints_is_missing_not_published(tmp_path):
+    (tmp_path / "artifacts" / "clf" / "checkpoint-115").mkdir(parents=True)
+    (tmp_path / "artifacts" / "clf" / "checkpoint-115" / "model.safetensors").write_bytes(b"x")
+    path = _write_manifest(tmp_path, [{"name": "clf", "kind": "model", "source": "artifacts/clf", "repo": "clf"}])
+    (row,) = assemble_all(load_manifest(path), tmp_path)
+    assert row.status == "missing" and "nothing to upload yet" in row.detail
+    assert not (tmp_path / "artifacts" / "hub" / "clf").exists()
+    (tmp_path / "artifacts" / "clf" / "config.json").write_text("{}")  # saved: assembled
+    assert assemble_all(load_manifest(path), tmp_path)[0].status == "assembled"
+    shutil.rmtree(tmp_path / "artifacts" / "clf")  # gone again: its stale upload folder goes too
+    assert assemble_all(load_manifest(path), tmp_path)[0].status == "missing"
+    assert not (tmp_path / "artifacts" / "hub" / "clf").exists()
