@@ -273,6 +273,7 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
         callbacks.append(budget)
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds,
                                   loss=CrossEntropyLoss(model), callbacks=callbacks)
+    load_before = os.getloadavg()
     start = time.time()
     trainer.train()
     train_seconds = time.time() - start
@@ -312,6 +313,8 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
         "stopped_by_time_budget": bool(budget and budget.stopped_early),
         "eval_seconds": round(eval_seconds, 1),
         "torch_threads": torch.get_num_threads(),
+        "process_nice": os.nice(0),
+        "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "cpu_cores": os.cpu_count(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d"),
