@@ -174,3 +174,17 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     again = AutoModelForSequenceClassification.from_pretrained(out).eval()
     with torch.no_grad():
         assert torch.allclose(model(**batch).logits, again(**batch).logits)
+
+
+def test_bad_nli_files_name_the_file_and_field(tmp_path):
+    root = fake_nli_root(tmp_path)
+    for source in ("sick", "mnli"):  # a CSV source lists its folder eagerly: same clear error
+        with pytest.raises(FileNotFoundError, match=f"folder .*{source} not found"):
+            list(nli_data.iter_source(str(root), source))
+    (root / "lingnli").mkdir()
+    (root / "lingnli" / "x.jsonl").write_text('{"premise": "P.", "hypothesis": "H.", "label": "neutral"}\n{broken\n')
+    with pytest.raises(ValueError, match=r"x.jsonl: line 2 is not valid JSON"):
+        list(nli_data.iter_source(str(root), "lingnli"))
+    (root / "lingnli" / "x.jsonl").write_text('{"premise": "P.", "hypothesis": "H."}\n')
+    with pytest.raises(ValueError, match="lacks the field 'label'"):
+        list(nli_data.iter_source(str(root), "lingnli"))

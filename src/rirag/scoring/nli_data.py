@@ -51,9 +51,12 @@ def _csv(path, delimiter=",", encoding="utf-8"):
 
 def _jsonl(path):
     with open(path, encoding="utf-8") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if line.strip():
-                yield json.loads(line)
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}: line {number} is not valid JSON ({err.msg})") from err
 
 
 def _contract_nli(path) -> Iterator[tuple]:
@@ -75,6 +78,8 @@ def _contract_nli(path) -> Iterator[tuple]:
 def iter_source(root: str, source: str) -> Iterator[dict]:
     """Yield normalised rows of one source (a folder name under ``root``)."""
     d = os.path.join(root, source)
+    if source in SOURCES and not os.path.isdir(d):
+        raise FileNotFoundError(f"NLI source {source!r}: folder {d} not found (see data/nli/SOURCES.md)")
     raw: Iterator[tuple]
     if source in ("snli", "mnli"):
         raw = ((r["sentence1"], r["sentence2"], r["label"]) for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f)))
@@ -104,10 +109,13 @@ def iter_source(root: str, source: str) -> Iterator[dict]:
         raw = (x for f in ("dev.json", "test.json") for x in _contract_nli(os.path.join(d, f)))
     else:
         raise ValueError(f"unknown NLI source {source!r} under {root}")
-    for premise, hypothesis, label in raw:
-        row = _row(premise, hypothesis, label, source)
-        if row is not None:
-            yield row
+    try:
+        for premise, hypothesis, label in raw:
+            row = _row(premise, hypothesis, label, source)
+            if row is not None:
+                yield row
+    except KeyError as err:
+        raise ValueError(f"NLI source {source!r} under {root}: a record lacks the field {err.args[0]!r}") from err
 
 
 SOURCES = ("snli", "mnli", "sick", "anli", "xnli-en", "lingnli", "control", "breaking-nli", "nli4wills",
