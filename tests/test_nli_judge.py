@@ -56,11 +56,87 @@ def test_splits_hold_out_per_source_and_rte_is_test_only(tmp_path):
     assert not train_pairs & {(r["premise"], r["hypothesis"]) for r in splits["test"]}
 
 
-def test_per_source_accuracy_handles_two_way_rte():
+def add_lingnli(root, premises, n_own=12):
+    """A LingNLI-like source whose premises partly repeat other sources' premises (as LingNLI's come from MNLI)."""
+    (root / "lingnli").mkdir()
+    rows = [{"premise": p.upper(), "hypothesis": f"Borrowed claim {i}.", "label": "neutral"} for i, p in enumerate(premises)]
+    rows += [{"premise": f"Own premise {i // 3}.", "hypothesis": f"Own claim {i}.", "label": "entailment"}
+             for i in range(n_own)]
+    (root / "lingnli" / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+def test_held_out_parts_are_disjoint_from_training_across_sources_and_stable(tmp_path):
+    root = fake_nli_root(tmp_path, n=40)
+    snli = list(nli_data.iter_source(str(root), "snli"))
+    add_lingnli(root, [r["premise"] for r in snli])  # every SNLI premise reappears (upper-cased) in LingNLI
+    splits = nli_data.build_splits(str(root), sources=("snli", "lingnli", "anli"), test_per_source=6, seed=3)
+    norm = nli_data.normalise_text
+    test_premises = {norm(r["premise"]) for r in splits["test"]}
+    assert not {norm(r["premise"]) for r in splits["train"]} & test_premises
+    # the LingNLI rows that borrow a held-out SNLI premise were dropped, the others kept
+    borrowed = [r for r in splits["train"] if r["source"] == "lingnli" and r["hypothesis"].startswith("Borrowed")]
+    held_snli = {norm(r["premise"]) for r in splits["test"] if r["source"] == "snli"}
+    held_ling = {norm(r["premise"]) for r in splits["test"] if r["source"] == "lingnli"}
+    assert held_snli and {norm(r["premise"]) for r in borrowed} == {norm(r["premise"]) for r in snli} - held_snli - held_ling
+    # same seed, same parts; a source's part does not move when another source is left out; another seed differs
+    again = nli_data.build_splits(str(root), sources=("snli", "lingnli", "anli"), test_per_source=6, seed=3)
+    assert again == splits
+    alone = nli_data.build_splits(str(root), sources=("anli",), test_per_source=6, seed=3)
+    assert alone["test"] == [r for r in splits["test"] if r["source"] == "anli"]
+    other = nli_data.build_splits(str(root), sources=("snli", "lingnli", "anli"), test_per_source=6, seed=4)
+    assert other["test"] != splits["test"]
+
+
+def test_conflicting_labels_are_dropped_and_caps_apply(tmp_path):
+    root = fake_nli_root(tmp_path, n=40)
+    add_lingnli(root, [], n_own=30)
+    with open(root / "lingnli" / "train.jsonl", "a") as f:
+        f.write(json.dumps({"premise": "Own premise 0.", "hypothesis": "Own claim 0.", "label": "contradiction"}) + "\n")
+    rows = nli_data.load_source(str(root), "lingnli")
+    assert len(rows) == 29 and not any(r["hypothesis"] == "Own claim 0." for r in rows)
+    splits = nli_data.build_splits(str(root), sources=("lingnli", "snli"), test_per_source=3, train_caps="lingnli=5")
+    assert sum(r["source"] == "lingnli" for r in splits["train"]) == 5
+    with pytest.raises(ValueError, match="source=N"):
+        nli_data.parse_caps("lingnli:5")
+    with pytest.raises(ValueError, match="not loaded"):
+        nli_data.build_splits(str(root), sources=("snli",), train_caps="lingnli=5")
+
+
+def load_judge_module():
     spec = importlib.util.spec_from_file_location("nli_judge", ROOT / "train" / "nli_judge.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def test_max_length_comes_from_the_data_and_is_capped():
+    module = load_judge_module()
+    lengths = list(range(1, 101))
+    assert module.length_from_data(lengths, 90, 512) == 91
+    assert module.length_from_data(lengths, 99, 64) == 64
+    with pytest.raises(ValueError, match="no training pairs"):
+        module.length_from_data([], 99, 64)
+
+
+def test_length_grouped_batches_have_similar_lengths():
+    import torch
+
+    module = load_judge_module()
+    lengths = [5, 100] * 1000
+    factory = module.length_grouped_batch_sampler(lengths)
+    sampler = factory(list(range(len(lengths))), batch_size=8, drop_last=False, generator=torch.Generator().manual_seed(0))
+    batches = list(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    # random batches of 8 would almost all mix 5 and 100; length-grouped ones mix only at megabatch boundaries
+    mixed = sum(len({lengths[i] for i in b}) > 1 for b in batches)
+    assert mixed <= 0.05 * len(batches)
+    with pytest.raises(ValueError, match="does not match"):
+        factory(list(range(3)), batch_size=8, drop_last=False)
+
+
+def test_per_source_accuracy_handles_two_way_rte():
+    module = load_judge_module()
     rows = [{"source": "rte", "label": "not_entailment"}, {"source": "rte", "label": "entailment"},
             {"source": "snli", "label": "neutral"}, {"source": "snli", "label": "contradiction"}]
     acc = module.per_source_accuracy(rows, ["contradiction", "neutral", "neutral", "neutral"])
@@ -72,16 +148,14 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    spec = importlib.util.spec_from_file_location("nli_judge", ROOT / "train" / "nli_judge.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_judge_module()
     root = fake_nli_root(tmp_path, n=40)
     base = tiny_bert("nli_base", (("0", "LABEL_0"), ("1", "LABEL_1"), ("2", "LABEL_2")), seed=7, head_scale=1.0)
     out = tmp_path / "judge"
     args = module.NLIJudgeArguments(data_dir=str(root), model_name_or_path=base, sources="snli,anli,rte",
-                                    test_per_source=4, max_train_per_source=None, max_length=32,
-                                    results_path=str(tmp_path / "res.json"))
+                                    test_per_source=4, max_train_per_source=None, max_length=None,
+                                    max_length_cap=24, freeze_embeddings=True, in_domain_train_per_type=0,
+                                    probe_per_type=0, results_path=str(tmp_path / "res.json"))
     targs = CrossEncoderTrainingArguments(output_dir=str(out), max_steps=3, per_device_train_batch_size=8,
                                           learning_rate=5e-3, report_to="none", use_cpu=True, save_strategy="no",
                                           disable_tqdm=True)
@@ -89,12 +163,28 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     module.main(args, targs)
     res = json.loads((tmp_path / "res.json").read_text())
     assert set(res["per_source"]) == {"snli", "anli", "rte"}
+    assert res["max_length"] <= 24 and res["train_steps"] == 3 and res["train_pairs_per_second"] > 0
     model = AutoModelForSequenceClassification.from_pretrained(out).eval()
     assert model.config.id2label == {0: "contradiction", 1: "entailment", 2: "neutral"}
     after = model.state_dict()
-    assert any(not torch.equal(before[k], after[k]) for k in before if k in after)
+    changed = {k for k in before if k in after and not torch.equal(before[k], after[k])}
+    assert any("encoder.layer" in k for k in changed) and "bert.embeddings.word_embeddings.weight" not in changed
     tok = AutoTokenizer.from_pretrained(out)
     batch = tok(["A firm keeps records."], ["A firm has records."], return_tensors="pt")
     again = AutoModelForSequenceClassification.from_pretrained(out).eval()
     with torch.no_grad():
         assert torch.allclose(model(**batch).logits, again(**batch).logits)
+
+
+def test_bad_nli_files_name_the_file_and_field(tmp_path):
+    root = fake_nli_root(tmp_path)
+    for source in ("sick", "mnli"):  # a CSV source lists its folder eagerly: same clear error
+        with pytest.raises(FileNotFoundError, match=f"folder .*{source} not found"):
+            list(nli_data.iter_source(str(root), source))
+    (root / "lingnli").mkdir()
+    (root / "lingnli" / "x.jsonl").write_text('{"premise": "P.", "hypothesis": "H.", "label": "neutral"}\n{broken\n')
+    with pytest.raises(ValueError, match=r"x.jsonl: line 2 is not valid JSON"):
+        list(nli_data.iter_source(str(root), "lingnli"))
+    (root / "lingnli" / "x.jsonl").write_text('{"premise": "P.", "hypothesis": "H."}\n')
+    with pytest.raises(ValueError, match="lacks the field 'label'"):
+        list(nli_data.iter_source(str(root), "lingnli"))

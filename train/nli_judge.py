@@ -3,13 +3,22 @@
 The official RePASs models (``cross-encoder/nli-deberta-v3-xsmall``, ``microsoft/deberta-large-mnli``) cannot be
 downloaded here, so this stand-in plays both roles offline. Any RePASs number computed with it must be labelled
 "RePASs (local judge)". Labels are written explicitly: ``config.id2label = {0: contradiction, 1: entailment,
-2: neutral}`` (the order of cross-encoder/nli-deberta-v3-xsmall). Accuracy per source on the held-out test parts
-goes to ``benchmarks/results/nli_judge.json`` (RTE is 2-way: entailment vs. not, evaluation only).
+2: neutral}`` (the order of cross-encoder/nli-deberta-v3-xsmall).
+
+Data: every source under ``data_dir`` (``rirag.scoring.nli_data.build_splits``: a seeded test part per source held
+out by premise, no test premise or pair trained on), plus in-domain triples built from the leakage-free ``train``
+split's ObliQA documents (``rirag.scoring.nli_probe``). Evaluation, after training only: accuracy per source on the
+held-out parts (RTE is 2-way: entailment vs. not) and on the in-domain probe (validation + test documents), written
+to ``benchmarks/results/nli_judge.json`` with the training speed. CPU speed comes from fewer padded tokens:
+the sequence length is the data's ``max_length_percentile`` token length (capped), and batches are grouped by
+length (``transformers``' ``LengthGroupedSampler``). The model is written to ``output_dir`` only once trained and
+evaluated (``rirag.io.atomic_dir``: built in a temporary sibling folder, then swapped in).
 
 Usage:
 
     python train/nli_judge.py --config recipes/nli_judge/offline.yaml
-    python train/nli_judge.py --config recipes/nli_judge/offline.yaml --max_train_per_source 200 --max_steps 20
+    python train/nli_judge.py --config recipes/nli_judge/offline.yaml --max_train_pairs 2000 --max_steps 50 \\
+        --output_dir /tmp/judge --results_path /tmp/judge.json      # a quick speed check
 """
 
 from __future__ import annotations
@@ -20,13 +29,16 @@ import os
 import platform
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from rirag.constants import SEED
 from rirag.scoring.constants import ENTAILMENT, NLI_ID2LABEL
 
 logger = logging.getLogger(__name__)
+
+#: The source name of the in-domain training triples built from ObliQA train documents.
+IN_DOMAIN_SOURCE = "obliqa-train-synthetic"
 
 
 @dataclass
@@ -40,9 +52,23 @@ class NLIJudgeArguments:
         default="snli,mnli,sick,anli,xnli-en,lingnli,control,breaking-nli,nli4wills,contract-nli,rte",
         metadata={"help": "Comma-separated source folders; 2-way RTE is evaluation only."},
     )
-    test_per_source: int = field(default=300, metadata={"help": "Held-out test rows per source (at most 20%)."})
-    max_train_per_source: int | None = field(default=1000, metadata={"help": "Subsample per source (CPU budget)."})
-    max_length: int = field(default=128, metadata={"help": "Tokens per (premise, hypothesis) pair."})
+    test_per_source: int = field(default=500, metadata={"help": "Held-out test rows per source (at most 20%)."})
+    max_train_per_source: int | None = field(default=None, metadata={"help": "Cap on training rows per source."})
+    train_caps: str = field(default="", metadata={"help": "Per-source training caps, e.g. 'lingnli=15000,anli=2000'."})
+    max_train_pairs: int | None = field(default=None, metadata={"help": "Cap on all training rows (seeded subsample)."})
+    max_length: int | None = field(
+        default=None, metadata={"help": "Tokens per pair; empty = the training data's max_length_percentile length."}
+    )
+    max_length_percentile: float = field(default=99.0, metadata={"help": "Percentile of pair lengths used as max_length."})
+    max_length_cap: int = field(default=128, metadata={"help": "Upper bound on the data-derived max_length."})
+    group_by_length: bool = field(default=True, metadata={"help": "Batches of similar length (less padding)."})
+    freeze_embeddings: bool = field(default=False, metadata={"help": "Keep the word embeddings fixed (less optimizer work)."})
+    max_train_minutes: float | None = field(
+        default=None, metadata={"help": "Stop training after this many minutes (a safety net; the schedule is not shortened)."}
+    )
+    obliqa_dir: str | None = field(default=None, metadata={"help": "ObliQA data for the in-domain triples (default: RIRAG_DATA_DIR)."})
+    in_domain_train_per_type: int = field(default=600, metadata={"help": "In-domain training triples per type (0: none)."})
+    probe_per_type: int = field(default=300, metadata={"help": "Probe triples per type (validation + test documents)."})
     split_seed: int = field(default=SEED, metadata={"help": "Shuffle / hold-out seed."})
     results_path: str | None = field(
         default="benchmarks/results/nli_judge.json", metadata={"help": "Per-source accuracy JSON; empty to skip."}
@@ -60,6 +86,87 @@ def per_source_accuracy(rows, pred_labels) -> dict[str, dict]:
     return {s: {"accuracy": hits[s] / totals[s], "n": totals[s]} for s in totals}
 
 
+def pair_lengths(tokenizer, rows, batch_size: int = 4096) -> list[int]:
+    """Token count of each (premise, hypothesis) pair, untruncated (special tokens included)."""
+    lengths = []
+    for i in range(0, len(rows), batch_size):
+        chunk = rows[i: i + batch_size]
+        enc = tokenizer([r["premise"] for r in chunk], [r["hypothesis"] for r in chunk], truncation=False,
+                        verbose=False)
+        lengths.extend(len(ids) for ids in enc["input_ids"])
+    return lengths
+
+
+def length_from_data(lengths: list[int], percentile: float, cap: int) -> int:
+    import numpy as np
+
+    if not lengths:
+        raise ValueError("no training pairs to size max_length from")
+    return int(min(cap, int(np.ceil(np.percentile(lengths, percentile)))))
+
+
+def length_grouped_batch_sampler(lengths: list[int]):
+    """A ``batch_sampler`` factory for the sentence-transformers trainer: batches of similar token length."""
+    from sentence_transformers.base.sampler import DefaultBatchSampler
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    def factory(dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
+        if len(dataset) != len(lengths):
+            raise ValueError(f"length list ({len(lengths)}) does not match the dataset ({len(dataset)})")
+        sampler = LengthGroupedSampler(batch_size, lengths=lengths, generator=generator)
+        return DefaultBatchSampler(sampler, batch_size=batch_size, drop_last=drop_last,
+                                   valid_label_columns=valid_label_columns, generator=generator, seed=seed)
+
+    return factory
+
+
+def predict_labels(model, pairs: list[tuple[str, str]], batch_size: int) -> list[str]:
+    """Predicted label names; pairs are run sorted by length (less padding) and returned in input order."""
+    import numpy as np
+
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+    logits = model.predict([pairs[i] for i in order], batch_size=batch_size, show_progress_bar=True,
+                           convert_to_numpy=True)
+    preds = [None] * len(pairs)
+    for i, row in zip(order, np.argmax(logits, axis=-1)):
+        preds[i] = NLI_ID2LABEL[int(row)]
+    return preds
+
+
+def in_domain_triples(script_args: NLIJudgeArguments) -> dict[str, list[dict]]:
+    from rirag.data import load_obliqa
+    from rirag.scoring.nli_probe import build_probe_splits
+    from rirag.scoring.sentences import punkt_split
+    from rirag.splits import leakage_free_split
+
+    obliqa = load_obliqa(script_args.obliqa_dir)
+    split = leakage_free_split(obliqa, script_args.split_seed)
+    return build_probe_splits(obliqa.corpus.values(), split.documents, punkt_split,
+                              probe_per_type=script_args.probe_per_type,
+                              train_per_type=script_args.in_domain_train_per_type, seed=script_args.split_seed)
+
+
+class TimeBudget:
+    """A TrainerCallback that stops training after ``minutes`` (checked after every step)."""
+
+    def __new__(cls, minutes: float):
+        from transformers import TrainerCallback
+
+        class _Budget(TrainerCallback):
+            def __init__(self):
+                self.start = time.time()
+                self.stopped_early = False
+
+            def on_step_end(self, args, state, control, **kwargs):
+                if time.time() - self.start > minutes * 60:
+                    logger.warning("time budget of %.1f min reached at step %d: stopping", minutes, state.global_step)
+                    self.stopped_early = True
+                    control.should_training_stop = True
+                return control
+
+        return _Budget()
+
+
 CARD = """---
 library_name: sentence-transformers
 pipeline_tag: text-classification
@@ -70,27 +177,39 @@ metrics: [accuracy]
 
 # Local NLI judge for RePASs (stand-in)
 
-3-way NLI cross-encoder (labels {labels}) fine-tuned from `{base_model}` on {n_train} pairs subsampled from the
-public NLI files in `data/nli` (see SOURCES.md for licenses; several are non-commercial). It replaces
-`cross-encoder/nli-deberta-v3-xsmall` and `microsoft/deberta-large-mnli` offline; scores made with it are
-**"RePASs (local judge)"**, not comparable to published RePASs.
+3-way NLI cross-encoder (labels {labels}) fine-tuned from `{base_model}` on {n_train} pairs: the public NLI files in
+`data/nli` (see SOURCES.md for licenses; several are non-commercial) and {n_in_domain} in-domain triples built from
+ObliQA documents of the leakage-free `train` split. It replaces `cross-encoder/nli-deberta-v3-xsmall` and
+`microsoft/deberta-large-mnli` offline; scores made with it are **"RePASs (local judge)"**, not comparable to
+published RePASs.
+
+Held-out accuracy (a seeded test part per source, held out by premise; MNLI pools matched and mismatched):
+overall 3-way **{overall:.3f}**.
 
 | source | test accuracy | n |
 |---|---|---|
 {rows}
+
+In-domain probe (ObliQA validation + test documents, never trained on): accuracy **{probe:.3f}**.
+
+| probe type | accuracy | n |
+|---|---|---|
+{probe_rows}
 
 RTE is 2-way (entailment vs. not). Made by `python train/nli_judge.py {argv}`.
 """
 
 
 def main(script_args: NLIJudgeArguments, training_args) -> dict:
-    import numpy as np
+    import torch
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
     from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 
+    from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import resolve_model_path
     from rirag.scoring.nli_data import build_splits
+    from rirag.scoring.nli_probe import accuracy_per_type
 
     label2id = {v: k for k, v in NLI_ID2LABEL.items()}
 
@@ -100,67 +219,123 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
         sources=tuple(s.strip() for s in script_args.sources.split(",") if s.strip()),
         test_per_source=script_args.test_per_source,
         max_train_per_source=script_args.max_train_per_source,
+        train_caps=script_args.train_caps,
         seed=script_args.split_seed,
     )
     train_rows, test_rows = splits["train"], splits["test"]
-    train_ds = Dataset.from_dict({
-        "premise": [r["premise"] for r in train_rows],
-        "hypothesis": [r["hypothesis"] for r in train_rows],
-        "label": [label2id[r["label"]] for r in train_rows],
-    })
-    logger.info("training on %d pairs, testing on %d", len(train_ds), len(test_rows))
+    probe_rows: list[dict] = []
+    n_in_domain = 0
+    if script_args.in_domain_train_per_type or script_args.probe_per_type:
+        triples = in_domain_triples(script_args)
+        probe_rows = triples["test"]
+        in_domain = [dict(r, source=IN_DOMAIN_SOURCE) for r in triples["train"]] if script_args.in_domain_train_per_type else []
+        n_in_domain = len(in_domain)
+        train_rows = train_rows + in_domain
+    import random
+
+    random.Random(script_args.split_seed).shuffle(train_rows)
+    if script_args.max_train_pairs and len(train_rows) > script_args.max_train_pairs:
+        train_rows = train_rows[: script_args.max_train_pairs]
 
     # Model
     model = CrossEncoder(
         resolve_model_path(script_args.model_name_or_path),
         num_labels=len(NLI_ID2LABEL),
-        max_length=script_args.max_length,
+        max_length=script_args.max_length or script_args.max_length_cap,
         config_kwargs={"id2label": dict(NLI_ID2LABEL), "label2id": label2id},
     )
     model.config.id2label = dict(NLI_ID2LABEL)
     model.config.label2id = label2id
+    lengths = pair_lengths(model.tokenizer, train_rows)
+    max_length = script_args.max_length or length_from_data(lengths, script_args.max_length_percentile,
+                                                            script_args.max_length_cap)
+    model.max_seq_length = max_length
+    lengths = [min(n, max_length) for n in lengths]
+    if script_args.freeze_embeddings:
+        model.model.get_input_embeddings().weight.requires_grad_(False)
+    train_ds = Dataset.from_dict({
+        "premise": [r["premise"] for r in train_rows],
+        "hypothesis": [r["hypothesis"] for r in train_rows],
+        "label": [label2id[r["label"]] for r in train_rows],
+    })
+    logger.info("training on %d pairs (%s), max_length %d (%s), testing on %d + %d probe triples", len(train_ds),
+                dict(Counter(r["source"] for r in train_rows)), max_length,
+                "given" if script_args.max_length else f"p{script_args.max_length_percentile:g} capped at "
+                f"{script_args.max_length_cap}", len(test_rows), len(probe_rows))
+    if script_args.group_by_length:
+        training_args.batch_sampler = length_grouped_batch_sampler(lengths)
 
-    # Training loop
+    # Training loop (no evaluation during training)
+    callbacks = []
+    budget = None
+    if script_args.max_train_minutes:
+        budget = TimeBudget(script_args.max_train_minutes)
+        callbacks.append(budget)
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds,
-                                  loss=CrossEntropyLoss(model))
+                                  loss=CrossEntropyLoss(model), callbacks=callbacks)
+    load_before = os.getloadavg()
     start = time.time()
     trainer.train()
     train_seconds = time.time() - start
+    steps = trainer.state.global_step
+    per_step = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+    pairs_seen = min(steps * per_step, len(train_rows) * max(1, int(training_args.num_train_epochs))) \
+        if training_args.max_steps <= 0 else steps * per_step
+    padded = sum(lengths) / max(1, len(lengths))
 
-    # Evaluate per source
-    logits = model.predict([(r["premise"], r["hypothesis"]) for r in test_rows],
-                           batch_size=training_args.per_device_eval_batch_size, show_progress_bar=True,
-                           convert_to_numpy=True)
-    preds = [NLI_ID2LABEL[int(i)] for i in np.argmax(logits, axis=-1)]
+    # Evaluate per source and on the probe
+    model.model.eval()
+    eval_start = time.time()
+    with torch.inference_mode():
+        preds = predict_labels(model, [(r["premise"], r["hypothesis"]) for r in test_rows],
+                               training_args.per_device_eval_batch_size)
+        probe_preds = predict_labels(model, [(r["premise"], r["hypothesis"]) for r in probe_rows],
+                                     training_args.per_device_eval_batch_size) if probe_rows else []
+    eval_seconds = time.time() - eval_start
     by_source = per_source_accuracy(test_rows, preds)
     three_way = [(r, p) for r, p in zip(test_rows, preds) if r["source"] != "rte"]
+    probe = accuracy_per_type(probe_rows, probe_preds) if probe_rows else None
     result = {
         "per_source": by_source,
         "overall_3way_accuracy": sum(r["label"] == p for r, p in three_way) / max(1, len(three_way)),
+        "probe": probe,
         "n_train": len(train_rows),
+        "n_train_per_source": dict(sorted(Counter(r["source"] for r in train_rows).items())),
+        "n_test": len(test_rows),
         "base_model": script_args.model_name_or_path,
         "id2label": {str(k): v for k, v in NLI_ID2LABEL.items()},
-        "max_length": script_args.max_length,
+        "max_length": max_length,
+        "mean_train_pair_tokens": round(padded, 1),
+        "train_steps": steps,
+        "train_pairs_seen": pairs_seen,
         "train_seconds": round(train_seconds, 1),
+        "train_pairs_per_second": round(pairs_seen / max(train_seconds, 1e-9), 2),
+        "stopped_by_time_budget": bool(budget and budget.stopped_early),
+        "eval_seconds": round(eval_seconds, 1),
+        "torch_threads": torch.get_num_threads(),
+        "process_nice": os.nice(0),
+        "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "cpu_cores": os.cpu_count(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d"),
         "command": "python train/nli_judge.py " + " ".join(sys.argv[1:]),
     }
-    logger.info("per-source accuracy: %s", json.dumps(by_source, indent=1))
+    logger.info("per-source accuracy: %s; probe: %s", json.dumps(by_source), json.dumps(probe))
 
-    # Save and push
+    # Save (atomically: the old judge stays until the new one is complete) and push
     if trainer.is_world_process_zero():
-        model.save_pretrained(training_args.output_dir)
-        rows = "\n".join(f"| {s} | {v['accuracy']:.3f} | {v['n']} |" for s, v in sorted(by_source.items()))
-        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-            f.write(CARD.format(base_model=script_args.model_name_or_path, n_train=len(train_rows), rows=rows,
-                                labels=", ".join(f"{k}={v}" for k, v in NLI_ID2LABEL.items()),
-                                argv=" ".join(sys.argv[1:])))
+        with atomic_dir(training_args.output_dir) as tmp_dir:
+            model.save_pretrained(str(tmp_dir))
+            rows = "\n".join(f"| {s} | {v['accuracy']:.3f} | {v['n']} |" for s, v in sorted(by_source.items()))
+            probe_rows_md = "\n".join(f"| {t} | {v['accuracy']:.3f} | {v['n']} |" for t, v in (probe or {"per_type": {}})["per_type"].items())
+            with open(os.path.join(tmp_dir, "README.md"), "w", encoding="utf-8") as f:
+                f.write(CARD.format(base_model=script_args.model_name_or_path, n_train=len(train_rows), rows=rows,
+                                    n_in_domain=n_in_domain, overall=result["overall_3way_accuracy"],
+                                    probe=(probe or {"accuracy": float("nan")})["accuracy"], probe_rows=probe_rows_md,
+                                    labels=", ".join(f"{k}={v}" for k, v in NLI_ID2LABEL.items()),
+                                    argv=" ".join(sys.argv[1:])))
         if script_args.results_path:
-            os.makedirs(os.path.dirname(script_args.results_path) or ".", exist_ok=True)
-            with open(script_args.results_path, "w", encoding="utf-8") as f:
-                json.dump(result, f, indent=2)
+            atomic_write_json(script_args.results_path, result)
         if training_args.push_to_hub:
             model.push_to_hub(training_args.hub_model_id or os.path.basename(training_args.output_dir))
     return result

@@ -51,9 +51,12 @@ def _csv(path, delimiter=",", encoding="utf-8"):
 
 def _jsonl(path):
     with open(path, encoding="utf-8") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if line.strip():
-                yield json.loads(line)
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}: line {number} is not valid JSON ({err.msg})") from err
 
 
 def _contract_nli(path) -> Iterator[tuple]:
@@ -75,6 +78,8 @@ def _contract_nli(path) -> Iterator[tuple]:
 def iter_source(root: str, source: str) -> Iterator[dict]:
     """Yield normalised rows of one source (a folder name under ``root``)."""
     d = os.path.join(root, source)
+    if source in SOURCES and not os.path.isdir(d):
+        raise FileNotFoundError(f"NLI source {source!r}: folder {d} not found (see data/nli/SOURCES.md)")
     raw: Iterator[tuple]
     if source in ("snli", "mnli"):
         raw = ((r["sentence1"], r["sentence2"], r["label"]) for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f)))
@@ -95,40 +100,126 @@ def iter_source(root: str, source: str) -> Iterator[dict]:
         raw = ((r["sentence1"], r["sentence2"], r["gold_label"]) for r in _jsonl(os.path.join(d, "dataset.jsonl")))
     elif source == "nli4wills":
         names = {"0": "refute", "1": "support", "2": "unrelated"}
-        raw = ((r["statement"], r["conditions"], names[str(r["classification"]).strip()])
+        # The label says whether the will's statement is valid under the law given the conditions: premise = the
+        # conditions then the law (conditions first, so truncation keeps them), hypothesis = the statement.
+        raw = ((f'{r["conditions"].strip()} {r["law"].strip()}', r["statement"], names[str(r["classification"]).strip()])
                for state in sorted(os.listdir(d)) for f in sorted(os.listdir(os.path.join(d, state)))
                for r in _csv(os.path.join(d, state, f), encoding="utf-8-sig"))
     elif source == "contract-nli":
         raw = (x for f in ("dev.json", "test.json") for x in _contract_nli(os.path.join(d, f)))
     else:
         raise ValueError(f"unknown NLI source {source!r} under {root}")
-    for premise, hypothesis, label in raw:
-        row = _row(premise, hypothesis, label, source)
-        if row is not None:
-            yield row
+    try:
+        for premise, hypothesis, label in raw:
+            row = _row(premise, hypothesis, label, source)
+            if row is not None:
+                yield row
+    except KeyError as err:
+        raise ValueError(f"NLI source {source!r} under {root}: a record lacks the field {err.args[0]!r}") from err
 
 
 SOURCES = ("snli", "mnli", "sick", "anli", "xnli-en", "lingnli", "control", "breaking-nli", "nli4wills",
            "contract-nli", "rte")
 
 
-def build_splits(root: str, sources=SOURCES, test_per_source: int = 300, max_train_per_source: int | None = None,
-                 seed: int = 42) -> dict[str, list[dict]]:
-    """Shuffle each source with ``seed``, hold out ``test_per_source`` rows (at most 20%) as its test part.
+def normalise_text(text: str) -> str:
+    """The key two texts share when they are the same sentence up to case and whitespace."""
+    return " ".join(str(text).lower().split())
 
-    2-way sources (RTE) contribute only to ``test``. Deduplicated on (premise, hypothesis) within a source, so a
-    pair never sits on both sides.
+
+def pair_key(row: dict) -> tuple[str, str]:
+    return normalise_text(row["premise"]), normalise_text(row["hypothesis"])
+
+
+def load_source(root: str, source: str) -> list[dict]:
+    """One source's rows, deduplicated on the normalised (premise, hypothesis) pair.
+
+    A pair that occurs with two different labels (NLI4Wills repeats statements with conflicting classifications) is
+    dropped entirely: no label for it can be trusted.
     """
-    rng = random.Random(seed)
+    by_key: dict[tuple[str, str], dict] = {}
+    conflicting: set[tuple[str, str]] = set()
+    for row in iter_source(root, source):
+        key = pair_key(row)
+        if key in by_key and by_key[key]["label"] != row["label"]:
+            conflicting.add(key)
+        by_key.setdefault(key, row)
+    if conflicting:
+        logger.info("%s: %d pairs with conflicting labels dropped", source, len(conflicting))
+    return [r for k, r in by_key.items() if k not in conflicting]
+
+
+def parse_caps(spec: str | dict | None) -> dict[str, int]:
+    """``"lingnli=15000,anli=2000"`` (or a dict) -> ``{"lingnli": 15000, "anli": 2000}``."""
+    if not spec:
+        return {}
+    if isinstance(spec, dict):
+        return {str(k): int(v) for k, v in spec.items()}
+    caps = {}
+    for item in str(spec).split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise ValueError(f"bad per-source cap {item!r}: expected source=N, e.g. 'lingnli=15000'")
+        caps[name.strip()] = int(value)
+    return caps
+
+
+def hold_out(rows: list[dict], n_test: int, seed: int, source: str) -> tuple[list[dict], list[dict]]:
+    """Split one source's rows into (test, rest) by premise group: every hypothesis of a held-out premise is held out.
+
+    Premise groups are sorted, then shuffled with a generator seeded by ``(seed, source)`` alone, so a source's test
+    part does not move when other sources are added or removed. Groups are taken until ``n_test`` rows are reached.
+    """
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(normalise_text(row["premise"]), []).append(row)
+    order = sorted(groups)
+    random.Random(f"{seed}:{source}").shuffle(order)
+    test, rest = [], []
+    for premise in order:
+        (test if len(test) < n_test else rest).extend(groups[premise])
+    return test, rest
+
+
+def build_splits(root: str, sources=SOURCES, test_per_source: int = 500, max_train_per_source: int | None = None,
+                 seed: int = 42, train_caps: str | dict | None = None, test_fraction_max: float = 0.2) -> dict[str, list[dict]]:
+    """Hold out a seeded test part per source (``test_per_source`` rows, at most ``test_fraction_max`` of it).
+
+    * The test part is chosen by premise group (:func:`hold_out`), so no premise of a test pair is trained on.
+    * Across sources, a training row is dropped when its premise or its (premise, hypothesis) pair occurs in any
+      source's test part (LingNLI takes its premises from MNLI; XNLI-en from the same genres), normalised for case
+      and whitespace.
+    * 2-way sources (RTE) contribute only to ``test``.
+    * ``train_caps`` (``"lingnli=15000"``) and ``max_train_per_source`` subsample a source's training rows (seeded).
+    """
+    caps = parse_caps(train_caps)
+    unknown = set(caps) - set(sources)
+    if unknown:
+        raise ValueError(f"train_caps names sources that are not loaded: {sorted(unknown)}")
+    tests, rests = {}, {}
+    for source in sources:
+        rows = load_source(root, source)
+        if not rows:
+            raise ValueError(f"NLI source {source!r} under {root} has no usable rows")
+        n_test = min(test_per_source, max(1, int(len(rows) * test_fraction_max)))
+        tests[source], rests[source] = hold_out(rows, n_test, seed, source)
+    test_premises = {normalise_text(r["premise"]) for rows in tests.values() for r in rows}
+    test_pairs = {pair_key(r) for rows in tests.values() for r in rows}
     train, test = [], []
     for source in sources:
-        rows = list({(r["premise"], r["hypothesis"]): r for r in iter_source(root, source)}.values())
-        rng.shuffle(rows)
-        n_test = min(test_per_source, max(1, len(rows) // 5))
-        test.extend(rows[:n_test])
-        if source not in TWO_WAY_SOURCES:
-            rest = rows[n_test:]
-            train.extend(rest[:max_train_per_source] if max_train_per_source else rest)
-        logger.info("%s: %d rows, %d test", source, len(rows), n_test)
-    rng.shuffle(train)
+        test.extend(tests[source])
+        if source in TWO_WAY_SOURCES:
+            continue
+        kept = [r for r in rests[source]
+                if normalise_text(r["premise"]) not in test_premises and pair_key(r) not in test_pairs]
+        dropped = len(rests[source]) - len(kept)
+        cap = caps.get(source, max_train_per_source)
+        if cap is not None and len(kept) > cap:
+            kept = random.Random(f"{seed}:{source}:train").sample(kept, cap)
+        train.extend(kept)
+        logger.info("%s: %d test, %d train (%d dropped: premise or pair in a test part)",
+                    source, len(tests[source]), len(kept), dropped)
+    random.Random(seed).shuffle(train)
     return {"train": train, "test": test}
