@@ -27,6 +27,7 @@ from rirag.generation.base import (
     ENDPOINT,
     ENDPOINT_API_KEY_ENV,
     ENDPOINT_CONCURRENCY,
+    ENDPOINT_MAX_RETRIES,
     EXTRACTIVE,
     MAX_NEW_TOKENS,
     OFFLINE_GENERATOR,
@@ -64,6 +65,8 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", default=None, help=f"'{ENDPOINT}': e.g. http://localhost:8000/v1")
     g.add_argument("--api-key-env", default=ENDPOINT_API_KEY_ENV, help=f"'{ENDPOINT}': env variable with the key")
     g.add_argument("--concurrency", type=int, default=ENDPOINT_CONCURRENCY, help=f"'{ENDPOINT}': requests in flight")
+    g.add_argument("--max-retries", type=int, default=ENDPOINT_MAX_RETRIES,
+                   help=f"'{ENDPOINT}': retries (with backoff) on connection errors, timeouts, 429 and 5xx")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")
 
 
@@ -73,7 +76,7 @@ def generator_from_args(args: Any):
     elif args.generator == ENDPOINT:
         spec = GeneratorSpec(ENDPOINT, args.generator_model, {
             "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_new_tokens": args.max_new_tokens})
+            "max_retries": args.max_retries, "max_new_tokens": args.max_new_tokens})
     else:
         spec = GeneratorSpec(args.generator, args.generator_model, {
             "adapter": args.adapter, "load_in_4bit": args.load_in_4bit, "device": args.device,
