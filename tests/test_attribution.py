@@ -87,3 +87,22 @@ def test_answers_file_and_real_nli_loading(tmp_path):
     assert result["per_question"]["a"]["citation_recall"] == 0.5
     assert result["per_question"]["b"]["citation_precision"] == 0.0  # an invalid citation supports nothing
     assert result["invalid_citations_total"] == 1
+
+
+def test_long_passages_are_judged_in_sentence_windows():
+    """A citation to a long passage is supported by its last sentence although the whole would be truncated."""
+    from rirag.scoring.attribution import PREMISE_MAX_CHARS, premise_windows
+
+    filler = " ".join(f"Sentence number {i} says nothing." for i in range(80))
+    passage = f"{filler} Firms must keep records for six years."
+    windows = premise_windows(passage)
+    assert len(passage) > PREMISE_MAX_CHARS and len(windows) > 1
+    assert all(len(w) <= PREMISE_MAX_CHARS for w in windows) and " ".join(windows) == passage
+    seen = []
+
+    def judge(pairs):
+        seen.extend(pairs)
+        return _overlap_judge(pairs)
+
+    result = AttributionScorer(entails=judge).score(["Firms must keep records [1]."], [[passage]])
+    assert result["citation_precision"] == 1.0 and len(seen) == len(windows)
