@@ -105,7 +105,19 @@ def test_long_passages_are_judged_in_sentence_windows():
         return _overlap_judge(pairs)
 
     result = AttributionScorer(entails=judge).score(["Firms must keep records [1]."], [[passage]])
-    assert result["citation_precision"] == 1.0 and len(seen) == len(windows)
+    assert result["citation_precision"] == 1.0
+    # premises: the windows, then each sentence (81 here), each judged once
+    assert len(seen) == len(windows) + 81 and len(set(seen)) == len(seen)
+
+
+def test_a_sentence_of_the_cited_passage_is_a_premise_too():
+    """A judge that only accepts a premise equal to the hypothesis still supports a verbatim sentence."""
+    def strict(pairs):
+        return [p.strip(". ") == h.strip(". ") for p, h in pairs]
+
+    result = AttributionScorer(entails=strict).score(["Firms must keep records [1]."],
+                                                     [["Scope. Firms must keep records. Others may not."]])
+    assert result["citation_precision"] == 1.0
 
 
 def test_evaluate_answers_attribution_flag(tmp_path, monkeypatch, capsys):

@@ -7,8 +7,9 @@ NLI judge sees the cited passage as premise and the sentence without its markers
 
 * ``citation_precision``: share of the answer's citations whose passage entails the citing sentence (a citation
   outside the passage list cannot support anything and counts as not supporting); undefined without citations.
-  A passage longer than :data:`PREMISE_MAX_CHARS` is judged in windows of whole sentences (any window entailing
-  is enough);
+  The premises of a cited passage are the passage itself (a passage longer than :data:`PREMISE_MAX_CHARS` in
+  windows of whole sentences) and each of its sentences; any premise entailing the sentence is enough (a small NLI
+  judge often answers "neutral" for a long premise that contains the hypothesis word for word);
 * ``citation_recall``: share of sentences with at least one supporting citation;
 * ``uncited_share``: share of sentences without any citation;
 * ``invalid_citations``: number of citations outside the passage list;
@@ -61,6 +62,13 @@ def premise_windows(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[st
     if current:
         windows.append(current)
     return windows
+
+
+def premises(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[str]:
+    """Everything a citation of ``passage`` is judged against: its windows, then each of its sentences."""
+    from rirag.scoring.sentences import punkt_split
+
+    return list(dict.fromkeys([*premise_windows(passage, max_chars), *punkt_split(passage)]))
 
 
 def tokens(text: str) -> list[str]:
@@ -161,7 +169,7 @@ class AttributionScorer:
             parsed_items.append((parsed, item_passages))
             for c in parsed.citations:
                 if c.valid:
-                    windows = premise_windows(item_passages[int(c.passage_id) - 1])
+                    windows = premises(item_passages[int(c.passage_id) - 1])
                     pairs.append([(w, parsed.claims[c.sentence]) for w in windows])
         flat = self.entails([p for group in pairs for p in group])
         grouped, at = [], 0
