@@ -105,22 +105,29 @@ class FakeConfig:
 class FakeClassifier:
     """Stands in for ``_Classifier``: rule-based probabilities, records every input it is asked about."""
 
-    def __init__(self, id2label, rule):
+    def __init__(self, id2label, rule, encoding=None):
         self.config = FakeConfig(id2label)
         self.rule = rule
+        self.encoding = encoding
         self.calls: list[list] = []
+
+    def seen(self, key):
+        """What the model sees for an input key: reference-mode coverage joins the pair into one text."""
+        from rirag.scoring.constants import COVERAGE_JOIN
+
+        return (f"{key[0]}{COVERAGE_JOIN}{key[1]}", None) if self.encoding == "joined" else key
 
     def probabilities(self, inputs, desc=""):
         unique = list(dict.fromkeys(inputs))
-        self.calls.append(unique)
-        return {x: np.asarray(self.rule(*x), dtype=np.float32) for x in unique}
+        self.calls.append([self.seen(x) for x in unique])
+        return {x: np.asarray(self.rule(*self.seen(x)), dtype=np.float32) for x in unique}
 
 
 def words(text: str) -> set[str]:
     return {w.strip(".,;").lower() for w in text.split() if w.strip(".,;")}
 
 
-def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None) -> dict[str, FakeClassifier]:
+def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None, mode="reference") -> dict[str, FakeClassifier]:
     """Obligation: contains 'must'. NLI: hypothesis words within premise words → entailment 0.9,
     a 'not' on exactly one side → contradiction 0.8, else neutral. Coverage: same on (premise, hypothesis);
     a single ' [SEP] '-joined text is split back."""
@@ -140,7 +147,7 @@ def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None) -> dict
 
     return {
         "nli": FakeClassifier(NLI_LABELS, nli_rule or nli),
-        "coverage": FakeClassifier(NLI_LABELS, coverage_rule or nli),
+        "coverage": FakeClassifier(NLI_LABELS, coverage_rule or nli, "joined" if mode == "reference" else None),
         "obligation": FakeClassifier(OBLIGATION_LABELS, obligation_rule or obligation),
     }
 
@@ -149,9 +156,9 @@ def fake_scorer(mode="reference", **rules):
     """A RePASsScorer whose three models are FakeClassifiers (returned too)."""
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
-    fakes = fake_models(**rules)
+    fakes = fake_models(**rules, mode=mode)
     scorer = RePASsScorer(RePASsConfig(nli_model="nli", coverage_model="coverage", obligation_model="obligation",
                                        mode=mode, show_progress=False))
-    scorer._classifiers.update({"nli": fakes["nli"], "obligation": fakes["obligation"],
+    scorer._classifiers.update({"nli:nli": fakes["nli"], "obligation:obligation": fakes["obligation"],
                                 "coverage:coverage": fakes["coverage"]})
     return scorer, fakes

@@ -34,8 +34,17 @@ PASSAGE_JOIN = " "
 #: Batch size of the reference's NLI matrix loop (answer sentences per call).
 REFERENCE_NLI_BATCH_SIZE = 16
 
-#: Default batch size of our deduplicated, length-sorted inference.
-DEFAULT_BATCH_SIZE = 64
+#: Batch size of our inference: ``"auto"`` (the rule below) or a fixed number of inputs per forward pass.
+AUTO_BATCH_SIZE = "auto"
+DEFAULT_BATCH_SIZE = AUTO_BATCH_SIZE
+#: The automatic rule. Inputs are bucketed by exact token length, so a batch never pads; its size only trades
+#: per-call overhead and matrix-multiply efficiency against cache footprint. On CPU a forward pass gets about
+#: ``CPU_TOKENS_PER_BATCH`` tokens (inputs of length L: max(1, min(MAX_BATCH_ROWS, CPU_TOKENS_PER_BATCH // L)) rows);
+#: measured on MiniLM-L6 (1 thread, shared 2-core machine, ms/token): 48-token inputs 1.20 alone, 0.94-0.98 at
+#: 4-64 rows; 128-token inputs 1.04 alone, 0.70 at 4 rows, 1.01-1.07 at 16-64 rows. On CUDA the budget is larger.
+CPU_TOKENS_PER_BATCH = 1024
+CUDA_TOKENS_PER_BATCH = 16384
+MAX_BATCH_ROWS = 64
 #: Upper bound on tokens per input when a tokenizer declares no usable ``model_max_length``.
 FALLBACK_MAX_LENGTH = 512
 

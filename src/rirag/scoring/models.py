@@ -64,6 +64,37 @@ def max_length_of(tokenizer: Any, model: Any, positions_only: bool = False) -> i
     return int(limit)
 
 
+def accepts_long_inputs(config: Any) -> bool:
+    """Whether the model has no absolute position table (DeBERTa v1/v2/v3 with ``position_biased_input=False``).
+
+    Such models only use relative positions (clamped to ``max_relative_positions``), so an input longer than
+    ``max_position_embeddings`` runs and is scored in full, as the reference's untruncated coverage pipeline
+    scores it (``microsoft/deberta-large-mnli`` is one: ``relative_attention=True, position_biased_input=False``).
+    """
+    return bool(getattr(config, "relative_attention", False)) and not getattr(config, "position_biased_input", True)
+
+
+def position_limit(tokenizer: Any, model: Any) -> int | None:
+    """The most tokens the model itself can take, or ``None`` when it takes any length (relative positions).
+
+    Absolute-position models are bounded by their position table: ``max_position_embeddings`` (less the
+    ``padding_idx + 1`` offset of RoBERTa-style embeddings). The tokenizer's ``model_max_length`` is not a bound
+    here: the reference's coverage pipeline does not truncate, so it scores whatever the model can take.
+    """
+    config = model.config
+    if accepts_long_inputs(config):
+        return None
+    positions = getattr(config, "max_position_embeddings", None) or FALLBACK_MAX_LENGTH
+    if "roberta" in str(getattr(config, "model_type", "")) or getattr(config, "model_type", "") in ("camembert", "xlm"):
+        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
+    return int(positions)
+
+
+def parameter_count(model: Any) -> int:
+    """Number of parameters (used by the automatic batch-size rule)."""
+    return int(sum(p.numel() for p in model.parameters()))
+
+
 def label_index(config: Any, label: str) -> int:
     """Index of ``label`` (case-insensitive) in ``config.id2label``; raises a clear error when missing."""
     wanted = label.lower()
