@@ -17,6 +17,11 @@ OFFICIAL_OBLIGATION_MODEL = "artifacts/obligation_classifier"
 #: Offline stand-ins trained in this repository (relative to the repository root).
 LOCAL_NLI_JUDGE = "artifacts/nli_judge"
 LOCAL_OBLIGATION_CLASSIFIER = "artifacts/obligation_classifier"
+#: How to make each local model (one line each; quoted by error messages when the folder is missing).
+TRAIN_COMMANDS = {
+    LOCAL_NLI_JUDGE: "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
+    LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py --config recipes/obligation_classifier/offline.yaml",
+}
 #: How any number computed with the local stand-in judge must be labelled.
 LOCAL_JUDGE_LABEL = "RePASs (local judge)"
 

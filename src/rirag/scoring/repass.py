@@ -346,6 +346,21 @@ class RePASsScorer:
                                                  self.config.show_progress, encoding=encoding)
         return self._classifiers[key]
 
+    def load_models(self) -> None:
+        """Load the three models now; missing ones raise one ``MissingModelError`` saying how to get each."""
+        from rirag.scoring.models import MissingModelError
+
+        problems = []
+        for role, name in (("obligation", self.config.obligation_model), ("nli", self.config.nli_model),
+                           ("coverage", self.config.coverage_model)):
+            try:
+                self._classifier(name, role)
+            except MissingModelError as err:
+                if str(err) not in problems:
+                    problems.append(str(err))
+        if problems:
+            raise MissingModelError("; ".join(problems))
+
     # -- scoring --------------------------------------------------------------------------------------------------
     def _split_item(self, answer: str, passages: list[str], split: Callable[[str], Sequence[str]]):
         if self.config.mode == "reference":
