@@ -127,3 +127,22 @@ def test_load_by_relative_path_offline(monkeypatch):
     module = evaluate.load("evaluate_scripts/repass", **tiny_models(), device="cpu", show_progress=False)
     out = module.compute(predictions=["Firms must keep records for six years."], passages=[PASSAGE_A])
     assert out["n_scored"] == 1 and 0.0 <= out["repass"] <= 1.0
+
+
+def test_card_front_matter_is_what_the_evaluate_space_template_expects():
+    import yaml
+
+    card = Path(MODULE_DIR, "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert {"title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "app_file", "pinned", "tags",
+            "description"} <= set(meta)
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["pinned"] is False
+    assert meta["tags"] == ["evaluate", "metric"]
+    # launch_gradio_widget builds its form with gradio 3's gr.inputs API
+    assert str(meta["sdk_version"]).startswith("3.")
+    app = Path(MODULE_DIR, "app.py").read_text(encoding="utf-8")
+    assert "from evaluate.utils import launch_gradio_widget" in app and "launch_gradio_widget(module)" in app
+    # the corrected statements are there, the false ones gone
+    assert "IndexError" in card and "position_biased_input=False" in card and "LABEL_1" in card
+    assert "0.309 / 0.318" in card and "E 0.77" not in card
+    assert "loads the obligation classifier but never calls it" not in card and "October 2024" in card
