@@ -50,6 +50,9 @@ DEFAULT_BATCH_SIZE = AUTO_BATCH_SIZE
 CPU_TOKENS_PER_BATCH = 1024
 CUDA_TOKENS_PER_BATCH = 16384
 MAX_BATCH_ROWS = 64
+#: Padded tokens allowed per real token when length-sorted inputs are grouped into a forward pass (0: only inputs
+#: of one exact length share a pass).
+MAX_PADDING_SHARE = 0.0
 #: Upper bound on tokens per input when a tokenizer declares no usable ``model_max_length``.
 FALLBACK_MAX_LENGTH = 512
 

@@ -31,6 +31,7 @@ from rirag.scoring.constants import (
     CUDA_TOKENS_PER_BATCH,
     DEFAULT_BATCH_SIZE,
     MAX_BATCH_ROWS,
+    MAX_PADDING_SHARE,
     DEFAULT_MODE,
     ENTAILMENT,
     MODES,
@@ -207,6 +208,7 @@ class _Classifier:
         else:
             self.max_length = max_length_of(self.tokenizer, self.model)
         self.cache = PROBABILITY_CACHE if cache is None else cache
+        self.max_padding = MAX_PADDING_SHARE
         self.fingerprint = (encoding, name, str(device), self.max_length, id(self.model))
 
     @property
@@ -276,6 +278,24 @@ class _Classifier:
             return auto_batch_rows(length, self.device)
         return int(self.batch_size)
 
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped into forward passes: length-sorted, at most ``self.max_padding`` padded tokens per real
+        token (0: exact-length buckets) and at most ``_rows(length)`` rows."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        batches, current, real = [], [], 0
+        for i in order:
+            length = lengths[i]  # the longest so far: inputs come in ascending length
+            rows = len(current) + 1
+            fits = current and rows <= self._rows(length) and rows * length - (real + length) <= self.max_padding * (real + length)
+            if current and not fits:
+                batches.append(current)
+                current, real = [], 0
+            current.append(i)
+            real += length
+        if current:
+            batches.append(current)
+        return batches
+
     def probabilities(self, inputs: Sequence[Input], desc: str = "") -> dict[Input, np.ndarray]:
         """Softmax probabilities for each unique input; returns {input: probs}."""
         import torch
@@ -292,17 +312,15 @@ class _Classifier:
         if not todo:
             return out
         encoded = self._encode(todo)
-        buckets: dict[int, list[int]] = {}
-        for i, (enc, _) in enumerate(encoded):
-            buckets.setdefault(len(enc["input_ids"]), []).append(i)
-        batches = [(length, members[b : b + self._rows(length)])
-                   for length, members in sorted(buckets.items())
-                   for b in range(0, len(members), self._rows(length))]
+        batches = self._batches([len(enc["input_ids"]) for enc, _ in encoded])
         bar = tqdm(total=len(todo), desc=desc or self.name, disable=not self.show_progress, leave=False)
         with torch.inference_mode():
-            for _, members in batches:
-                names = [k for k in encoded[members[0]][0] if k in ("input_ids", "token_type_ids", "attention_mask")]
-                features = {k: torch.tensor([encoded[i][0][k] for i in members], device=self.device) for k in names}
+            for members in batches:
+                if len({len(encoded[i][0]["input_ids"]) for i in members}) == 1:  # one length: no padding at all
+                    names = [k for k in encoded[members[0]][0] if k in ("input_ids", "token_type_ids", "attention_mask")]
+                    features = {k: torch.tensor([encoded[i][0][k] for i in members], device=self.device) for k in names}
+                else:
+                    features = self.tokenizer.pad([encoded[i][0] for i in members], return_tensors="pt").to(self.device)
                 logits = self.model(**features).logits.float().cpu().numpy()
                 for i, probs in zip(members, core.softmax(logits)):
                     out[todo[i]] = probs
