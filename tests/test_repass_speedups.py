@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from _scoring_fixtures import NLI_LABELS, FakeClassifier, tiny_bert, tiny_models
+from _scoring_fixtures import NLI_LABELS, FakeClassifier, all_obligations_model, tiny_bert, tiny_models
 
 from rirag.scoring import core
 from rirag.scoring.repass import PROBABILITY_CACHE, RePASsConfig, RePASsScorer, auto_batch_rows, clear_caches
@@ -56,7 +56,7 @@ def test_coverage_short_circuit_never_changes_a_score(reference):
 
 
 def test_caches_are_keyed_by_model_and_mode():
-    models = tiny_models()
+    models = {**tiny_models(), "obligation_model": all_obligations_model()}  # every sentence: coverage runs
     other_cov = tiny_bert("coverage_other", NLI_LABELS, seed=7, head_scale=200.0)
 
     def cold(**kw):
