@@ -1,7 +1,10 @@
 """RePASs scorer: model inference around the pure functions in :mod:`rirag.scoring.core`.
 
-Fast path: for a batch of answers every (premise, hypothesis) pair is collected first, deduplicated and scored in
-length-sorted batches; obligation classification is batched over the unique sentences; sentence splits are cached.
+Less work than the reference loop, same scores: for a batch of answers every input is collected first and
+deduplicated; inputs are tokenized once and batched by exact token length (no padding); an obligation already
+covered is not tried again (the reference's early ``break``, in rounds across answers); sentence splits, obligation
+labels and pair probabilities are cached across answers and calls, keyed so that another model or mode never reuses
+an entry.
 
 Modes (see ``evaluate_scripts/repass/README.md``):
 
