@@ -14,6 +14,8 @@ WORDS = (
     "notify within days passage answer sentence long mr smith agreed"
 ).split()
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+#: One-token long words (a 20,000-character sentence in about 1,000 tokens keeps the long-input tests fast).
+LONG_WORDS = ("antimoneylaundering",)
 
 
 @functools.lru_cache(maxsize=1)
@@ -21,20 +23,21 @@ def workdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="rirag_scoring_tests_"))
 
 
-def write_tokenizer(folder: Path, model_max_length: int = 64):
+def write_tokenizer(folder: Path, model_max_length: int = 64, extra_words: tuple = ()):
     from transformers import BertTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
     vocab = folder / "vocab.txt"
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-    vocab.write_text("\n".join(SPECIAL + WORDS + letters + ["##" + c for c in letters] + list(".,;:!?0123456789")) + "\n")
+    tokens = SPECIAL + WORDS + letters + ["##" + c for c in letters] + list(".,;:!?0123456789") + list(extra_words)
+    vocab.write_text("\n".join(tokens) + "\n")
     tok = BertTokenizerFast(vocab_file=str(vocab), model_max_length=model_max_length)
     tok.save_pretrained(folder)
     return tok
 
 
-def _save(model, folder: Path):
-    write_tokenizer(folder)
+def _save(model, folder: Path, extra_words: tuple = ()):
+    write_tokenizer(folder, extra_words=extra_words)
     model.save_pretrained(folder)
     return str(folder)
 
@@ -105,22 +108,29 @@ class FakeConfig:
 class FakeClassifier:
     """Stands in for ``_Classifier``: rule-based probabilities, records every input it is asked about."""
 
-    def __init__(self, id2label, rule):
+    def __init__(self, id2label, rule, encoding=None):
         self.config = FakeConfig(id2label)
         self.rule = rule
+        self.encoding = encoding
         self.calls: list[list] = []
+
+    def seen(self, key):
+        """What the model sees for an input key: reference-mode coverage joins the pair into one text."""
+        from rirag.scoring.constants import COVERAGE_JOIN
+
+        return (f"{key[0]}{COVERAGE_JOIN}{key[1]}", None) if self.encoding == "joined" else key
 
     def probabilities(self, inputs, desc=""):
         unique = list(dict.fromkeys(inputs))
-        self.calls.append(unique)
-        return {x: np.asarray(self.rule(*x), dtype=np.float32) for x in unique}
+        self.calls.append([self.seen(x) for x in unique])
+        return {x: np.asarray(self.rule(*self.seen(x)), dtype=np.float32) for x in unique}
 
 
 def words(text: str) -> set[str]:
     return {w.strip(".,;").lower() for w in text.split() if w.strip(".,;")}
 
 
-def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None) -> dict[str, FakeClassifier]:
+def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None, mode="reference") -> dict[str, FakeClassifier]:
     """Obligation: contains 'must'. NLI: hypothesis words within premise words → entailment 0.9,
     a 'not' on exactly one side → contradiction 0.8, else neutral. Coverage: same on (premise, hypothesis);
     a single ' [SEP] '-joined text is split back."""
@@ -140,7 +150,7 @@ def fake_models(nli_rule=None, coverage_rule=None, obligation_rule=None) -> dict
 
     return {
         "nli": FakeClassifier(NLI_LABELS, nli_rule or nli),
-        "coverage": FakeClassifier(NLI_LABELS, coverage_rule or nli),
+        "coverage": FakeClassifier(NLI_LABELS, coverage_rule or nli, "joined" if mode == "reference" else None),
         "obligation": FakeClassifier(OBLIGATION_LABELS, obligation_rule or obligation),
     }
 
@@ -149,9 +159,38 @@ def fake_scorer(mode="reference", **rules):
     """A RePASsScorer whose three models are FakeClassifiers (returned too)."""
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
-    fakes = fake_models(**rules)
+    fakes = fake_models(**rules, mode=mode)
     scorer = RePASsScorer(RePASsConfig(nli_model="nli", coverage_model="coverage", obligation_model="obligation",
                                        mode=mode, show_progress=False))
-    scorer._classifiers.update({"nli": fakes["nli"], "obligation": fakes["obligation"],
+    scorer._classifiers.update({"nli:nli": fakes["nli"], "obligation:obligation": fakes["obligation"],
                                 "coverage:coverage": fakes["coverage"]})
     return scorer, fakes
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_relative_deberta(name: str, id2label: tuple = NLI_LABELS, seed: int = 4, head_scale: float = 40.0) -> str:
+    """A tiny DeBERTa-v2 classifier with relative positions only (``position_biased_input=False``), like
+    ``microsoft/deberta-large-mnli``: it takes inputs longer than ``max_position_embeddings`` (64 here)."""
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    folder = workdir() / name
+    if folder.exists():
+        return str(folder)
+    torch.manual_seed(seed)
+    labels = dict(id2label)
+    vocab_size = len(write_tokenizer(folder, extra_words=LONG_WORDS))
+    config = DebertaV2Config(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=37, max_position_embeddings=64, pooler_hidden_size=32,
+                             relative_attention=True, position_biased_input=False, pos_att_type=["p2c", "c2p"],
+                             type_vocab_size=0, num_labels=len(labels), id2label=labels,
+                             label2id={v: k for k, v in labels.items()})
+    model = DebertaV2ForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.mul_(head_scale)
+    return _save(model, folder, extra_words=LONG_WORDS)
+
+
+def all_obligations_model() -> str:
+    """An obligation classifier that marks every sentence as an obligation (index 0 here, by id2label)."""
+    return tiny_bert("obl_all", ((0, "obligation"), (1, "non-obligation")), bias=(9.0, -9.0), head_scale=0.0)

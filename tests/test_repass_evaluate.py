@@ -65,3 +65,84 @@ def test_module_constants_and_doctest():
 def test_card_front_matter_and_limitations():
     card = Path(MODULE_DIR, "README.md").read_text()
     assert card.startswith("---\n") and "0.011" in card and "mode" in card
+
+
+PASSAGE_A = "Firms must keep records for six years. The sky is blue."
+PASSAGE_B = "Client money must be held separately. It is green."
+
+
+def _library(preds, passages):
+    return RePASsScorer(**tiny_models(), device="cpu", show_progress=False).score(preds, passages)
+
+
+def test_none_answer_first_or_later_is_skipped_with_its_index(metric):
+    preds = [None, "Firms must keep records for six years.", None]
+    out = metric.compute(predictions=preds, passages=[PASSAGE_A, [PASSAGE_A], [PASSAGE_B]])
+    assert out["skipped"] == [0, 2] and out["n_scored"] == 1
+    assert out["per_item"]["repass"][0] is None and out["per_item"]["repass"][2] is None
+    assert out["repass"] == _library(["Firms must keep records for six years."], [[PASSAGE_A]])["repass"]
+
+
+def test_non_string_items_are_type_errors_naming_the_index(metric):
+    with pytest.raises(TypeError, match=r"predictions\[1\] must be a string"):
+        metric.compute(predictions=["Firms keep records.", 7], passages=[PASSAGE_A, PASSAGE_A])
+    with pytest.raises(TypeError, match=r"passages\[1\] must be a string or a list"):
+        metric.compute(predictions=["a.", "b."], passages=[PASSAGE_A, {"text": PASSAGE_A}])
+    with pytest.raises(TypeError, match=r"passages\[0\]\[1\] must be a string"):
+        metric.compute(predictions=["a."], passages=[[PASSAGE_A, 3]])
+    # the metric still works after the errors
+    assert metric.compute(predictions=["Firms keep records."], passages=[PASSAGE_A])["n_scored"] == 1
+
+
+@pytest.mark.parametrize("order", ["list-then-string", "string-then-list"])
+def test_mixed_passage_formats_are_normalised_item_by_item(metric, order):
+    preds = ["Firms must keep records for six years.", "Client money must be held separately."]
+    passages = [[PASSAGE_A, PASSAGE_B], PASSAGE_B] if order == "list-then-string" else [PASSAGE_A, [PASSAGE_B, PASSAGE_A]]
+    out = metric.compute(predictions=preds, passages=passages)
+    as_lists = [p if isinstance(p, list) else [p] for p in passages]
+    assert out["per_item"] == _library(preds, as_lists)["per_item"]
+
+
+def test_bare_string_call_then_valid_call(metric):
+    one = metric.compute(predictions="Firms must keep records for six years.", passages=[PASSAGE_A, PASSAGE_B])
+    assert one["n_scored"] == 1
+    assert one["per_item"] == _library(["Firms must keep records for six years."], [[PASSAGE_A, PASSAGE_B]])["per_item"]
+    again = metric.compute(predictions=["Firms must keep records for six years.", "It is green."],
+                           passages=[[PASSAGE_A], PASSAGE_B])
+    assert again["n_scored"] == 2
+
+
+def test_add_batch_then_compute(metric):
+    metric.add_batch(predictions=[None, "Firms must keep records for six years."], passages=[PASSAGE_A, [PASSAGE_A]])
+    metric.add(prediction="It is green.", passages=PASSAGE_B)
+    out = metric.compute()
+    assert out["skipped"] == [0] and out["n_scored"] == 2
+
+
+def test_load_by_relative_path_offline(monkeypatch):
+    import evaluate
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(Path(MODULE_DIR).parents[1])
+    module = evaluate.load("evaluate_scripts/repass", **tiny_models(), device="cpu", show_progress=False)
+    out = module.compute(predictions=["Firms must keep records for six years."], passages=[PASSAGE_A])
+    assert out["n_scored"] == 1 and 0.0 <= out["repass"] <= 1.0
+
+
+def test_card_front_matter_is_what_the_evaluate_space_template_expects():
+    import yaml
+
+    card = Path(MODULE_DIR, "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert {"title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "app_file", "pinned", "tags",
+            "description"} <= set(meta)
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["pinned"] is False
+    assert meta["tags"] == ["evaluate", "metric"]
+    # launch_gradio_widget builds its form with gradio 3's gr.inputs API
+    assert str(meta["sdk_version"]).startswith("3.")
+    app = Path(MODULE_DIR, "app.py").read_text(encoding="utf-8")
+    assert "from evaluate.utils import launch_gradio_widget" in app and "launch_gradio_widget(module)" in app
+    # the corrected statements are there, the false ones gone
+    assert "IndexError" in card and "position_biased_input=False" in card and "LABEL_1" in card
+    assert "0.309 / 0.318" in card and "E 0.77" not in card
+    assert "loads the obligation classifier but never calls it" not in card and "October 2024" in card

@@ -97,3 +97,29 @@ def test_cli_parser_and_local_judge_label(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "RePASs (local judge)" in printed and averages["n_scored"] == 2
     assert (tmp_path / "a.repass.csv").exists()
+
+
+def test_fresh_clone_without_models_says_in_one_line_how_to_get_them(tmp_path, monkeypatch, caplog):
+    from rirag.cli import main
+    from rirag.scoring.constants import TRAIN_COMMANDS
+
+    monkeypatch.chdir(tmp_path)  # no artifacts/ here, and the Hub is offline
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    write_answers(tmp_path / "a.json", n=2)
+    rc = main(["evaluate", "answers", "--answers", "a.json", "--nli-model", "artifacts/nli_judge",
+               "--coverage-model", "artifacts/nli_judge"])
+    assert rc == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "\n" not in errors[0]
+    assert TRAIN_COMMANDS["artifacts/nli_judge"] in errors[0]
+    assert TRAIN_COMMANDS["artifacts/obligation_classifier"] in errors[0]
+    assert not (tmp_path / "a.repass.csv").exists()
+
+
+def test_official_hub_ids_offline_point_to_the_local_judge(tmp_path, monkeypatch, caplog):
+    from rirag.scoring.models import MissingModelError, load_classifier
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty Hub cache
+    with pytest.raises(MissingModelError, match=r"--nli-model artifacts/nli_judge"):
+        load_classifier.__wrapped__("cross-encoder/nli-deberta-v3-xsmall", "cpu")

@@ -35,10 +35,12 @@ definition of obligation coverage. Numbers computed with locally trained stand-i
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions (`list` of `str`): generated answers. An empty or blank answer is skipped (as the reference does):
-        its per-item scores are `None` and it does not count in the means.
-    passages (`list` of `list` of `str`, or `list` of `str`): the retrieved passages of each answer; a single
-        string per answer is accepted.
+    predictions (`list` of `str`): generated answers. An answer that is `None`, empty or blank is skipped wherever
+        it stands (as the reference skips empty answers): its per-item scores are `None`, its index is listed in
+        `skipped` and it does not count in the means. Any other non-string is a `TypeError` naming its index.
+    passages (`list` of `list` of `str`, or `list` of `str`): the retrieved passages of each answer; each item may
+        be one string or a list of strings, independently of the others. A non-string is a `TypeError` naming its
+        index.
     mode (`str`, optional): override the module's `mode` ("reference" or "paper") for this call.
 Module configuration (keyword arguments of `evaluate.load`):
     nli_model, coverage_model, obligation_model (`str`): Hub ids or local folders (defaults: the official
@@ -52,6 +54,9 @@ Returns:
     per_item (`dict` of `list`): the four scores of each answer (`None` where skipped).
     skipped (`list` of `int`): indices of skipped (empty) answers.
     n_scored (`int`): number of answers scored.
+    no_passage_text (`list` of `int`): scored answers whose passages hold no sentence (E = C = OC = 0).
+    truncations (`dict`): inputs cut to fit a model (`nli`, `obligation`, `coverage`, `coverage_obligation`).
+    truncated_items (`list` of `int`): answers with a coverage input cut on the answer side.
 Examples:
     The composite from its parts (the rounding is the reference's):
 
@@ -68,6 +73,18 @@ Examples:
     >>> sorted(k for k in results if k != "per_item")  # doctest: +SKIP
     ['contradiction', 'entailment', 'n_scored', 'obligation_coverage', 'repass', 'skipped']
 """
+
+def _to_arrow_inputs(predictions, passages):
+    """Validate (``TypeError`` naming the index) and normalise item by item for the Arrow features.
+
+    Skipped answers (``None``/empty/blank) become ``""`` (the scorer skips them and reports the index), one
+    passage string becomes a one-element list, and a bare-string ``predictions`` is one item.
+    """
+    from rirag.scoring.repass import normalise_inputs
+
+    items = normalise_inputs(predictions, passages)
+    return [a if a is not None else "" for a, _ in items], [p for _, p in items]
+
 
 _CONFIG_KEYS = ("nli_model", "coverage_model", "obligation_model", "sentence_splitter", "batch_size", "device", "mode",
                 "threshold", "show_progress")
@@ -90,11 +107,9 @@ class Repass(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features({"predictions": datasets.Value("string"),
-                                   "passages": datasets.Sequence(datasets.Value("string"))}),
-                datasets.Features({"predictions": datasets.Value("string"), "passages": datasets.Value("string")}),
-            ],
+            # one format: compute()/add_batch()/add() normalise every item to a list of passage strings first
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "passages": datasets.Sequence(datasets.Value("string"))}),
             codebase_urls=["https://github.com/RegNLP/RePASs"],
             reference_urls=["https://arxiv.org/abs/2409.05677"],
         )
@@ -107,6 +122,54 @@ class Repass(evaluate.Metric):
         if key not in self._scorers:  # models are loaded lazily by the scorer and cached per process
             self._scorers[key] = RePASsScorer(RePASsConfig(**config))
         return self._scorers[key]
+
+    # Inputs are validated and normalised item by item *before* evaluate's Arrow encoding, which would otherwise
+    # cast silently (7 -> "7"), split a string passage into characters after a list, fail on a leading None, and
+    # leave a half-written batch behind that breaks the next call.
+    def compute(self, *, predictions=None, passages=None, **kwargs):
+        """Score ``predictions`` against ``passages`` (plus anything added with ``add``/``add_batch``).
+"""
+        if predictions is not None or passages is not None:
+            predictions, passages = _to_arrow_inputs(predictions, passages)
+        try:
+            return super().compute(predictions=predictions, passages=passages, **kwargs)
+        except BaseException:
+            self._reset_after_failure()
+            raise
+
+    def add_batch(self, *, predictions=None, passages=None, **kwargs):
+        """Add a batch of answers and their passages (validated and normalised item by item).
+"""
+        predictions, passages = _to_arrow_inputs(predictions, passages)
+        try:
+            return super().add_batch(predictions=predictions, passages=passages, **kwargs)
+        except BaseException:
+            self._reset_after_failure()
+            raise
+
+    def add(self, *, prediction=None, passages=None, **kwargs):
+        """Add one answer and its passages (validated and normalised).
+"""
+        (prediction,), (passages,) = _to_arrow_inputs([prediction], [passages])
+        try:
+            return super().add(prediction=prediction, passages=passages, **kwargs)
+        except BaseException:
+            self._reset_after_failure()
+            raise
+
+    def _reset_after_failure(self):
+        """Drop evaluate's per-call state after an error so the next call starts clean."""
+        for lock in getattr(self, "filelocks", None) or []:
+            try:
+                lock.release()
+            except Exception:  # noqa: BLE001 - best effort cleanup
+                pass
+        self.writer = None
+        self.buf_writer = None
+        self.data = None
+        self.selected_feature_format = None
+        self.cache_file_name = None
+        self.filelock = None
 
     def _compute(self, predictions, passages, **kwargs):
         unknown = set(kwargs) - set(_CONFIG_KEYS)

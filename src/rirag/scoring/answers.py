@@ -22,6 +22,7 @@ from typing import Any
 from rirag.scoring.constants import (
     CSV_COLUMNS,
     LOCAL_JUDGE_LABEL,
+    DEFAULT_BATCH_SIZE,
     MODES,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
@@ -170,7 +171,8 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
     p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
     p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE,
+                   help="inputs per forward pass, or 'auto' (a token budget per pass; the default)")
     p.add_argument("--chunk-size", type=int, default=32, help="answers scored (and flushed) together")
     p.add_argument("--device", default=None)
     p.add_argument("--attribution", action="store_true",
@@ -180,14 +182,25 @@ def add_answers_parser(subparsers: Any) -> Any:
     return p
 
 
-def run_answers(args: Any) -> dict[str, Any]:
-    """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table."""
+def run_answers(args: Any) -> dict[str, Any] | int:
+    """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
+
+    A model that is missing (an untrained local folder, or a Hub id offline) ends the command with one line saying
+    how to get it, and exit status 2, before anything is written.
+    """
+    from rirag.scoring.models import MissingModelError
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
     out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
     scorer = RePASsScorer(RePASsConfig(nli_model=args.nli_model, coverage_model=args.coverage_model,
                                        obligation_model=args.obligation_model, batch_size=args.batch_size,
                                        device=args.device, mode=args.mode))
+    read_answers(args.answers)  # bad input is reported before models load
+    try:
+        scorer.load_models()
+    except MissingModelError as err:
+        logger.error("%s", err)
+        return 2
     averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size)
     sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n")
     if getattr(args, "attribution", False):

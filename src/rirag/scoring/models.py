@@ -7,9 +7,33 @@ import logging
 import os
 from typing import Any
 
-from rirag.scoring.constants import FALLBACK_MAX_LENGTH, OFFLINE_ENCODER_ALIAS
+from rirag.scoring.constants import (
+    FALLBACK_MAX_LENGTH,
+    LOCAL_NLI_JUDGE,
+    OFFICIAL_COVERAGE_MODEL,
+    OFFICIAL_NLI_MODEL,
+    OFFLINE_ENCODER_ALIAS,
+    TRAIN_COMMANDS,
+)
 
 logger = logging.getLogger(__name__)
+
+
+class MissingModelError(FileNotFoundError):
+    """A model folder that does not exist or a Hub id that cannot be loaded; the message says how to get it."""
+
+
+def missing_model_message(name_or_path: str, reason: str = "does not exist") -> str:
+    """One line: what is missing and how to get it (the recipe command, or Hub ids)."""
+    key = os.path.normpath(name_or_path)
+    command = TRAIN_COMMANDS.get(key) or TRAIN_COMMANDS.get(name_or_path)
+    if command:
+        return f"model {name_or_path!r} {reason}: make it with `{command}`"
+    if name_or_path in (OFFICIAL_NLI_MODEL, OFFICIAL_COVERAGE_MODEL):
+        return (f"model {name_or_path!r} {reason} (the Hub is needed for the official models): go online, or use the "
+                f"local judge with --nli-model {LOCAL_NLI_JUDGE} --coverage-model {LOCAL_NLI_JUDGE} after "
+                f"`{TRAIN_COMMANDS[LOCAL_NLI_JUDGE]}`")
+    return f"model {name_or_path!r} {reason}: pass a Hub id or a local folder with a sequence-classification model"
 
 
 def resolve_model_path(name_or_path: str) -> str:
@@ -39,12 +63,17 @@ def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
 
     path = resolve_model_path(name_or_path)
     if path.startswith(("artifacts", "./", "../", "/")) and not os.path.isdir(path):
-        raise FileNotFoundError(
-            f"model folder {path!r} does not exist; train it first (see train/) or pass a Hub id / local path"
-        )
+        raise MissingModelError(missing_model_message(name_or_path))
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, "config.json")):
+        raise MissingModelError(missing_model_message(name_or_path, "has no config.json (not a trained model yet)"))
     logger.info("loading sequence classifier %s on %s", path, device)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForSequenceClassification.from_pretrained(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForSequenceClassification.from_pretrained(path)
+    except OSError as err:  # a Hub id offline, or not on the Hub
+        if os.path.isdir(path):
+            raise
+        raise MissingModelError(missing_model_message(name_or_path, "cannot be loaded")) from err
     model.to(device)
     model.eval()
     return tokenizer, model
@@ -62,6 +91,37 @@ def max_length_of(tokenizer: Any, model: Any, positions_only: bool = False) -> i
     if positions and positions > 0:
         limit = min(limit, positions)
     return int(limit)
+
+
+def accepts_long_inputs(config: Any) -> bool:
+    """Whether the model has no absolute position table (DeBERTa v1/v2/v3 with ``position_biased_input=False``).
+
+    Such models only use relative positions (clamped to ``max_relative_positions``), so an input longer than
+    ``max_position_embeddings`` runs and is scored in full, as the reference's untruncated coverage pipeline
+    scores it (``microsoft/deberta-large-mnli`` is one: ``relative_attention=True, position_biased_input=False``).
+    """
+    return bool(getattr(config, "relative_attention", False)) and not getattr(config, "position_biased_input", True)
+
+
+def position_limit(tokenizer: Any, model: Any) -> int | None:
+    """The most tokens the model itself can take, or ``None`` when it takes any length (relative positions).
+
+    Absolute-position models are bounded by their position table: ``max_position_embeddings`` (less the
+    ``padding_idx + 1`` offset of RoBERTa-style embeddings). The tokenizer's ``model_max_length`` is not a bound
+    here: the reference's coverage pipeline does not truncate, so it scores whatever the model can take.
+    """
+    config = model.config
+    if accepts_long_inputs(config):
+        return None
+    positions = getattr(config, "max_position_embeddings", None) or FALLBACK_MAX_LENGTH
+    if "roberta" in str(getattr(config, "model_type", "")) or getattr(config, "model_type", "") in ("camembert", "xlm"):
+        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
+    return int(positions)
+
+
+def parameter_count(model: Any) -> int:
+    """Number of parameters (used by the automatic batch-size rule)."""
+    return int(sum(p.numel() for p in model.parameters()))
 
 
 def label_index(config: Any, label: str) -> int:

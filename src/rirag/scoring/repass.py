@@ -1,7 +1,10 @@
 """RePASs scorer: model inference around the pure functions in :mod:`rirag.scoring.core`.
 
-Fast path: for a batch of answers every (premise, hypothesis) pair is collected first, deduplicated and scored in
-length-sorted batches; obligation classification is batched over the unique sentences; sentence splits are cached.
+Less work than the reference loop, same scores: for a batch of answers every input is collected first and
+deduplicated; inputs are tokenized once and batched by exact token length (no padding); an obligation already
+covered is not tried again (the reference's early ``break``, in rounds across answers); sentence splits, obligation
+labels and pair probabilities are cached across answers and calls, keyed so that another model or mode never reuses
+an entry.
 
 Modes (see ``evaluate_scripts/repass/README.md``):
 
@@ -26,7 +29,12 @@ from rirag.scoring.constants import (
     CONTRADICTION,
     COVERAGE_JOIN,
     COVERAGE_THRESHOLD,
+    AUTO_BATCH_SIZE,
+    CPU_TOKENS_PER_BATCH,
+    CUDA_TOKENS_PER_BATCH,
     DEFAULT_BATCH_SIZE,
+    MAX_BATCH_ROWS,
+    MAX_PADDING_SHARE,
     DEFAULT_MODE,
     ENTAILMENT,
     MODES,
@@ -40,6 +48,7 @@ from rirag.scoring.constants import (
 logger = logging.getLogger(__name__)
 
 SCORE_KEYS = ("entailment", "contradiction", "obligation_coverage", "repass")
+TRUNCATION_KEYS = ("nli", "obligation", "coverage", "coverage_obligation")
 Input = tuple[str, str | None]
 
 
@@ -49,7 +58,8 @@ class RePASsConfig:
     coverage_model: str = field(default=OFFICIAL_COVERAGE_MODEL, metadata={"help": "NLI model for obligation coverage."})
     obligation_model: str = field(default=OFFICIAL_OBLIGATION_MODEL, metadata={"help": "Obligation sentence classifier."})
     sentence_splitter: Any = field(default="punkt", metadata={"help": "'punkt', 'nltk' or a callable str -> sentences."})
-    batch_size: int = field(default=DEFAULT_BATCH_SIZE, metadata={"help": "Inputs per forward pass."})
+    batch_size: Any = field(default=DEFAULT_BATCH_SIZE, metadata={
+        "help": "Inputs per forward pass, or 'auto' (a token budget per pass, see rirag.scoring.constants)."})
     device: Any = field(default=None, metadata={"help": "'cpu', 'cuda', 'cuda:1', a CUDA ordinal, or None (auto)."})
     mode: str = field(default=DEFAULT_MODE, metadata={"help": f"One of {MODES}."})
     threshold: float = field(default=COVERAGE_THRESHOLD, metadata={"help": "Coverage entailment threshold (strict >)."})
@@ -58,19 +68,30 @@ class RePASsConfig:
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if isinstance(self.batch_size, str) and self.batch_size.isdigit():
+            self.batch_size = int(self.batch_size)
+        if self.batch_size != AUTO_BATCH_SIZE and (
+                not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1):
+            raise ValueError(f"batch_size must be a positive integer or {AUTO_BATCH_SIZE!r}, got {self.batch_size!r}")
 
 
 def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, list[str]]]:
-    """Validate and normalise: one answer (``None``/blank = skip) and a list of passage strings per item.
+    """Validate and normalise, item by item: one answer and a list of passage strings per item.
 
-    A single string for ``passages`` of one item is accepted; the caller's lists are never mutated.
+    An answer that is ``None``, empty or blank is skipped (it becomes ``None`` here; the scorer reports its index),
+    wherever it stands. Each item's passages may be one string or a list of strings, independently of the other
+    items. A bare string ``predictions`` is one item. Anything else that is not a string is a ``TypeError`` naming
+    the index. The caller's lists are never mutated.
     """
     if isinstance(predictions, str):
         predictions = [predictions]
         if isinstance(passages, str) or (isinstance(passages, (list, tuple)) and all(isinstance(p, str) for p in passages)):
             passages = [passages]
+    if predictions is None or isinstance(predictions, (bytes, dict)) or not hasattr(predictions, "__iter__"):
+        raise TypeError(f"predictions must be a list of strings, got {type(predictions).__name__}")
+    if passages is None or isinstance(passages, (str, bytes, dict)) or not hasattr(passages, "__iter__"):
+        raise TypeError(f"passages must be a list with one entry (a string or a list of strings) per prediction, "
+                        f"got {type(passages).__name__}")
     predictions, passages = list(predictions), list(passages)
     if len(predictions) != len(passages):
         raise ValueError(
@@ -96,52 +117,230 @@ def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, 
     return items
 
 
-class _Classifier:
-    """One sequence classifier: deduplicated, length-sorted, batched probabilities over (text, text_pair) inputs."""
+#: How a classifier turns an input key into tokens (see ``_Classifier``).
+SINGLE, PAIR, JOINED, PAIR_KEEP_SECOND = "single", "pair", "joined", "pair-keep-second"
+#: Truncation codes stored with each cached probability vector.
+NOT_TRUNCATED, CUT_FIRST, CUT_SECOND = 0, 1, 2
 
-    def __init__(self, name: str, device: str, batch_size: int, show_progress: bool, positions_only: bool = False):
-        from rirag.scoring.models import load_classifier, max_length_of
+
+class ProbabilityCache:
+    """Softmax probabilities by (classifier fingerprint, input), shared by every scorer in the process.
+
+    The fingerprint holds the encoding (which differs between modes for the coverage model), the model name and
+    object, the device and the length limit, so a different model, mode or limit never reuses an entry. Bounded:
+    when ``max_entries`` is reached the cache is emptied (scores never depend on it, only speed).
+    """
+
+    def __init__(self, max_entries: int = 2_000_000):
+        self.max_entries = max_entries
+        self._data: dict[tuple, tuple[np.ndarray, int]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, fingerprint: tuple, key: Input):
+        value = self._data.get((fingerprint, key))
+        if value is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return value
+
+    def put(self, fingerprint: tuple, key: Input, value: tuple[np.ndarray, int]) -> None:
+        if len(self._data) >= self.max_entries:
+            logger.info("probability cache full (%d entries): emptied", len(self._data))
+            self._data.clear()
+        self._data[(fingerprint, key)] = value
+
+    def clear(self) -> None:
+        self._data.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+#: The process-wide cache (``clear_caches()`` empties it with the sentence-split cache).
+PROBABILITY_CACHE = ProbabilityCache()
+
+
+def clear_caches() -> None:
+    """Empty the probability cache and the sentence-split caches (benchmarks time cold runs with this)."""
+    from rirag.scoring.sentences import clear_split_caches
+
+    PROBABILITY_CACHE.clear()
+    clear_split_caches()
+
+
+def auto_batch_rows(length: int, device: str) -> int:
+    """Rows per forward pass for inputs of ``length`` tokens (the rule documented in ``constants``)."""
+    budget = CUDA_TOKENS_PER_BATCH if str(device).startswith("cuda") else CPU_TOKENS_PER_BATCH
+    return max(1, min(MAX_BATCH_ROWS, budget // max(1, length)))
+
+
+class _Classifier:
+    """One sequence classifier: cached probabilities over input keys, computed in exact-length buckets.
+
+    Encodings of an input key ``(first, second)``:
+
+    * ``single``: ``first`` alone (``second`` is ``None``), truncated at the tokenizer's ``model_max_length`` as the
+      reference's ``truncation=True`` does (obligation classifier).
+    * ``pair``: the pair ``(first, second)``, ``truncation=True`` (longest first) at ``model_max_length``, as the
+      reference's NLI call (E and C).
+    * ``joined``: the single text ``f"{first} [SEP] {second}"`` (reference-mode coverage: answer sentence, passage
+      obligation), not truncated, as the reference's pipeline. Only where the model itself cannot take the length
+      (an absolute position table) are tokens cut, from the end of the answer sentence, never the obligation.
+    * ``pair-keep-second``: the pair ``(first, second)`` (paper-mode coverage), cut from the first text only when
+      the model cannot take the length.
+
+    Every input is tokenized once without padding; inputs of equal token length are batched together, so no
+    forward pass computes padding (a length that occurs once is a single-input call, as in the reference).
+    """
+
+    def __init__(self, name: str, device: str, batch_size: int | str, show_progress: bool, encoding: str = PAIR,
+                 cache: ProbabilityCache | None = None):
+        from rirag.scoring.models import load_classifier, max_length_of, position_limit
 
         self.name = name
         self.tokenizer, self.model = load_classifier(name, device)
         self.device = device
         self.batch_size = batch_size
         self.show_progress = show_progress
-        # positions_only: truncate only where the model itself would fail (the reference's coverage pipeline
-        # does not truncate), otherwise at the tokenizer's model_max_length (the reference's truncation=True)
-        self.max_length = max_length_of(self.tokenizer, self.model, positions_only=positions_only)
+        self.encoding = encoding
+        if encoding in (JOINED, PAIR_KEEP_SECOND):
+            self.max_length = position_limit(self.tokenizer, self.model)
+        else:
+            self.max_length = max_length_of(self.tokenizer, self.model)
+        self.cache = PROBABILITY_CACHE if cache is None else cache
+        self.max_padding = MAX_PADDING_SHARE
+        self.fingerprint = (encoding, name, str(device), self.max_length, id(self.model))
 
     @property
     def config(self):
         return self.model.config
+
+    # -- tokenization -------------------------------------------------------------------------------------------
+    def _encode(self, keys: list[Input]) -> list[tuple[dict[str, list[int]], int]]:
+        if self.encoding == SINGLE:
+            return self._encode_truncating([k[0] for k in keys], None)
+        if self.encoding == PAIR:
+            return self._encode_truncating([k[0] for k in keys], [k[1] for k in keys])
+        if self.encoding == JOINED:
+            return [self._encode_joined(a, o) for a, o in keys]
+        return [self._encode_pair_keep_second(a, o) for a, o in keys]
+
+    def _encode_truncating(self, firsts, seconds):
+        """The reference's ``truncation=True`` at ``max_length``; flags the inputs that were cut."""
+        full = self.tokenizer(firsts, seconds, truncation=False)
+        out = []
+        over = [i for i, ids in enumerate(full["input_ids"]) if len(ids) > self.max_length]
+        cut = {}
+        if over:
+            sub = self.tokenizer([firsts[i] for i in over], None if seconds is None else [seconds[i] for i in over],
+                                 truncation=True, max_length=self.max_length)
+            cut = {i: {k: v[j] for k, v in sub.items()} for j, i in enumerate(over)}
+        for i in range(len(firsts)):
+            if i in cut:
+                out.append((cut[i], CUT_FIRST))
+            else:
+                out.append(({k: v[i] for k, v in full.items()}, NOT_TRUNCATED))
+        return out
+
+    def _encode_joined(self, answer_sentence: str, obligation: str):
+        text = f"{answer_sentence}{COVERAGE_JOIN}{obligation}"
+        if self.max_length is None:
+            return dict(self.tokenizer(text)), NOT_TRUNCATED
+        enc = self.tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+        excess = len(enc["input_ids"]) - self.max_length
+        if excess <= 0:
+            return {k: v for k, v in enc.items() if k not in ("offset_mapping", "special_tokens_mask")}, NOT_TRUNCATED
+        n_answer = len(answer_sentence)
+        answer_tokens = [i for i, ((s, e), special) in enumerate(zip(enc["offset_mapping"], enc["special_tokens_mask"]))
+                         if not special and e <= n_answer and e > s]
+        drop = set(answer_tokens[len(answer_tokens) - min(excess, len(answer_tokens)):])
+        code = CUT_FIRST
+        if excess > len(answer_tokens):  # even without the answer sentence the obligation does not fit
+            rest = [i for i, special in enumerate(enc["special_tokens_mask"]) if not special and i not in drop]
+            drop |= set(rest[len(rest) - (excess - len(answer_tokens)):])
+            code = CUT_SECOND
+        keep = [i for i in range(len(enc["input_ids"])) if i not in drop]
+        return {k: [v[i] for i in keep] for k, v in enc.items()
+                if k not in ("offset_mapping", "special_tokens_mask")}, code
+
+    def _encode_pair_keep_second(self, first: str, second: str):
+        enc = self.tokenizer(first, second, truncation=False)
+        if self.max_length is None or len(enc["input_ids"]) <= self.max_length:
+            return dict(enc), NOT_TRUNCATED
+        try:
+            return dict(self.tokenizer(first, second, truncation="only_first", max_length=self.max_length)), CUT_FIRST
+        except Exception:  # the second text alone is too long: cut both, longest first
+            return dict(self.tokenizer(first, second, truncation=True, max_length=self.max_length)), CUT_SECOND
+
+    # -- inference ----------------------------------------------------------------------------------------------
+    def _rows(self, length: int) -> int:
+        if self.batch_size == AUTO_BATCH_SIZE:
+            return auto_batch_rows(length, self.device)
+        return int(self.batch_size)
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped into forward passes: length-sorted, at most ``self.max_padding`` padded tokens per real
+        token (0: exact-length buckets) and at most ``_rows(length)`` rows."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        batches, current, real = [], [], 0
+        for i in order:
+            length = lengths[i]  # the longest so far: inputs come in ascending length
+            rows = len(current) + 1
+            fits = current and rows <= self._rows(length) and rows * length - (real + length) <= self.max_padding * (real + length)
+            if current and not fits:
+                batches.append(current)
+                current, real = [], 0
+            current.append(i)
+            real += length
+        if current:
+            batches.append(current)
+        return batches
 
     def probabilities(self, inputs: Sequence[Input], desc: str = "") -> dict[Input, np.ndarray]:
         """Softmax probabilities for each unique input; returns {input: probs}."""
         import torch
         from tqdm.auto import tqdm
 
-        unique = sorted(dict.fromkeys(inputs), key=lambda x: len(x[0]) + len(x[1] or ""))
         out: dict[Input, np.ndarray] = {}
-        if not unique:
+        todo = []
+        for key in dict.fromkeys(inputs):
+            hit = self.cache.get(self.fingerprint, key)
+            if hit is None:
+                todo.append(key)
+            else:
+                out[key] = hit[0]
+        if not todo:
             return out
-        starts = range(0, len(unique), self.batch_size)
-        bar = tqdm(starts, desc=desc or self.name, disable=not self.show_progress, leave=False)
+        encoded = self._encode(todo)
+        batches = self._batches([len(enc["input_ids"]) for enc, _ in encoded])
+        bar = tqdm(total=len(todo), desc=desc or self.name, disable=not self.show_progress, leave=False)
         with torch.inference_mode():
-            for b in bar:
-                batch = unique[b : b + self.batch_size]
-                firsts = [x[0] for x in batch]
-                seconds = [x[1] for x in batch]
-                if any(s is None for s in seconds):
-                    if not all(s is None for s in seconds):
-                        raise ValueError("a batch mixes single texts and text pairs")
-                    seconds = None
-                features = self.tokenizer(
-                    firsts, seconds, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-                ).to(self.device)
+            for members in batches:
+                if len({len(encoded[i][0]["input_ids"]) for i in members}) == 1:  # one length: no padding at all
+                    names = [k for k in encoded[members[0]][0] if k in ("input_ids", "token_type_ids", "attention_mask")]
+                    features = {k: torch.tensor([encoded[i][0][k] for i in members], device=self.device) for k in names}
+                else:
+                    features = self.tokenizer.pad([encoded[i][0] for i in members], return_tensors="pt").to(self.device)
                 logits = self.model(**features).logits.float().cpu().numpy()
-                probs = core.softmax(logits)
-                out.update(zip(batch, probs))
+                for i, probs in zip(members, core.softmax(logits)):
+                    out[todo[i]] = probs
+                    self.cache.put(self.fingerprint, todo[i], (probs, encoded[i][1]))
+                bar.update(len(members))
+        bar.close()
         return out
+
+    def truncation(self, key: Input) -> int:
+        """How ``key`` was cut (``NOT_TRUNCATED``, ``CUT_FIRST``, ``CUT_SECOND``), once it has been scored."""
+        hit = self.cache._data.get((self.fingerprint, key))
+        return NOT_TRUNCATED if hit is None else hit[1]
+
+
+def _truncation(classifier: Any, key: Input) -> int:
+    getter = getattr(classifier, "truncation", None)
+    return NOT_TRUNCATED if getter is None else getter(key)
 
 
 class RePASsScorer:
@@ -154,15 +353,34 @@ class RePASsScorer:
         self._classifiers: dict[str, _Classifier] = {}
 
     # -- models -------------------------------------------------------------------------------------------------
-    def _classifier(self, name: str, role: str = "") -> _Classifier:
-        key = f"{role}:{name}" if role else name
+    def _classifier(self, name: str, role: str) -> _Classifier:
+        """The classifier of ``role`` (``nli``, ``obligation`` or ``coverage``), built on first use."""
+        key = f"{role}:{name}"
         if key not in self._classifiers:
             from rirag.scoring.models import resolve_device
 
-            device = resolve_device(self.config.device)
-            self._classifiers[key] = _Classifier(name, device, self.config.batch_size, self.config.show_progress,
-                                                 positions_only=role == "coverage")
+            if role == "coverage":
+                encoding = JOINED if self.config.mode == "reference" else PAIR_KEEP_SECOND
+            else:
+                encoding = SINGLE if role == "obligation" else PAIR
+            self._classifiers[key] = _Classifier(name, resolve_device(self.config.device), self.config.batch_size,
+                                                 self.config.show_progress, encoding=encoding)
         return self._classifiers[key]
+
+    def load_models(self) -> None:
+        """Load the three models now; missing ones raise one ``MissingModelError`` saying how to get each."""
+        from rirag.scoring.models import MissingModelError
+
+        problems = []
+        for role, name in (("obligation", self.config.obligation_model), ("nli", self.config.nli_model),
+                           ("coverage", self.config.coverage_model)):
+            try:
+                self._classifier(name, role)
+            except MissingModelError as err:
+                if str(err) not in problems:
+                    problems.append(str(err))
+        if problems:
+            raise MissingModelError("; ".join(problems))
 
     # -- scoring --------------------------------------------------------------------------------------------------
     def _split_item(self, answer: str, passages: list[str], split: Callable[[str], Sequence[str]]):
@@ -176,7 +394,13 @@ class RePASsScorer:
         """Score each answer against its passages.
 
         Returns the means over scored items (``None`` when nothing was scored), ``per_item`` lists (``None`` for a
-        skipped item), ``skipped`` (indices of empty answers, skipped as the reference does) and ``n_scored``.
+        skipped item), ``skipped`` (indices of ``None``/empty/blank answers, skipped as the reference skips empty
+        answers), ``n_scored``, ``no_passage_text`` (indices of scored items whose passages hold no sentence; the
+        reference crashes on those, here they score E = C = OC = 0) and ``truncations`` (how many inputs were cut
+        to fit a model: ``nli`` and ``obligation`` as the reference cuts them; ``coverage`` inputs whose answer
+        sentence was shortened because the coverage model cannot take the full length; ``coverage_obligation``
+        inputs where even the obligation had to be cut) with ``truncated_items``, the items affected by either
+        coverage cut.
         """
         from rirag.scoring.models import label_index, obligation_index
         from rirag.scoring.sentences import get_splitter
@@ -187,21 +411,24 @@ class RePASsScorer:
         reference = cfg.mode == "reference"
 
         splits = []
+        no_passage_text = []
         for i, (answer, item_passages) in enumerate(items):
             if answer is None:
                 splits.append(None)
                 continue
             p_sents, a_sents = self._split_item(answer, item_passages, split)
             if not p_sents:
-                logger.warning("item %d has no passage text: E = C = OC = 0 (as the reference's formulas give)", i)
+                logger.warning("item %d has no passage text: scored E = C = OC = 0 (the reference crashes here)", i)
+                no_passage_text.append(i)
             splits.append((p_sents, a_sents))
         scored = [s for s in splits if s is not None]
 
-        # Obligation detection (batched over unique sentences)
-        to_classify = {s for p, a in scored for s in (p + a if reference else p)}
+        # Obligation detection (unique sentences, cached across calls)
+        to_classify = list(dict.fromkeys(s for p, a in scored for s in (p + a if reference else p)))
         is_obligation: dict[str, bool] = {}
+        ob = None
         if to_classify:
-            ob = self._classifier(cfg.obligation_model)
+            ob = self._classifier(cfg.obligation_model, "obligation")
             ob_idx = obligation_index(ob.config)
             probs = ob.probabilities([(s, None) for s in to_classify], desc="obligations")
             is_obligation = {k[0]: int(np.argmax(v)) == ob_idx for k, v in probs.items()}
@@ -209,25 +436,27 @@ class RePASsScorer:
         # NLI pairs (premise = passage sentence, hypothesis = answer sentence)
         nli_inputs = [(p, a) for ps, as_ in scored for p in ps for a in as_]
         nli_probs: dict[Input, np.ndarray] = {}
+        nli = None
         if nli_inputs:
-            nli = self._classifier(cfg.nli_model)
+            nli = self._classifier(cfg.nli_model, "nli")
             e_idx, c_idx = label_index(nli.config, ENTAILMENT), label_index(nli.config, CONTRADICTION)
             nli_probs = nli.probabilities(nli_inputs, desc="NLI pairs")
 
-        # Coverage inputs
+        # Coverage inputs: reference = (answer obligation sentence, passage obligation) joined by " [SEP] ";
+        # paper = (answer sentence, passage obligation) pairs
         def coverage_inputs(ps, as_):
             obligations = [p for p in ps if is_obligation[p]]
-            if reference:
-                answer_obligations = [a for a in as_ if is_obligation[a]]
-                return obligations, answer_obligations, [
-                    [(f"{a}{COVERAGE_JOIN}{o}", None) for a in answer_obligations] for o in obligations
-                ]
-            return obligations, as_, [[(a, o) for a in as_] for o in obligations]
+            candidates = [a for a in as_ if is_obligation[a]] if reference else as_
+            return obligations, candidates, [[(a, o) for a in candidates] for o in obligations]
 
         cov_per_item = [coverage_inputs(ps, as_) for ps, as_ in scored]
-        covered = self._coverage_rounds(cov_per_item, reference)
+        covered, tried = self._coverage_rounds(cov_per_item, reference)
+
         per_item: dict[str, list] = {k: [] for k in SCORE_KEYS}
         skipped = []
+        truncations = dict.fromkeys(TRUNCATION_KEYS, 0)
+        truncated_items = []
+        cov = self._classifiers.get(f"coverage:{cfg.coverage_model}")
         scored_iter = iter(enumerate(zip(scored, cov_per_item)))
         for i, s in enumerate(splits):
             if s is None:
@@ -247,24 +476,50 @@ class RePASsScorer:
             result = core.score_item(e_matrix, c_matrix, hits, ROUND_DECIMALS)
             for k in SCORE_KEYS:
                 per_item[k].append(result[k])
+            # truncation accounting (inputs this item used)
+            item_truncated = False
+            if nli is not None:
+                truncations["nli"] += sum(_truncation(nli, (p, a)) != NOT_TRUNCATED for p in ps for a in as_)
+            if ob is not None:
+                truncations["obligation"] += sum(_truncation(ob, (x, None)) != NOT_TRUNCATED
+                                                 for x in dict.fromkeys(ps + as_ if reference else ps))
+            if cov is not None:
+                for key in tried[item_no]:
+                    code = _truncation(cov, key)
+                    if code == CUT_FIRST:
+                        truncations["coverage"] += 1
+                    elif code == CUT_SECOND:
+                        truncations["coverage_obligation"] += 1
+                    item_truncated |= code != NOT_TRUNCATED
+            if item_truncated:
+                truncated_items.append(i)
 
-        return summarise(per_item, skipped)
+        if truncations["coverage"] or truncations["coverage_obligation"]:
+            logger.warning("coverage model %s cannot take %d inputs in full: the answer sentence was cut "
+                           "(the obligation too in %d); items %s", cfg.coverage_model, truncations["coverage"],
+                           truncations["coverage_obligation"], truncated_items)
+        out = summarise(per_item, skipped)
+        out["no_passage_text"] = no_passage_text
+        out["truncations"] = truncations
+        out["truncated_items"] = truncated_items
+        return out
 
-    def _coverage_rounds(self, cov_per_item, reference: bool) -> list[list[bool]]:
-        """Covered flag of each passage obligation of each item.
+    def _coverage_rounds(self, cov_per_item, reference: bool) -> tuple[list[list[bool]], list[list[Input]]]:
+        """Covered flag of each passage obligation of each item, and the coverage inputs each item needed.
 
         Like the reference's early ``break``, candidates are tried in rounds (round j = the j-th candidate sentence
         of every still-uncovered obligation, all items batched together), so covered obligations cost no more
-        pairs. The result equals ``any`` over all candidates.
+        inputs (the coverage short-circuit). The result equals ``any`` over all candidates.
         """
         from rirag.scoring.models import label_index
 
         covered = [[False] * len(obligations) for obligations, _, _ in cov_per_item]
+        tried: list[list[Input]] = [[] for _ in cov_per_item]
         pending = [(i, k) for i, (obligations, candidates, _) in enumerate(cov_per_item) if candidates
                    for k in range(len(obligations))]
         if not pending:
-            return covered
-        cov = self._classifier(self.config.coverage_model, role="coverage")
+            return covered, tried
+        cov = self._classifier(self.config.coverage_model, "coverage")
         cov_idx = label_index(cov.config, ENTAILMENT)
         j = 0
         while pending:
@@ -273,13 +528,14 @@ class RePASsScorer:
             batch = np.stack([probs[x] for x in inputs])[:, None, :]
             hits = core.coverage_hits(batch, cov_idx, self.config.threshold, require_top_label=reference)[:, 0]
             still = []
-            for (i, k), hit in zip(pending, hits):
+            for (i, k), x, hit in zip(pending, inputs, hits):
+                tried[i].append(x)
                 if hit:
                     covered[i][k] = True
                 elif j + 1 < len(cov_per_item[i][1]):
                     still.append((i, k))
             pending, j = still, j + 1
-        return covered
+        return covered, tried
 
     def score_dataset(self, dataset: Any, answer_column: str = "Answer",
                       passages_column: str = "RetrievedPassages") -> dict[str, Any]:
@@ -300,14 +556,21 @@ class RePASsScorer:
             part = dataset.select(shard) if shard else None
             result = self.score(part[answer_column], part[passages_column]) if part is not None else None
             records = [
-                (idx, {k: result["per_item"][k][j] for k in SCORE_KEYS}) for j, idx in enumerate(shard)
+                (idx, {k: result["per_item"][k][j] for k in SCORE_KEYS},
+                 j in result["no_passage_text"], j in result["truncated_items"]) for j, idx in enumerate(shard)
             ] if result else []
+            counts = [result["truncations"]] if result else []
         if state.num_processes > 1:
             records = gather_object(records)
+            counts = gather_object(counts)
         records = sorted(records, key=lambda r: r[0])
         per_item = {k: [r[1][k] for r in records] for k in SCORE_KEYS}
         skipped = [r[0] for r in records if r[1]["repass"] is None]
-        return summarise(per_item, skipped)
+        out = summarise(per_item, skipped)
+        out["no_passage_text"] = [r[0] for r in records if r[2]]
+        out["truncations"] = {k: sum(c[k] for c in counts) for k in TRUNCATION_KEYS}
+        out["truncated_items"] = [r[0] for r in records if r[3]]
+        return out
 
 
 def summarise(per_item: dict[str, list], skipped: list[int]) -> dict[str, Any]:

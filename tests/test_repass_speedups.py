@@ -1,0 +1,113 @@
+"""The work-saving parts of the scorer never change a score: coverage short-circuit, caches, length buckets."""
+
+import numpy as np
+import pytest
+from _scoring_fixtures import NLI_LABELS, FakeClassifier, all_obligations_model, tiny_bert, tiny_models
+
+from rirag.scoring import core
+from rirag.scoring.repass import PROBABILITY_CACHE, RePASsConfig, RePASsScorer, auto_batch_rows, clear_caches
+
+ANSWERS = ["Firms must keep records for six years. The sky is blue.", "Client money must be held separately.",
+           "It is not green. Firms must report to the regulator within six days."]
+PASSAGES = [["Firms must keep records for six years.", "Client money must be held separately."],
+            "Firms must report to the regulator. Client money is held separately.",
+            ["It is green.", "A person must notify the regulator within days."]]
+
+
+@pytest.mark.parametrize("reference", [True, False])
+def test_coverage_short_circuit_never_changes_a_score(reference):
+    """Random probability tensors (with many values at and around the 0.7 threshold and ties in the top label):
+    the round-by-round short-circuit gives exactly the coverage of the full (obligation x candidate) matrix."""
+    rng = np.random.default_rng(0)
+    for case in range(300):
+        n_items = int(rng.integers(1, 5))
+        cov_per_item, tensors = [], []
+        for i in range(n_items):
+            n_obl, n_cand = int(rng.integers(0, 6)), int(rng.integers(0, 6))
+            logits = rng.normal(0, 2, size=(n_obl, n_cand, 3))
+            probs = core.softmax(logits.reshape(-1, 3)).reshape(n_obl, n_cand, 3) if n_obl * n_cand else \
+                np.zeros((n_obl, n_cand, 3))
+            if n_obl * n_cand:  # exact threshold values and ties where the top label is not entailment
+                mask = rng.random((n_obl, n_cand)) < 0.2
+                probs[mask] = [0.0, 0.7, 0.3]
+                tie = rng.random((n_obl, n_cand)) < 0.1
+                probs[tie] = [0.15, 0.7 + 1e-9, 0.15 - 1e-9]
+            obligations = [f"o{case}.{i}.{k}" for k in range(n_obl)]
+            candidates = [f"a{case}.{i}.{j}" for j in range(n_cand)]
+            cov_per_item.append((obligations, candidates, [[(a, o) for a in candidates] for o in obligations]))
+            tensors.append(probs.astype(np.float32))  # what a classifier returns
+        lookup = {(cov_per_item[i][1][j], cov_per_item[i][0][k]): tensors[i][k, j]
+                  for i in range(n_items) for k in range(len(cov_per_item[i][0])) for j in range(len(cov_per_item[i][1]))}
+        fake = FakeClassifier(NLI_LABELS, lambda a, o: lookup[(a, o)])
+        scorer = RePASsScorer(RePASsConfig(coverage_model="cov", mode="reference" if reference else "paper",
+                                           show_progress=False))
+        scorer._classifiers["coverage:cov"] = fake
+        covered, tried = scorer._coverage_rounds(cov_per_item, reference)
+        for i, (obligations, candidates, _) in enumerate(cov_per_item):
+            full = core.coverage_hits(tensors[i], entailment_index=1, require_top_label=reference) \
+                if tensors[i].size else np.zeros((len(obligations), len(candidates)), dtype=bool)
+            assert covered[i] == list(full.any(axis=1)), (case, i)
+            oc_full = core.obligation_coverage(full)
+            oc_short = core.obligation_coverage(np.asarray(covered[i], dtype=bool).reshape(-1, 1)
+                                                if candidates else np.zeros((len(obligations), 0), dtype=bool))
+            assert oc_short == oc_full
+            # never more inputs than the full matrix, one per obligation until covered
+            assert len(tried[i]) <= len(obligations) * len(candidates)
+
+
+def test_caches_are_keyed_by_model_and_mode():
+    models = {**tiny_models(), "obligation_model": all_obligations_model()}  # every sentence: coverage runs
+    other_cov = tiny_bert("coverage_other", NLI_LABELS, seed=7, head_scale=200.0)
+
+    def cold(**kw):
+        clear_caches()
+        return RePASsScorer(**{**models, **kw}, device="cpu", show_progress=False).score(ANSWERS, PASSAGES)
+
+    expected = {"reference": cold(mode="reference"), "paper": cold(mode="paper"),
+                "other": cold(coverage_model=other_cov, nli_model=other_cov)}
+    clear_caches()
+    for name, kw in (("paper", dict(mode="paper")), ("reference", dict(mode="reference")),
+                     ("other", dict(coverage_model=other_cov, nli_model=other_cov)), ("reference", {})):
+        warm = RePASsScorer(**{**models, **kw}, device="cpu", show_progress=False).score(ANSWERS, PASSAGES)
+        for k, values in expected[name]["per_item"].items():  # batch composition differs: float noise only
+            assert warm["per_item"][k] == pytest.approx(values, abs=1.1e-5), (name, k)
+    # the cache held separate entries per coverage encoding and per model, and was reused by the last run
+    fingerprints = {key[0] for key in PROBABILITY_CACHE._data}
+    assert {f[0] for f in fingerprints} == {"single", "pair", "joined", "pair-keep-second"}
+    assert len({f[1] for f in fingerprints if f[0] == "pair"}) == 2
+    assert PROBABILITY_CACHE.hits > 0
+    assert expected["other"]["per_item"] != expected["reference"]["per_item"]
+
+
+def test_warm_cache_does_no_forward_pass(monkeypatch):
+    models = tiny_models()
+    clear_caches()
+    scorer = RePASsScorer(**models, device="cpu", show_progress=False)
+    first = scorer.score(ANSWERS, PASSAGES)
+    calls = []
+    for clf in scorer._classifiers.values():
+        original = clf.model.forward
+        monkeypatch.setattr(clf.model, "forward", lambda *a, _o=original, **k: calls.append(1) or _o(*a, **k))
+    assert scorer.score(ANSWERS, PASSAGES) == first
+    assert calls == []
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, "auto"])
+def test_batch_size_and_buckets_do_not_change_scores(batch_size):
+    from rirag.scoring.reference_impl import ReferenceRePASs
+
+    clear_caches()
+    models = tiny_models()
+    ours = RePASsScorer(**models, device="cpu", show_progress=False, batch_size=batch_size).score(ANSWERS, PASSAGES)
+    ref = ReferenceRePASs(**models, device="cpu")
+    for i, (a, p) in enumerate(zip(ANSWERS, PASSAGES)):
+        expected = ref.score_item(a, p)
+        assert {k: ours["per_item"][k][i] for k in expected} == pytest.approx(expected, abs=1e-5)
+
+
+def test_auto_batch_rule():
+    assert auto_batch_rows(16, "cpu") == 64 and auto_batch_rows(128, "cpu") == 8 and auto_batch_rows(5000, "cpu") == 1
+    assert auto_batch_rows(128, "cuda:0") == 64
+    with pytest.raises(ValueError, match="batch_size"):
+        RePASsConfig(batch_size=0)
+    assert RePASsConfig(batch_size="16").batch_size == 16
