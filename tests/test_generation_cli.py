@@ -77,8 +77,7 @@ def test_resume_after_an_interruption_loses_nothing(tiny_data_dir, bm25_run, tmp
         return real(self, batch)
 
     monkeypatch.setattr(ExtractiveComposer, "compose_many", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        _answer(tiny_data_dir, bm25_run, out, classifier)
+    assert _answer(tiny_data_dir, bm25_run, out, classifier) == 130  # main() turns Ctrl-C into exit 130
     first = json.loads(out.read_text())
     assert len(first) == 4  # two batches of two, written and finalised
 

@@ -244,7 +244,10 @@ def test_ctrl_c_in_a_subprocess(tiny_data_dir, tmp_path):
     import signal
     import time
 
-    script = ("import time, rirag.cli, rirag.validation as v\n"
+    # A background shell starts children with SIGINT ignored (then Python never raises KeyboardInterrupt): restore the
+    # default handler so the test measures rirag's handling, not how the test runner was launched.
+    script = ("import signal, time, rirag.cli, rirag.validation as v\n"
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               "def slow(args):\n    print('ready', flush=True)\n    time.sleep(60)\n"
               "raise SystemExit(v.run_command(slow, None))\n")
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}

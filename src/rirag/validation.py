@@ -329,14 +329,6 @@ def local_model(name: str, what: str = "model") -> str:
     return name
 
 
-#: Local artifacts the commands use by default, and how to make them (said when one is missing).
-TRAINING_COMMANDS = {
-    "artifacts/obligation_classifier":
-        "python train/obligation_classifier.py --config recipes/obligation_classifier/offline.yaml",
-    "artifacts/nli_judge": "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
-}
-
-
 def model_available(name: str, what: str = "model") -> str:
     """A model that can load without surprises: a local folder that exists (with the command that trains it when it
     is one of ours), a wheel-shipped name, or a Hub id (which, with HF_HUB_OFFLINE set, must be in the local cache)."""
@@ -348,7 +340,9 @@ def model_available(name: str, what: str = "model") -> str:
         try:
             return local_model(name, what)
         except UsageError as err:
-            how = TRAINING_COMMANDS.get(str(Path(name)).rstrip("/"))
+            from rirag.scoring.constants import TRAIN_COMMANDS  # local artifacts and the command that makes each
+
+            how = TRAIN_COMMANDS.get(str(Path(name)).rstrip("/"))
             raise UsageError(f"{err}; make it with: {how}" if how else str(err)) from None
     from huggingface_hub import constants, try_to_load_from_cache
 
@@ -397,9 +391,17 @@ def answers_args(args: Any) -> None:
     if not answered and not out.exists():
         raise UsageError(f"--answers {path}: none of its {len(records)} records has a non-empty Answer: nothing to "
                          "score")
+    problems, seen = [], set()
     for option in ("nli_model", "coverage_model", "obligation_model"):
-        if getattr(args, option, None):
-            model_available(getattr(args, option), "--" + option.replace("_", "-"))
+        name = getattr(args, option, None)
+        if name and name not in seen:  # the same folder named twice is reported once
+            seen.add(name)
+            try:
+                model_available(name, "--" + option.replace("_", "-"))
+            except UsageError as err:
+                problems.append(str(err))
+    if problems:  # every missing model in one line, so a fresh clone learns all it needs at once
+        raise UsageError("; ".join(problems))
 
 
 def checked(pre: Callable[[Any], None], func: Callable[[Any], Any]) -> Callable[[Any], Any]:
