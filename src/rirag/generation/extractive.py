@@ -1,0 +1,128 @@
+"""The extractive composer: an answer made of the passages' own obligation sentences, each cited.
+
+For the passages of a prompt (in retrieval order): split each into sentences (Punkt, as RePASs), keep the
+sentences the obligation classifier labels as obligations, drop near-duplicates of a sentence already kept
+(rapidfuzz ``ratio`` ≥ :data:`DEDUP_MIN_RATIO` on whitespace-normalised text), and write each kept sentence
+followed by its passage's citation ``[n]``. Fallback (documented, deterministic): when no sentence of any passage
+is an obligation, the first :data:`FALLBACK_SENTENCES` sentences of the top passage are used, each cited.
+
+It implements the generator interface (the passages are read back from the prompt with
+:func:`~rirag.generation.prompts.passages_from_messages`) and :meth:`ExtractiveComposer.compose` takes the
+passages directly (the RAFT builder's offline teacher).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Callable, Sequence
+
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE
+from rirag.generation.prompts import Messages, normalise_whitespace, passages_from_messages
+
+logger = logging.getLogger(__name__)
+
+#: Two sentences whose rapidfuzz ratio (0–100) is at least this are near-duplicates: only the first is kept.
+DEDUP_MIN_RATIO = 90.0
+#: Sentences of the top passage used when no passage has an obligation sentence.
+FALLBACK_SENTENCES = 2
+#: Sentences per classifier forward pass.
+CLASSIFIER_BATCH_SIZE = 64
+
+ObligationFn = Callable[[list[str]], list[bool]]
+
+
+def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, device: str | None = None,
+                          batch_size: int = CLASSIFIER_BATCH_SIZE) -> ObligationFn:
+    """``sentences -> [is obligation]`` with a sequence classifier, loaded (once, cached) by RePASs' loader."""
+    from rirag.scoring.models import load_classifier, max_length_of, obligation_index, resolve_device
+
+    device = resolve_device(device)
+    tokenizer, model = load_classifier(name_or_path, device)
+    index = obligation_index(model.config)
+    max_length = max_length_of(tokenizer, model)
+
+    def classify(sentences: list[str]) -> list[bool]:
+        import torch
+
+        out: list[bool] = []
+        with torch.inference_mode():
+            for start in range(0, len(sentences), batch_size):
+                batch = sentences[start:start + batch_size]
+                features = tokenizer(batch, padding=True, truncation=True, max_length=max_length,
+                                     return_tensors="pt").to(device)
+                out.extend((model(**features).logits.argmax(-1) == index).tolist())
+        return out
+
+    return classify
+
+
+def _with_citation(sentence: str, number: int) -> str:
+    """``sentence`` with ``[n]`` before its final full stop (or appended when it has none)."""
+    sentence = normalise_whitespace(sentence)
+    match = re.search(r"([.!?])[\"')\]]*$", sentence)
+    if match:
+        return f"{sentence[:match.start()].rstrip()} [{number}]{sentence[match.start():]}"
+    return f"{sentence} [{number}]"
+
+
+class ExtractiveComposer:
+    """Compose cited answers from obligation sentences. ``is_obligation`` (a function over a list of sentences)
+    overrides the classifier, e.g. in tests; otherwise the classifier at ``classifier`` loads on first use."""
+
+    name = EXTRACTIVE
+
+    def __init__(self, classifier: str = DEFAULT_OBLIGATION_CLASSIFIER, is_obligation: ObligationFn | None = None,
+                 device: str | None = None, dedup_min_ratio: float = DEDUP_MIN_RATIO,
+                 fallback_sentences: int = FALLBACK_SENTENCES, split: Callable[[str], Sequence[str]] | None = None):
+        self.classifier = classifier
+        self.device = device
+        self.dedup_min_ratio = float(dedup_min_ratio)
+        self.fallback_sentences = int(fallback_sentences)
+        self._is_obligation = is_obligation
+        self._split = split
+
+    def _classify(self, sentences: list[str]) -> list[bool]:
+        if self._is_obligation is None:
+            self._is_obligation = obligation_classifier(self.classifier, self.device)
+        flags = list(self._is_obligation(sentences))
+        if len(flags) != len(sentences):
+            raise ValueError(f"obligation classifier returned {len(flags)} labels for {len(sentences)} sentences")
+        return [bool(f) for f in flags]
+
+    def _sentences(self, passage: str) -> list[str]:
+        if self._split is None:
+            from rirag.scoring.sentences import punkt_split
+
+            self._split = punkt_split
+        return [normalise_whitespace(s) for s in self._split(passage) if s.strip()]
+
+    def compose_many(self, batch: Sequence[Sequence[str]]) -> list[str]:
+        """One answer per passage list; every sentence of the batch is classified in one call."""
+        from rapidfuzz import fuzz
+
+        split = [[self._sentences(p) for p in passages] for passages in batch]
+        unique = list(dict.fromkeys(s for item in split for sents in item for s in sents))
+        flags = dict(zip(unique, self._classify(unique))) if unique else {}
+        answers = []
+        for item in split:
+            kept: list[tuple[str, int]] = []
+            for number, sentences in enumerate(item, start=1):
+                for s in sentences:
+                    if not flags[s]:
+                        continue
+                    if any(fuzz.ratio(s, k) >= self.dedup_min_ratio for k, _ in kept):
+                        continue
+                    kept.append((s, number))
+            if not kept and item and item[0]:
+                logger.debug("no obligation sentence in %d passages: first sentences of the top passage", len(item))
+                kept = [(s, 1) for s in item[0][: self.fallback_sentences]]
+            answers.append(" ".join(_with_citation(s, n) for s, n in kept))
+        return answers
+
+    def compose(self, passages: Sequence[str]) -> str:
+        """The cited answer for one list of passages (retrieval order; citations number from 1)."""
+        return self.compose_many([passages])[0]
+
+    def generate(self, batch: Sequence[Messages]) -> list[str]:
+        return self.compose_many([passages_from_messages(m) for m in batch])
