@@ -238,3 +238,43 @@ def question_from_messages(messages: Messages) -> str:
     content = users[-1].get("content") or ""
     _, sep, question = content.rpartition(f"{QUESTION_HEADER} ")
     return question.strip() if sep else content.strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# RAFT (retrieval-aware fine-tuning, rirag.generation.raft): the prompt is the zero-shot one with the
+# chain-of-thought instruction; the target quotes its evidence, then gives the final line "Answer: ..." (the
+# few-shot-cot reply format, so final_answer(text, FEW_SHOT_COT) reads it back).
+# --------------------------------------------------------------------------------------------------
+
+#: One line of a RAFT target's evidence: a short quote of a passage.
+RAFT_QUOTE = 'Passage [{number}] says: "{quote}"'
+#: The evidence part of a RAFT target whose context lacks the oracle passages (its answer is NO_ANSWER).
+RAFT_NO_ORACLE_REASONING = "None of the passages states what the question asks about, so they do not settle it."
+#: Added to the system prompt of an endpoint teacher: which passages answer (the oracle), which are distractors.
+RAFT_TEACHER_HINT = ("For this reply you are told that passage(s) {numbers} answer the question; the other passages "
+                     "are distractors and must not be cited. Quote the oracle passages' obligations exhaustively.")
+
+
+def cot_reply(reasoning: str, answer: str) -> str:
+    """A chain-of-thought reply: the reasoning, then the final ``Answer:`` line."""
+    return f"{reasoning}\n{ANSWER_PREFIX} {answer}"
+
+
+def raft_messages(question: str, passages: Sequence[str]) -> Messages:
+    """The RAFT prompt (training and inference): the system prompt with the chain-of-thought instruction, then the
+    numbered passages and the question; no worked examples."""
+    return [{"role": "system", "content": f"{SYSTEM_PROMPT} {COT_INSTRUCTION}"},
+            {"role": "user", "content": user_message(question, passages)}]
+
+
+def raft_teacher_messages(question: str, passages: Sequence[str], oracle_numbers: Sequence[int]) -> Messages:
+    """The RAFT prompt for a teacher model, told which passages are the oracle."""
+    messages = raft_messages(question, passages)
+    hint = RAFT_TEACHER_HINT.format(numbers=", ".join(f"[{n}]" for n in oracle_numbers))
+    messages[0] = {"role": "system", "content": f"{messages[0]['content']} {hint}"}
+    return messages
+
+
+def raft_no_oracle_reply() -> str:
+    """The RAFT target when the oracle is withheld: the passages do not settle the question."""
+    return cot_reply(RAFT_NO_ORACLE_REASONING, NO_ANSWER)
