@@ -4,6 +4,9 @@
     rirag retrieve --retriever bm25|dense|hybrid|rank-fusion|rrf|rerank --split SPLIT --out run.trec
                    [--k 100] [--model PATH] [--option KEY=VALUE ...]
     rirag evaluate retrieval --run run.trec --split SPLIT [--json FILE] [--k 10] [--per-query FILE]
+    rirag answer --run RUN.trec --split SPLIT | --questions FILE --out answers.json [--generator G] [--strategy S]
+    rirag ask "question" [--retriever R] [--generator G] [--strategy S]
+    rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 """
 
 from __future__ import annotations
@@ -163,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
     e.set_defaults(func=cmd_evaluate_retrieval)
     _add_optional_subcommands(ev)
+    from rirag.generation.commands import add_parsers as add_generation_parsers
+
+    add_generation_parsers(sub)  # answer, ask, submit
     return parser
 
 

