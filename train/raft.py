@@ -135,16 +135,16 @@ def fits(tokenizer, max_length: int | None):
     return keep
 
 
-def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
+def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, model_args,
+                  command: str = "train/raft.py"):
+    """The SFTTrainer that ``main`` runs (the data built first when missing), and facts for the cards."""
     import torch
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
-    from rirag.cards import render_card
     from rirag.generation.base import OFFLINE_GENERATOR_GGUF
     from rirag.generation.raft import build_raft_dataset, export_gguf_model, save_raft_dataset
 
-    command = "train/raft.py " + " ".join(sys.argv[1:])
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required")
     if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
@@ -183,24 +183,35 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
     trainable, total = trainer.model.get_nb_trainable_parameters()
     logger.info("%s: %d trainable of %d parameters (%s)", model_args.model_name_or_path, trainable, total,
                 "QLoRA" if qlora else "LoRA")
+    return trainer, {"tokenizer": tokenizer, "rows": len(train_ds), "dropped_too_long": too_long, "qlora": qlora,
+                     "cuda": cuda, "trainable": trainable, "total": total, "has_eval": eval_ds is not None}
+
+
+def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
+    import torch
+
+    from rirag.cards import render_card
+
+    command = "train/raft.py " + " ".join(sys.argv[1:])
+    trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
+    tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
 
     # Training loop
     start = time.time()
     result = trainer.train()
     seconds = time.time() - start
     tokens = int(trainer.state.num_input_tokens_seen or 0)
-    completion_tokens = int(sum(sum(m) for m in trainer.train_dataset["completion_mask"])
-                            * training_args.num_train_epochs) if "completion_mask" in trainer.train_dataset.column_names else None
-    summary = {"rows": len(train_ds), "dropped_too_long": too_long, "steps": trainer.state.global_step,
+    labels = trainer.train_dataset["labels"] if "labels" in trainer.train_dataset.column_names else None
+    summary = {"rows": info["rows"], "dropped_too_long": too_long, "steps": trainer.state.global_step,
                "epochs": training_args.num_train_epochs,
                "train_loss": round(result.training_loss, 4), "train_seconds": round(seconds, 1),
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
-               "trainable_parameters": trainable, "parameters": total, "qlora": qlora,
+               "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
                "device": "cuda" if cuda else f"cpu ({torch.get_num_threads()} threads)",
                "torch_threads": torch.get_num_threads()}
-    if completion_tokens is not None:
-        summary["completion_tokens_per_epoch"] = int(completion_tokens / max(1, training_args.num_train_epochs))
-    if eval_ds is not None:
+    if labels is not None:  # tokens that carry the loss (the completions), per epoch
+        summary["loss_tokens_per_epoch"] = int(sum(sum(t != -100 for t in row) for row in labels))
+    if info["has_eval"]:
         summary["eval_loss"] = round(trainer.evaluate()["eval_loss"], 4)
     logger.info("RAFT training: %s", summary)
 
@@ -217,12 +228,12 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                   "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
                   "quantisation": "4-bit NF4 (QLoRA)" if qlora else "none (float32 LoRA)",
                   "optimiser": str(training_args.optim), "learning_rate": training_args.learning_rate,
-                  "warm-up ratio": training_args.warmup_ratio, "epochs": training_args.num_train_epochs,
+                  "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,
                   "batch size": training_args.per_device_train_batch_size,
                   "gradient accumulation": training_args.gradient_accumulation_steps,
                   "max length": training_args.max_length, "loss": "completion-only cross-entropy"}
         data = {"dataset": data_args.dataset_name, "split": script_args.dataset_train_split,
-                "rows": len(train_ds), "dropped_too_long": too_long,
+                "rows": info["rows"], "dropped_too_long": too_long,
                 "report": _dataset_report(data_args.dataset_name)}
         for folder, kind in ((out, "adapter"), (merged, "merged")):
             if folder == "none":
@@ -235,7 +246,8 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
             from rirag.io import atomic_write_json
 
             atomic_write_json(script_args.results_path, {"summary": summary, "recipe": recipe, "data": data,
-                                                         "command": command, "arguments": asdict(script_args) | asdict(data_args)})
+                                                         "command": command,
+                                                         "arguments": asdict(script_args) | asdict(data_args)})
         if training_args.push_to_hub:
             trainer.push_to_hub()
     return summary | {"trainer": trainer}
