@@ -27,9 +27,13 @@ ZERO_SHOT = "zero-shot"
 FEW_SHOT = "few-shot"
 FEW_SHOT_COT = "few-shot-cot"
 CLOSED_BOOK = "closed-book"
-STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, CLOSED_BOOK)
+#: The prompt a RAFT-tuned model was trained on (:func:`raft_messages`); its replies end in an ``Answer:`` line.
+RAFT = "raft"
+STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, CLOSED_BOOK, RAFT)
 #: Strategies whose prompt carries passages (the closed-book control carries none).
-GROUNDED_STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT)
+GROUNDED_STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, RAFT)
+#: Strategies whose reply reasons first and ends in an ``Answer:`` line (read back by :func:`final_answer`).
+ANSWER_LINE_STRATEGIES = (FEW_SHOT_COT, RAFT)
 
 #: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle).
 NO_ANSWER = "The provided passages do not answer this question."
@@ -184,18 +188,20 @@ def build_messages(question: str, passages: Sequence[str], strategy: str = ZERO_
     if strategy == FEW_SHOT_COT:
         return [{"role": "system", "content": f"{SYSTEM_PROMPT} {COT_INSTRUCTION}"}, *_example_turns(cot=True),
                 {"role": "user", "content": user_message(question, passages)}]
+    if strategy == RAFT:
+        return raft_messages(question, passages)
     raise ValueError(f"unknown prompting strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
 
 
 def final_answer(text: str, strategy: str = ZERO_SHOT) -> tuple[str, bool]:
     """The answer part of a generated reply, and whether it was found as the strategy expects.
 
-    For ``few-shot-cot`` this is what follows the last line starting with ``Answer:``; a reply without such a line
+    For ``few-shot-cot`` and ``raft`` this is what follows the last line starting with ``Answer:``; a reply without such a line
     is returned whole (stripped) with ``False`` so the caller can record the fallback. Other strategies return the
     stripped text and ``True``.
     """
     text = (text or "").strip()
-    if strategy != FEW_SHOT_COT:
+    if strategy not in ANSWER_LINE_STRATEGIES:
         return text, True
     lines = text.splitlines()
     for i in range(len(lines) - 1, -1, -1):
