@@ -5,7 +5,9 @@ Usage:
 
 Steps: (1) build ObliQA in both split schemes with the overlap audit; (2) BM25 on the leakage-free validation
 split and the original test split, TREC runs written to ARTIFACTS/runs; (3) the metric table; (4) the top 3
-passages (document title and PassageID) for three questions of RIRAG_Unseen_Questions.json.
+passages (document title and PassageID) for three questions of RIRAG_Unseen_Questions.json; (5) one of those
+questions answered with citations: by the extractive composer when ARTIFACTS/obligation_classifier exists (seconds),
+else by the offline SmolLM2-135M-Instruct (about a minute to load and answer on 2 cores).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from rirag.constants import EVAL_K, RUN_DEPTH, SEED
 from rirag.data import load_obliqa
 from rirag.dataset_build import BuildConfig, build
 from rirag.evaluation import evaluate_run, metric_names, write_trec
+from rirag.generation.base import EXTRACTIVE, OFFLINE_GENERATOR, GeneratorSpec, build_generator
+from rirag.generation.commands import format_answer
+from rirag.generation.pipeline import answer_question
+from rirag.generation.prompts import FEW_SHOT
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import qrels_of, split_questions
 
@@ -35,6 +41,10 @@ class DemoConfig:
     unseen_questions: int = 3
     top: int = 3
     seed: int = SEED
+    #: step 5: "auto" = the extractive composer when the obligation classifier is trained, else the offline LM
+    answer_generator: str = "auto"
+    answer_strategy: str = FEW_SHOT
+    answer_max_new_tokens: int = 128
 
 
 def main(config: DemoConfig) -> None:
@@ -72,6 +82,20 @@ def main(config: DemoConfig) -> None:
             p = obliqa.passages[pid]
             snippet = textwrap.shorten(p.text, 160, placeholder=" …")
             out(f"  {rank}. [{obliqa.title(p.document_id)} · {p.passage_id}] ({score:.2f}) {snippet}\n")
+
+    classifier = artifacts / "obligation_classifier"
+    name = config.answer_generator
+    if name == "auto":
+        name = EXTRACTIVE if (classifier / "config.json").exists() else OFFLINE_GENERATOR
+    if name == EXTRACTIVE:
+        generator = build_generator(GeneratorSpec(EXTRACTIVE, str(classifier)))
+    else:
+        generator = build_generator(GeneratorSpec(name, options={"max_new_tokens": config.answer_max_new_tokens}))
+    question = obliqa.unseen[0]
+    out(f"\n# 5. A cited answer ({name}, {config.retriever} passages, RIRAG-filtered)\n\nQ: {question.text}\n")
+    answer = answer_question(question.text, retriever, generator, config.answer_strategy, corpus=obliqa.corpus,
+                             question_id=question.id)
+    out(format_answer(answer, obliqa.titles))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ def tiny_causal_lm(folder: Path, seed: int = 0, vocab_size: int = 400) -> Path:
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                          num_key_value_heads=2, intermediate_size=64, max_position_embeddings=4096,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=False)
+                         bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=False,
+                         initializer_range=0.5)  # large weights: continuations depend on the prompt
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder

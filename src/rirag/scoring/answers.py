@@ -173,6 +173,9 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--chunk-size", type=int, default=32, help="answers scored (and flushed) together")
     p.add_argument("--device", default=None)
+    p.add_argument("--attribution", action="store_true",
+                   help="also citation precision/recall, uncited share, invalid citations and copy ratio "
+                        "(judged by --nli-model), written to <csv>.attribution.json")
     p.set_defaults(func=run_answers)
     return p
 
@@ -187,4 +190,13 @@ def run_answers(args: Any) -> dict[str, Any]:
                                        device=args.device, mode=args.mode))
     averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size)
     sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n")
+    if getattr(args, "attribution", False):
+        from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
+        from rirag.scoring.attribution import score_answers_file as attribution_of_file
+
+        config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device)
+        attribution = attribution_of_file(args.answers, AttributionScorer(config))
+        _write_json_atomic(out + ".attribution.json", attribution)
+        sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
+        averages["attribution"] = {k: v for k, v in attribution.items() if k != "per_question"}
     return averages

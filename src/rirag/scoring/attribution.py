@@ -1,0 +1,195 @@
+"""Attribution metrics for cited answers, next to RePASs: do the citations support the sentences, and how much of
+the answer is copied from the passages?
+
+Per answer (sentences split with Punkt; a citation marker after a full stop belongs to the sentence before it; the
+NLI judge sees the cited passage as premise and the sentence without its markers as hypothesis, and a pair
+*entails* when the judge's arg-max label is entailment):
+
+* ``citation_precision``: share of the answer's citations whose passage entails the citing sentence (a citation
+  outside the passage list cannot support anything and counts as not supporting); undefined without citations;
+* ``citation_recall``: share of sentences with at least one supporting citation;
+* ``uncited_share``: share of sentences without any citation;
+* ``invalid_citations``: number of citations outside the passage list;
+* ``copy_ratio``: share of the answer's word tokens (lower-cased ``\\w+``, citation markers removed) that lie
+  inside a span of at least :data:`MIN_COPY_SPAN` consecutive tokens occurring verbatim in one passage. RePASs
+  rewards copying, so every table shows this next to the score.
+
+Empty answers are skipped; an answer that is exactly the abstention reply
+(:data:`rirag.generation.prompts.NO_ANSWER`) is counted as ``abstained`` and has no citation metrics. Means are
+over the answers where a metric is defined (macro average).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from rirag.scoring.constants import ENTAILMENT, LOCAL_NLI_JUDGE
+
+logger = logging.getLogger(__name__)
+
+#: A copied span is at least this many consecutive word tokens found verbatim in one passage.
+MIN_COPY_SPAN = 8
+METRICS = ("citation_precision", "citation_recall", "uncited_share", "invalid_citations", "copy_ratio")
+
+EntailFn = Callable[[list[tuple[str, str]]], list[bool]]
+_TOKEN = re.compile(r"\w+")
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def copy_ratio(answer: str, passages: Sequence[str], min_span: int = MIN_COPY_SPAN) -> float:
+    """Share of the answer's tokens inside a verbatim span of ``min_span``+ tokens of one passage (0 when empty)."""
+    from rirag.generation.citations import strip_citations
+
+    words = tokens(strip_citations(answer))
+    if not words:
+        return 0.0
+    grams = set()
+    for passage in passages:
+        p = tokens(passage)
+        grams.update(tuple(p[i:i + min_span]) for i in range(len(p) - min_span + 1))
+    covered = np.zeros(len(words), dtype=bool)
+    for i in range(len(words) - min_span + 1):
+        if tuple(words[i:i + min_span]) in grams:
+            covered[i:i + min_span] = True
+    return float(covered.mean())
+
+
+@dataclass
+class AttributionConfig:
+    nli_model: str = field(default=LOCAL_NLI_JUDGE, metadata={"help": "NLI cross-encoder that judges support."})
+    batch_size: int = field(default=32, metadata={"help": "Pairs per forward pass."})
+    device: Any = field(default=None, metadata={"help": "'cpu', 'cuda', ... or None (auto)."})
+    min_copy_span: int = field(default=MIN_COPY_SPAN, metadata={"help": "Tokens in a copied span."})
+    show_progress: bool = field(default=True, metadata={"help": "tqdm over NLI batches."})
+
+
+def nli_judge(config: AttributionConfig) -> EntailFn:
+    """``[(premise, hypothesis)] -> [entails]`` with the NLI model of ``config``, loaded by RePASs' loader."""
+    from rirag.scoring.models import label_index, load_classifier, max_length_of, resolve_device
+
+    device = resolve_device(config.device)
+    tokenizer, model = load_classifier(config.nli_model, device)
+    e_idx = label_index(model.config, ENTAILMENT)
+    max_length = max_length_of(tokenizer, model)
+
+    def entails(pairs: list[tuple[str, str]]) -> list[bool]:
+        import torch
+        from tqdm.auto import tqdm
+
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        out = [False] * len(pairs)
+        starts = range(0, len(order), config.batch_size)
+        with torch.inference_mode():
+            for s in tqdm(starts, desc="attribution NLI", disable=not config.show_progress, leave=False):
+                idx = order[s:s + config.batch_size]
+                enc = tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], padding=True,
+                                truncation=True, max_length=max_length, return_tensors="pt").to(device)
+                labels = model(**enc).logits.argmax(-1).tolist()
+                for i, label in zip(idx, labels):
+                    out[i] = label == e_idx
+        return out
+
+    return entails
+
+
+class AttributionScorer:
+    """Citation precision/recall, uncited share, invalid citations and copy ratio; ``entails`` overrides the NLI
+    judge (tests)."""
+
+    def __init__(self, config: AttributionConfig | None = None, entails: EntailFn | None = None):
+        self.config = config or AttributionConfig()
+        self._entails = entails
+
+    def entails(self, pairs: list[tuple[str, str]]) -> list[bool]:
+        if not pairs:
+            return []
+        if self._entails is None:
+            self._entails = nli_judge(self.config)
+        unique = list(dict.fromkeys(pairs))
+        verdicts = dict(zip(unique, self._entails(unique)))
+        return [verdicts[p] for p in pairs]
+
+    def score(self, answers: Sequence[str | None], passages: Sequence[Sequence[str]]) -> dict[str, Any]:
+        """Per-answer metrics (``None`` where undefined or skipped) and their means."""
+        from rirag.generation.citations import parse_citations
+        from rirag.generation.prompts import NO_ANSWER
+
+        if len(answers) != len(passages):
+            raise ValueError(f"{len(answers)} answers but {len(passages)} passage lists")
+        per: dict[str, list] = {m: [] for m in METRICS}
+        parsed_items, pairs, skipped, abstained = [], [], [], []
+        for i, (answer, item_passages) in enumerate(zip(answers, passages)):
+            item_passages = [item_passages] if isinstance(item_passages, str) else list(item_passages or [])
+            if not answer or not answer.strip():
+                skipped.append(i)
+                parsed_items.append(None)
+                continue
+            if answer.strip() == NO_ANSWER:
+                abstained.append(i)
+            parsed = parse_citations(answer, [str(n) for n in range(1, len(item_passages) + 1)])
+            parsed_items.append((parsed, item_passages))
+            pairs.extend((item_passages[int(c.passage_id) - 1], parsed.claims[c.sentence])
+                         for c in parsed.citations if c.valid)
+        verdicts = iter(self.entails(pairs))
+        for i, item in enumerate(parsed_items):
+            if item is None:
+                for m in METRICS:
+                    per[m].append(None)
+                continue
+            parsed, item_passages = item
+            supported = [False] * len(parsed.sentences)
+            hits = 0
+            for c in parsed.citations:
+                if c.valid and next(verdicts):
+                    hits += 1
+                    supported[c.sentence] = True
+            n_sent = len(parsed.sentences)
+            cited = {c.sentence for c in parsed.citations}
+            defined = i not in abstained
+            per["citation_precision"].append(hits / len(parsed.citations) if parsed.citations and defined else None)
+            per["citation_recall"].append(sum(supported) / n_sent if n_sent and defined else None)
+            per["uncited_share"].append((n_sent - len(cited)) / n_sent if n_sent and defined else None)
+            per["invalid_citations"].append(len(parsed.invalid))
+            per["copy_ratio"].append(copy_ratio(answers[i], item_passages, self.config.min_copy_span))
+        means = {m: (float(np.mean([v for v in per[m] if v is not None])) if any(v is not None for v in per[m])
+                     else None) for m in METRICS}
+        means["invalid_citations_total"] = int(sum(v for v in per["invalid_citations"] if v is not None))
+        return {**means, "per_item": per, "skipped": skipped, "abstained": abstained,
+                "n_scored": len(answers) - len(skipped)}
+
+
+def score_answers_file(path: str, scorer: AttributionScorer) -> dict[str, Any]:
+    """Attribution metrics of a shared-task answers JSON (citations re-parsed from each ``Answer``, numbered by
+    the order of ``RetrievedPassages``); per-question values keyed by QuestionID."""
+    from rirag.scoring.answers import read_answers
+
+    data = read_answers(path)
+    result = scorer.score([r["Answer"] for r in data], [r["RetrievedPassages"] for r in data])
+    qids = [str(r["QuestionID"]) for r in data]
+    result["per_question"] = {q: {m: result["per_item"][m][i] for m in METRICS} for i, q in enumerate(qids)}
+    del result["per_item"]
+    result["skipped"] = [qids[i] for i in result["skipped"]]
+    result["abstained"] = [qids[i] for i in result["abstained"]]
+    return result
+
+
+def format_attribution(result: dict[str, Any]) -> str:
+    def cell(v):
+        return "n/a" if v is None else f"{v:.5f}"
+
+    rows = [("Citation precision", cell(result["citation_precision"])),
+            ("Citation recall", cell(result["citation_recall"])),
+            ("Uncited sentences", cell(result["uncited_share"])),
+            ("Invalid citations", str(result["invalid_citations_total"])),
+            (f"Copy ratio (≥{MIN_COPY_SPAN} tokens)", cell(result["copy_ratio"])),
+            ("answers (abstained)", f"{result['n_scored']} ({len(result['abstained'])})")]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)
