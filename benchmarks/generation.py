@@ -173,26 +173,22 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     return stats
 
 
-def score_row(records: list[dict], repass_scorer, attribution) -> dict:
-    """Quality metrics of one row's answers. ``attribution(records) -> dict`` gives citation precision / recall
-    and copy ratio (``rirag.scoring.attribution``); ``repass_scorer.score(answers, passages)`` RePASs."""
+def score_row(records: list[dict], repass_scorer, attribution_scorer) -> dict:
+    """Quality metrics of one row's answers: ``repass_scorer`` (:class:`rirag.scoring.repass.RePASsScorer`) and
+    ``attribution_scorer`` (:class:`rirag.scoring.attribution.AttributionScorer`), each ``.score(answers,
+    passages)``, plus answer length."""
     answers = [r.get("Answer") or "" for r in records]
-    result = repass_scorer.score(answers, [r["RetrievedPassages"] for r in records])
+    passages = [r["RetrievedPassages"] for r in records]
+    result = repass_scorer.score(answers, passages)
     metrics = {k: result[k] for k in ("repass", "entailment", "contradiction", "obligation_coverage")}
-    metrics |= {k: v for k, v in attribution(records).items()}
+    attribution = attribution_scorer.score(answers, passages)
+    metrics |= {k: attribution[k] for k in ("citation_precision", "citation_recall", "uncited_share", "copy_ratio",
+                                           "invalid_citations_total")}
+    metrics["abstained_answers"] = len(attribution["abstained"])
     metrics["scored_answers"] = result["n_scored"]
     metrics["empty_answers"] = sum(not a.strip() for a in answers)
     metrics["mean_answer_words"] = round(sum(len(a.split()) for a in answers) / len(answers), 1) if answers else None
     return metrics
-
-
-def default_attribution(args: GenerationBenchArguments):
-    from rirag.scoring.attribution import attribution_metrics
-
-    def attribution(records: list[dict]) -> dict:
-        return attribution_metrics(records, nli_model=args.nli_model)
-
-    return attribution
 
 
 def merge_results(path: str, rows: dict[str, dict], meta: dict) -> dict:
@@ -257,9 +253,11 @@ def main(args: GenerationBenchArguments) -> dict:
             records = [r for r in read_answers(args, row) if r["QuestionID"] in set(ids)]
             if not records:
                 raise FileNotFoundError(f"row {row}: no answers for the selected questions; run --stage generate")
+            from rirag.scoring.attribution import AttributionConfig, AttributionScorer
+
             scorer = RePASsScorer(nli_model=args.nli_model, coverage_model=args.nli_model,
                                   obligation_model=args.obligation_model)
-            values |= score_row(records, scorer, default_attribution(args))
+            values |= score_row(records, scorer, AttributionScorer(AttributionConfig(nli_model=args.nli_model)))
             values["questions"] = len(records)
             values["complete"] = len(records) == args.sample_size
             values["score_command"] = command

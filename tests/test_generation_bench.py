@@ -33,9 +33,12 @@ class _Scorer:
 def test_score_row_has_every_metric_key():
     records = [{"QuestionID": "a", "Answer": "A firm must file [1].", "RetrievedPassages": ["A firm must file."]},
                {"QuestionID": "b", "Answer": "", "RetrievedPassages": ["x"]}]
-    metrics = bench.score_row(records, _Scorer(), lambda recs: {"citation_precision": 1.0, "citation_recall": 0.5,
-                                                                "copy_ratio": 0.25})
+    from rirag.scoring.attribution import AttributionScorer
+
+    attribution = AttributionScorer(entails=lambda pairs: [True] * len(pairs))
+    metrics = bench.score_row(records, _Scorer(), attribution)
     assert set(bench.QUALITY_KEYS) <= set(metrics)
+    assert metrics["citation_precision"] == 1.0 and metrics["citation_recall"] == 1.0
     assert metrics["mean_answer_words"] == 2.5 and metrics["empty_answers"] == 1 and metrics["scored_answers"] == 1
 
 
