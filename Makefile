@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 ARTIFACTS ?= artifacts
 
-.PHONY: install demo test bench bench-retrieval clean
+.PHONY: install demo test bench bench-retrieval raft bench-generation clean
 
 install: $(VENV)/.installed
 
@@ -36,6 +36,13 @@ bench: install
 # The full retrieval ablation (training included): see benchmarks/ablation.sh.
 bench-retrieval: install
 	benchmarks/ablation.sh
+
+# RAFT-LoRA on the offline recipe (builds the RAFT data first when missing), then the generation benchmark.
+raft: install
+	$(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml train/raft.py --config recipes/raft/offline.yaml
+
+bench-generation: install
+	$(BIN)/python benchmarks/generation.py
 
 clean:
 	rm -rf $(VENV) $(ARTIFACTS) .pytest_cache

@@ -176,3 +176,19 @@ def test_real_training_questions_mix(real_obliqa):
     instances, report = build_instances(train, real_obliqa.corpus, pools)
     assert abs(report["oracle_share"] - ORACLE_PROBABILITY) < 0.06
     assert not {i.question_id for i in instances} & validation
+
+
+def test_builder_reads_its_keys_from_the_training_recipe():
+    import importlib.util
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("raft_builder", repo / "dataset_builders" / "raft.py")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    args = builder.parse(["--config", str(repo / "recipes" / "raft" / "offline.yaml"), "--max_questions", "5"])
+    assert (args.teacher, args.retriever, args.max_questions) == ("extractive", "bm25", 5)
+    assert args.dataset_name == "artifacts/datasets/raft/offline"
+    assert args.oracle_probability == ORACLE_PROBABILITY  # not retyped in the recipe: the module constant
+    paper = builder.parse(["--config", str(repo / "recipes" / "raft" / "paper.yaml")])
+    assert paper.teacher == "endpoint" and paper.max_questions == 200
