@@ -156,6 +156,7 @@ class ExtractiveTeacher:
 
     def __init__(self, composer):
         self.composer = composer
+        self.model = getattr(composer, "classifier", None)  # the obligation classifier, for the report
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
         from rirag.generation.citations import numbers_in, parse_citations
@@ -358,7 +359,9 @@ def build_raft_dataset(args: RaftDataArguments, teacher: Teacher | None = None, 
     rows, dropped = raft_rows(instances, corpus, teacher, args.teacher_batch_size, show_progress)
     dataset = split_rows(rows, args.held_out_fraction, args.raft_seed)
     report |= {"split": args.questions_split, "split_seed": args.split_seed, "distractor_source": source,
-               "negatives_depth": args.negatives_depth, "teacher": teacher.name, "teacher_dropped": dropped,
+               "negatives_depth": args.negatives_depth, "teacher": teacher.name,
+               "teacher_model": getattr(teacher, "model", None) or args.teacher_model or None,
+               "max_questions": args.max_questions, "teacher_dropped": dropped,
                "rows": {name: len(part) for name, part in dataset.items()},
                "rows_with_oracle": sum(r["has_oracle"] for r in rows)}
     return dataset, report
