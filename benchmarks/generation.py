@@ -156,6 +156,11 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     plain.parent.mkdir(parents=True, exist_ok=True)
     _unpack(plain)
     generator = generator or build_row_generator(args, model)
+    load_seconds = None
+    if hasattr(generator, "load"):  # load the model outside the timed loop
+        start = time.time()
+        generator.load()
+        load_seconds = round(time.time() - start, 2)
     tokens_before = getattr(generator, "generated_tokens", None)
     start = time.time()
     summary = answer_all([(q.id, q.text) for q in questions], run, corpus, generator, strategy, plain, k=EVAL_K,
@@ -163,6 +168,7 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     seconds = time.time() - start
     _pack(plain)
     stats = {"answered_now": summary["answered"], "generate_seconds_now": round(seconds, 2),
+             "load_seconds": load_seconds if load_seconds is not None else "inside generate_seconds_now",
              "warnings": summary["warnings"]}
     if summary["answered"]:
         stats["seconds_per_answer"] = round(seconds / summary["answered"], 3)
