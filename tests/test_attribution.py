@@ -87,3 +87,59 @@ def test_answers_file_and_real_nli_loading(tmp_path):
     assert result["per_question"]["a"]["citation_recall"] == 0.5
     assert result["per_question"]["b"]["citation_precision"] == 0.0  # an invalid citation supports nothing
     assert result["invalid_citations_total"] == 1
+
+
+def test_long_passages_are_judged_in_sentence_windows():
+    """A citation to a long passage is supported by its last sentence although the whole would be truncated."""
+    from rirag.scoring.attribution import PREMISE_MAX_CHARS, premise_windows
+
+    filler = " ".join(f"Sentence number {i} says nothing." for i in range(80))
+    passage = f"{filler} Firms must keep records for six years."
+    windows = premise_windows(passage)
+    assert len(passage) > PREMISE_MAX_CHARS and len(windows) > 1
+    assert all(len(w) <= PREMISE_MAX_CHARS for w in windows) and " ".join(windows) == passage
+    seen = []
+
+    def judge(pairs):
+        seen.extend(pairs)
+        return _overlap_judge(pairs)
+
+    result = AttributionScorer(entails=judge).score(["Firms must keep records [1]."], [[passage]])
+    assert result["citation_precision"] == 1.0
+    # premises: the windows, then each sentence (81 here), each judged once
+    assert len(seen) == len(windows) + 81 and len(set(seen)) == len(seen)
+
+
+def test_a_sentence_of_the_cited_passage_is_a_premise_too():
+    """A judge that only accepts a premise equal to the hypothesis still supports a verbatim sentence."""
+    def strict(pairs):
+        return [p.strip(". ") == h.strip(". ") for p, h in pairs]
+
+    result = AttributionScorer(entails=strict).score(["Firms must keep records [1]."],
+                                                     [["Scope. Firms must keep records. Others may not."]])
+    assert result["citation_precision"] == 1.0
+
+
+def test_evaluate_answers_attribution_flag(tmp_path, monkeypatch, capsys):
+    """`rirag evaluate answers --attribution` writes <csv>.attribution.json and prints the table."""
+    import argparse
+
+    from rirag.scoring import answers as answers_mod
+    from tests._scoring_fixtures import fake_scorer
+
+    records = [{"QuestionID": "a", "Question": "q", "RetrievedPassages": PASSAGES, "RetrievedIDs": ["x", "y"],
+                "Answer": "Firms must keep records [1]. The regulator may ask [2]."}]
+    src = tmp_path / "a.json"
+    src.write_text(json.dumps(records))
+    parser = argparse.ArgumentParser()
+    answers_mod.add_answers_parser(parser.add_subparsers())
+    args = parser.parse_args(["answers", "--answers", str(src), "--nli-model", "nli", "--coverage-model", "cov",
+                              "--obligation-model", "obl", "--attribution"])
+    scorer, _ = fake_scorer()
+    monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
+    monkeypatch.setattr("rirag.scoring.attribution.nli_judge", lambda config: _overlap_judge)
+    averages = answers_mod.run_answers(args)
+    written = json.loads((tmp_path / "a.repass.csv.attribution.json").read_text())
+    assert written["citation_precision"] == 1.0 and written["per_question"]["a"]["citation_recall"] == 1.0
+    assert averages["attribution"]["copy_ratio"] == written["copy_ratio"]
+    assert "Citation precision" in capsys.readouterr().out

@@ -46,6 +46,13 @@ def test_left_padded_batch_matches_one_by_one(tiny_lm):
     assert 0 < gen.generated_tokens <= 2 * 3 * 8
 
 
+def test_a_prompt_longer_than_the_context_gets_an_empty_answer(tiny_lm, caplog):
+    gen = TransformersGenerator(str(tiny_lm), max_new_tokens=4, device="cpu")
+    huge = build_messages("Q?", ["A firm must file a return. " * 2000], ZERO_SHOT)
+    assert gen.generate([BATCH[0], huge]) == [gen.generate([BATCH[0]])[0], ""]
+    assert "exceeds the model's context of 4096" in caplog.text
+
+
 def test_generator_registry_and_model_resolution(tiny_lm, tmp_path):
     gen = build_generator(GeneratorSpec(str(tiny_lm), options={"max_new_tokens": 2}))
     assert isinstance(gen, TransformersGenerator) and gen.max_new_tokens == 2

@@ -163,6 +163,12 @@ def test_empty_and_over_long_questions_and_empty_or_uncited_generations():
     assert [c["valid"] for c in invalid.to_record()["Citations"]] == [False, True]
     assert "1 citation(s) outside the passage list" in invalid.warnings
 
+    gen = _Fixed("It must file [1].")
+    closed = answer_items([("c", "Q?", _passages())], gen, "closed-book")[0]
+    assert "A firm must file" not in str(gen.prompts)  # the prompt carried no passage...
+    assert closed.to_record()["RetrievedIDs"] == ["p1", "p2"]  # ...but the record keeps them for scoring
+    assert [c["valid"] for c in closed.to_record()["Citations"]] == [False]  # [1] points at nothing it saw
+
 
 def test_answer_question_with_a_retriever(tiny_data_dir):
     from rirag.data import DataError, load_obliqa

@@ -160,7 +160,7 @@ def test_extractive_keeps_obligations_in_rank_order_dedups_and_cites():
     passages = [
         "Guidance only. A firm must file a return each year.",
         "An overview sentence. A firm must file a return every year. The firm shall notify the Regulator.",
-        "Nothing binding here.",
+        "Nothing binding here. Must comply.",  # a must-sentence of two words: a heading, never used
     ]
     composer = ExtractiveComposer(is_obligation=_must)
     answer = composer.compose(passages)
@@ -202,9 +202,10 @@ def _tiny_classifier(folder, favour: str):
 
 def test_extractive_with_a_tiny_classifier_from_config(tmp_path):
     """The real loading path: a classifier folder on disk, loaded by RePASs' loader, labels read from id2label."""
-    passages = [["A firm must file. It may wait. Then it reports."], ["A firm must file!"]]
+    passages = [["A firm must file. It may wait a year. Then it reports."], ["A firm must file!"]]
     everything = ExtractiveComposer(_tiny_classifier(tmp_path / "yes", "obligation")).compose_many(passages)
     # every sentence is an obligation; the exact duplicate in the second list is its own item (no cross-item dedup)
-    assert everything == ["A firm must file [1]. It may wait [1]. Then it reports [1].", "A firm must file [1]!"]
+    # ("Then it reports." has three words: too short to be used, whatever the classifier says)
+    assert everything == ["A firm must file [1]. It may wait a year [1].", "A firm must file [1]!"]
     nothing = ExtractiveComposer(_tiny_classifier(tmp_path / "no", "non-obligation")).compose(passages[0])
-    assert nothing == "A firm must file [1]. It may wait [1]."  # the documented fallback: top passage's first two
+    assert nothing == "A firm must file [1]. It may wait a year [1]."  # the fallback: top passage's first two

@@ -1,7 +1,8 @@
 """The extractive composer: an answer made of the passages' own obligation sentences, each cited.
 
 For the passages of a prompt (in retrieval order): split each into sentences (Punkt, as RePASs), keep the
-sentences the obligation classifier labels as obligations, drop near-duplicates of a sentence already kept
+sentences the obligation classifier labels as obligations (at least :data:`MIN_SENTENCE_WORDS` words: no
+headings), drop near-duplicates of a sentence already kept
 (rapidfuzz ``ratio`` ≥ :data:`DEDUP_MIN_RATIO` on whitespace-normalised text), and write each kept sentence
 followed by its passage's citation ``[n]``. Fallback (documented, deterministic): when no sentence of any passage
 is an obligation, the first :data:`FALLBACK_SENTENCES` sentences of the top passage are used, each cited.
@@ -26,6 +27,8 @@ logger = logging.getLogger(__name__)
 DEDUP_MIN_RATIO = 90.0
 #: Sentences of the top passage used when no passage has an obligation sentence.
 FALLBACK_SENTENCES = 2
+#: Shorter "sentences" (headings glued to a passage, list labels) are never used, whatever the classifier says.
+MIN_SENTENCE_WORDS = 4
 #: Sentences per classifier forward pass.
 CLASSIFIER_BATCH_SIZE = 64
 
@@ -109,7 +112,7 @@ class ExtractiveComposer:
             kept: list[tuple[str, int]] = []
             for number, sentences in enumerate(item, start=1):
                 for s in sentences:
-                    if not flags[s]:
+                    if not flags[s] or len(s.split()) < MIN_SENTENCE_WORDS:
                         continue
                     if any(fuzz.ratio(s, k) >= self.dedup_min_ratio for k, _ in kept):
                         continue

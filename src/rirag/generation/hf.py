@@ -3,6 +3,7 @@
 Batched greedy decoding with left padding (prompts rendered by the tokenizer's chat template), an optional peft
 LoRA adapter stacked on the base model, and 4-bit NF4 (bitsandbytes) when asked for *and* CUDA is present; asked
 for without CUDA, the model loads unquantised and a warning says so. The model loads on the first ``generate``.
+A prompt that does not fit the model's context (with ``max_new_tokens``) gets an empty answer and a warning.
 """
 
 from __future__ import annotations
@@ -132,7 +133,13 @@ class TransformersGenerator:
         tok, model = self._tokenizer, self._model
         prompts = [self.render(m) for m in batch]
         lengths = [len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
-        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
+        limit = getattr(model.config, "max_position_embeddings", None)
+        too_long = {i for i, n in enumerate(lengths) if limit and n + self.max_new_tokens > limit}
+        for i in sorted(too_long):  # documented fallback: an empty answer (the pipeline records it), no crash
+            logger.warning("prompt %d has %d tokens: with max_new_tokens=%d it exceeds the model's context of %d; "
+                           "returning an empty answer (pass fewer passages or a smaller --max-new-tokens)",
+                           i, lengths[i], self.max_new_tokens, limit)
+        order = sorted((i for i in range(len(prompts)) if i not in too_long), key=lambda i: -lengths[i])
         out: list[str] = [""] * len(prompts)
         eos = model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos if eos is not None else tok.eos_token_id])

@@ -161,7 +161,9 @@ def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], gener
         answer.text, found = final_answer(answer.raw, strategy)
         if not found:
             answer.warnings.append(WARN_NO_ANSWER_LINE)
-        answer.parsed = parse_citations(answer.text, [p.id for p in answer.passages])
+        # closed-book: the model saw no passage, so no number it writes can point at one
+        shown = [p.id for p in answer.passages] if strategy in GROUNDED_STRATEGIES else []
+        answer.parsed = parse_citations(answer.text, shown)
         if not answer.text:
             answer.warnings.append(WARN_EMPTY)
         elif strategy in GROUNDED_STRATEGIES and not answer.parsed.citations and answer.text != NO_ANSWER:

@@ -6,7 +6,10 @@ NLI judge sees the cited passage as premise and the sentence without its markers
 *entails* when the judge's arg-max label is entailment):
 
 * ``citation_precision``: share of the answer's citations whose passage entails the citing sentence (a citation
-  outside the passage list cannot support anything and counts as not supporting); undefined without citations;
+  outside the passage list cannot support anything and counts as not supporting); undefined without citations.
+  The premises of a cited passage are the passage itself (a passage longer than :data:`PREMISE_MAX_CHARS` in
+  windows of whole sentences) and each of its sentences; any premise entailing the sentence is enough (a small NLI
+  judge often answers "neutral" for a long premise that contains the hypothesis word for word);
 * ``citation_recall``: share of sentences with at least one supporting citation;
 * ``uncited_share``: share of sentences without any citation;
 * ``invalid_citations``: number of citations outside the passage list;
@@ -34,10 +37,38 @@ logger = logging.getLogger(__name__)
 
 #: A copied span is at least this many consecutive word tokens found verbatim in one passage.
 MIN_COPY_SPAN = 8
+#: A cited passage longer than this (characters) is judged in windows of whole sentences up to this length (a
+#: citation is supported when any window entails the sentence), so that truncation never hides its end.
+PREMISE_MAX_CHARS = 1200
 METRICS = ("citation_precision", "citation_recall", "uncited_share", "invalid_citations", "copy_ratio")
 
 EntailFn = Callable[[list[tuple[str, str]]], list[bool]]
 _TOKEN = re.compile(r"\w+")
+
+
+def premise_windows(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[str]:
+    """The passage itself when short, else consecutive whole-sentence windows of at most ``max_chars``."""
+    if len(passage) <= max_chars:
+        return [passage]
+    from rirag.scoring.sentences import punkt_split
+
+    windows, current = [], ""
+    for sentence in punkt_split(passage):
+        if current and len(current) + 1 + len(sentence) > max_chars:
+            windows.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}".strip()
+    if current:
+        windows.append(current)
+    return windows
+
+
+def premises(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[str]:
+    """Everything a citation of ``passage`` is judged against: its windows, then each of its sentences."""
+    from rirag.scoring.sentences import punkt_split
+
+    return list(dict.fromkeys([*premise_windows(passage, max_chars), *punkt_split(passage)]))
 
 
 def tokens(text: str) -> list[str]:
@@ -136,9 +167,16 @@ class AttributionScorer:
                 abstained.append(i)
             parsed = parse_citations(answer, [str(n) for n in range(1, len(item_passages) + 1)])
             parsed_items.append((parsed, item_passages))
-            pairs.extend((item_passages[int(c.passage_id) - 1], parsed.claims[c.sentence])
-                         for c in parsed.citations if c.valid)
-        verdicts = iter(self.entails(pairs))
+            for c in parsed.citations:
+                if c.valid:
+                    windows = premises(item_passages[int(c.passage_id) - 1])
+                    pairs.append([(w, parsed.claims[c.sentence]) for w in windows])
+        flat = self.entails([p for group in pairs for p in group])
+        grouped, at = [], 0
+        for group in pairs:
+            grouped.append(any(flat[at:at + len(group)]))
+            at += len(group)
+        verdicts = iter(grouped)
         for i, item in enumerate(parsed_items):
             if item is None:
                 for m in METRICS:
