@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 ARTIFACTS ?= artifacts
 
-.PHONY: install demo test bench bench-retrieval docs publish clean
+.PHONY: install demo test bench bench-retrieval raft bench-generation docs publish clean
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,13 @@ bench: install
 # The full retrieval ablation (training included): see benchmarks/ablation.sh.
 bench-retrieval: install
 	benchmarks/ablation.sh
+
+# RAFT-LoRA on the offline recipe (builds the RAFT data first when missing), then the generation benchmark.
+raft: install
+	$(BIN)/accelerate launch --config_file recipes/accelerate/cpu.yaml train/raft.py --config recipes/raft/offline.yaml
+
+bench-generation: install
+	$(BIN)/python benchmarks/generation.py
 
 # docs/results.md and the README's results table, from benchmarks/results/*.json.
 docs: install

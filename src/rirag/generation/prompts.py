@@ -27,9 +27,13 @@ ZERO_SHOT = "zero-shot"
 FEW_SHOT = "few-shot"
 FEW_SHOT_COT = "few-shot-cot"
 CLOSED_BOOK = "closed-book"
-STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, CLOSED_BOOK)
+#: The prompt a RAFT-tuned model was trained on (:func:`raft_messages`); its replies end in an ``Answer:`` line.
+RAFT = "raft"
+STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, CLOSED_BOOK, RAFT)
 #: Strategies whose prompt carries passages (the closed-book control carries none).
-GROUNDED_STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT)
+GROUNDED_STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, RAFT)
+#: Strategies whose reply reasons first and ends in an ``Answer:`` line (read back by :func:`final_answer`).
+ANSWER_LINE_STRATEGIES = (FEW_SHOT_COT, RAFT)
 
 #: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle).
 NO_ANSWER = "The provided passages do not answer this question."
@@ -184,18 +188,20 @@ def build_messages(question: str, passages: Sequence[str], strategy: str = ZERO_
     if strategy == FEW_SHOT_COT:
         return [{"role": "system", "content": f"{SYSTEM_PROMPT} {COT_INSTRUCTION}"}, *_example_turns(cot=True),
                 {"role": "user", "content": user_message(question, passages)}]
+    if strategy == RAFT:
+        return raft_messages(question, passages)
     raise ValueError(f"unknown prompting strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
 
 
 def final_answer(text: str, strategy: str = ZERO_SHOT) -> tuple[str, bool]:
     """The answer part of a generated reply, and whether it was found as the strategy expects.
 
-    For ``few-shot-cot`` this is what follows the last line starting with ``Answer:``; a reply without such a line
+    For ``few-shot-cot`` and ``raft`` this is what follows the last line starting with ``Answer:``; a reply without such a line
     is returned whole (stripped) with ``False`` so the caller can record the fallback. Other strategies return the
     stripped text and ``True``.
     """
     text = (text or "").strip()
-    if strategy != FEW_SHOT_COT:
+    if strategy not in ANSWER_LINE_STRATEGIES:
         return text, True
     lines = text.splitlines()
     for i in range(len(lines) - 1, -1, -1):
@@ -238,3 +244,43 @@ def question_from_messages(messages: Messages) -> str:
     content = users[-1].get("content") or ""
     _, sep, question = content.rpartition(f"{QUESTION_HEADER} ")
     return question.strip() if sep else content.strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# RAFT (retrieval-aware fine-tuning, rirag.generation.raft): the prompt is the zero-shot one with the
+# chain-of-thought instruction; the target quotes its evidence, then gives the final line "Answer: ..." (the
+# few-shot-cot reply format, so final_answer(text, FEW_SHOT_COT) reads it back).
+# --------------------------------------------------------------------------------------------------
+
+#: One line of a RAFT target's evidence: a short quote of a passage.
+RAFT_QUOTE = 'Passage [{number}] says: "{quote}"'
+#: The evidence part of a RAFT target whose context lacks the oracle passages (its answer is NO_ANSWER).
+RAFT_NO_ORACLE_REASONING = "None of the passages states what the question asks about, so they do not settle it."
+#: Added to the system prompt of an endpoint teacher: which passages answer (the oracle), which are distractors.
+RAFT_TEACHER_HINT = ("For this reply you are told that passage(s) {numbers} answer the question; the other passages "
+                     "are distractors and must not be cited. Quote the oracle passages' obligations exhaustively.")
+
+
+def cot_reply(reasoning: str, answer: str) -> str:
+    """A chain-of-thought reply: the reasoning, then the final ``Answer:`` line."""
+    return f"{reasoning}\n{ANSWER_PREFIX} {answer}"
+
+
+def raft_messages(question: str, passages: Sequence[str]) -> Messages:
+    """The RAFT prompt (training and inference): the system prompt with the chain-of-thought instruction, then the
+    numbered passages and the question; no worked examples."""
+    return [{"role": "system", "content": f"{SYSTEM_PROMPT} {COT_INSTRUCTION}"},
+            {"role": "user", "content": user_message(question, passages)}]
+
+
+def raft_teacher_messages(question: str, passages: Sequence[str], oracle_numbers: Sequence[int]) -> Messages:
+    """The RAFT prompt for a teacher model, told which passages are the oracle."""
+    messages = raft_messages(question, passages)
+    hint = RAFT_TEACHER_HINT.format(numbers=", ".join(f"[{n}]" for n in oracle_numbers))
+    messages[0] = {"role": "system", "content": f"{messages[0]['content']} {hint}"}
+    return messages
+
+
+def raft_no_oracle_reply() -> str:
+    """The RAFT target when the oracle is withheld: the passages do not settle the question."""
+    return cot_reply(RAFT_NO_ORACLE_REASONING, NO_ANSWER)

@@ -1,0 +1,281 @@
+"""Answer generation benchmark: one row per system on a fixed, seeded sample of leakage-free validation questions.
+
+Context: the committed best run (``benchmarks/runs/validation.best.trec.gz``), top 10, RIRAG score filtering. Rows
+(:data:`SYSTEMS`): the extractive composer; the base generator zero-shot, few-shot and few-shot + CoT; the
+RAFT-LoRA adapter on the same base; and the closed-book control of the zero-shot and RAFT models (the question
+alone; their answers are scored against the same retrieved passages, which they never saw, as in the second seed
+paper's section 4.5).
+
+Two stages, each resumable and restartable per row:
+
+* ``generate``: answers every sampled question not yet answered (each answer flushed as written, see
+  ``rirag.generation.pipeline.AnswersFile``) into ``benchmarks/answers/<row>.json.gz`` (the shared-task layout plus
+  ``Citations``) and records seconds per answer and generated tokens/s;
+* ``score``: RePASs with the local judge (E, C, OC, composite), the attribution metrics (citation precision and
+  recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the answers present.
+
+Results are merged into ``benchmarks/results/generation.json`` (``rows``: system name -> metrics); other rows are
+kept. A row measured on fewer questions than the sample (``--limit``, or generation not finished) says so in its
+``questions`` and ``complete`` fields.
+
+Usage:
+
+    python benchmarks/generation.py --stage generate --rows zero-shot,raft --limit 20 --threads 2
+    python benchmarks/generation.py --stage score                  # needs artifacts/nli_judge + obligation_classifier
+    python benchmarks/generation.py                                # both stages, every row, all 150 questions
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rirag.constants import EVAL_K, SEED
+from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, MAX_NEW_TOKENS
+from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
+from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
+
+logger = logging.getLogger(__name__)
+
+#: Row name -> (model: "extractive" | "base" | "raft", prompting strategy).
+SYSTEMS: dict[str, tuple[str, str]] = {
+    "extractive": (EXTRACTIVE, ZERO_SHOT),
+    "zero-shot": ("base", ZERO_SHOT),
+    "few-shot": ("base", FEW_SHOT),
+    "few-shot-cot": ("base", FEW_SHOT_COT),
+    "raft": ("raft", RAFT),
+    "zero-shot-closed-book": ("base", CLOSED_BOOK),
+    "raft-closed-book": ("raft", CLOSED_BOOK),
+}
+#: Metric keys every scored row carries (issue 14).
+QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", "citation_precision",
+                "citation_recall", "copy_ratio")
+SAMPLE_SIZE = 150
+
+
+@dataclass
+class GenerationBenchArguments:
+    stage: str = field(default="all", metadata={"help": "generate | score | all"})
+    rows: str = field(default=",".join(SYSTEMS), metadata={"help": "Comma-separated rows to run."})
+    limit: int | None = field(default=None, metadata={
+        "help": "Only the first N questions of the fixed sample (the row records how many it covers)."})
+    sample_size: int = field(default=SAMPLE_SIZE, metadata={"help": "Questions in the fixed sample."})
+    sample_seed: int = field(default=SEED, metadata={"help": "Seed of the sample."})
+    split: str = field(default="validation", metadata={"help": "Leakage-free validation questions."})
+    data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
+    run: str = field(default="benchmarks/runs/validation.best.trec.gz", metadata={"help": "The context run."})
+    base_model: str = field(default="artifacts/models/smollm2-135m-instruct", metadata={
+        "help": "The prompted generator (a folder, a Hub id, or smollm2-135m-instruct for the GGUF)."})
+    raft_adapter: str = field(default="artifacts/raft/smollm2-135m-raft", metadata={
+        "help": "The RAFT LoRA adapter stacked on base_model (train/raft.py)."})
+    obligation_model: str = field(default=LOCAL_OBLIGATION_CLASSIFIER, metadata={
+        "help": "Obligation classifier (extractive composer and RePASs)."})
+    nli_model: str = field(default=LOCAL_NLI_JUDGE, metadata={"help": "NLI judge (RePASs E, C, OC; attribution)."})
+    answers_dir: str = field(default="benchmarks/answers", metadata={"help": "Where the answers files go."})
+    results: str = field(default="benchmarks/results/generation.json", metadata={"help": "Results JSON."})
+    batch_size: int = field(default=BATCH_SIZE, metadata={"help": "Questions per generation call."})
+    max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "New tokens per answer."})
+    threads: int | None = field(default=None, metadata={"help": "torch threads (default: torch's choice)."})
+
+
+# -- the sample and its context ---------------------------------------------------------------------------------
+
+
+def sample_questions(questions, run: dict, size: int, seed: int) -> list:
+    """A fixed, seeded sample of ``size`` questions that have a ranking in ``run`` (order is part of the sample)."""
+    eligible = sorted((q for q in questions if q.id in run), key=lambda q: q.id)
+    if len(eligible) < size:
+        raise ValueError(f"only {len(eligible)} questions have a ranking in the run; the sample needs {size}")
+    return random.Random(seed).sample(eligible, size)
+
+
+def answers_path(args: GenerationBenchArguments, row: str) -> Path:
+    return Path(args.answers_dir) / f"{row}.json"
+
+
+def read_answers(args: GenerationBenchArguments, row: str) -> list[dict]:
+    """The row's answer records (gzipped file, or the plain file / journal of an interrupted run)."""
+    from rirag.generation.pipeline import AnswersFile
+
+    plain, packed = answers_path(args, row), Path(f"{answers_path(args, row)}.gz")
+    if packed.exists() and not plain.exists():
+        with gzip.open(packed, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    return list(AnswersFile(plain).records.values()) if plain.exists() or Path(f"{plain}.partial.jsonl").exists() \
+        else []
+
+
+def _unpack(plain: Path) -> None:
+    """Resume from a committed ``.json.gz``: unpack it so that AnswersFile skips what it holds."""
+    packed = Path(f"{plain}.gz")
+    if packed.exists() and not plain.exists():
+        with gzip.open(packed, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+
+def _pack(plain: Path) -> Path:
+    """Gzip ``plain`` into ``plain.gz`` atomically (deterministic: no timestamp) and remove ``plain``."""
+    from rirag.io import atomic_write_bytes
+
+    packed = Path(f"{plain}.gz")
+    atomic_write_bytes(packed, gzip.compress(plain.read_bytes(), mtime=0))
+    plain.unlink()
+    return packed
+
+
+def build_row_generator(args: GenerationBenchArguments, model: str):
+    from rirag.generation.base import GeneratorSpec, build_generator
+
+    if model == EXTRACTIVE:
+        return build_generator(GeneratorSpec(EXTRACTIVE, args.obligation_model))
+    options = {"max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
+    if model == "raft":
+        if not Path(args.raft_adapter).exists():
+            raise FileNotFoundError(f"RAFT adapter not found: {args.raft_adapter} (train it with train/raft.py)")
+        options["adapter"] = args.raft_adapter
+    return build_generator(GeneratorSpec(args.base_model, None, options))
+
+
+# -- stages -----------------------------------------------------------------------------------------------------
+
+
+def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict, corpus, generator=None) -> dict:
+    """Answer the row's missing questions (resumable); returns the generation stats of this call."""
+    from rirag.generation.commands import answer_all
+
+    model, strategy = SYSTEMS[row]
+    plain = answers_path(args, row)
+    plain.parent.mkdir(parents=True, exist_ok=True)
+    _unpack(plain)
+    generator = generator or build_row_generator(args, model)
+    load_seconds = None
+    if hasattr(generator, "load"):  # load the model outside the timed loop
+        start = time.time()
+        generator.load()
+        load_seconds = round(time.time() - start, 2)
+    tokens_before = getattr(generator, "generated_tokens", None)
+    start = time.time()
+    summary = answer_all([(q.id, q.text) for q in questions], run, corpus, generator, strategy, plain, k=EVAL_K,
+                         filtered=True, batch_size=args.batch_size, where=args.run)
+    seconds = time.time() - start
+    _pack(plain)
+    stats = {"answered_now": summary["answered"], "generate_seconds_now": round(seconds, 2),
+             "load_seconds": load_seconds if load_seconds is not None else "inside generate_seconds_now",
+             "warnings": summary["warnings"]}
+    if summary["answered"]:
+        stats["seconds_per_answer"] = round(seconds / summary["answered"], 3)
+        if tokens_before is not None:
+            tokens = generator.generated_tokens - tokens_before
+            stats["generated_tokens_now"] = tokens
+            stats["generated_tokens_per_second"] = round(tokens / seconds, 2) if seconds > 0 else None
+    return stats
+
+
+def score_row(records: list[dict], repass_scorer, attribution_scorer) -> dict:
+    """Quality metrics of one row's answers: ``repass_scorer`` (:class:`rirag.scoring.repass.RePASsScorer`) and
+    ``attribution_scorer`` (:class:`rirag.scoring.attribution.AttributionScorer`), each ``.score(answers,
+    passages)``, plus answer length."""
+    answers = [r.get("Answer") or "" for r in records]
+    passages = [r["RetrievedPassages"] for r in records]
+    result = repass_scorer.score(answers, passages)
+    metrics = {k: result[k] for k in ("repass", "entailment", "contradiction", "obligation_coverage")}
+    attribution = attribution_scorer.score(answers, passages)
+    metrics |= {k: attribution[k] for k in ("citation_precision", "citation_recall", "uncited_share", "copy_ratio",
+                                           "invalid_citations_total")}
+    metrics["abstained_answers"] = len(attribution["abstained"])
+    metrics["scored_answers"] = result["n_scored"]
+    metrics["empty_answers"] = sum(not a.strip() for a in answers)
+    metrics["mean_answer_words"] = round(sum(len(a.split()) for a in answers) / len(answers), 1) if answers else None
+    return metrics
+
+
+def merge_results(path: str, rows: dict[str, dict], meta: dict) -> dict:
+    """Merge ``rows`` into the results JSON (other rows kept; a row's keys updated), atomically."""
+    from rirag.io import atomic_write_json
+
+    results = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            results = json.load(f)
+    results.update({k: v for k, v in meta.items() if k != "rows"})
+    merged = results.setdefault("rows", {})
+    for name, values in rows.items():
+        merged[name] = {**merged.get(name, {}), **values}
+    atomic_write_json(path, results)
+    return results
+
+
+def main(args: GenerationBenchArguments) -> dict:
+    from rirag.data import load_obliqa
+    from rirag.evaluation import read_trec
+    from rirag.splits import split_questions
+
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in SYSTEMS]
+    if unknown:
+        raise ValueError(f"unknown row(s) {unknown}; choose from {', '.join(SYSTEMS)}")
+    if args.stage not in ("generate", "score", "all"):
+        raise ValueError(f"--stage must be generate, score or all, got {args.stage!r}")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    obliqa = load_obliqa(args.data)
+    run = read_trec(args.run)
+    sample = sample_questions(split_questions(obliqa, args.split), run, args.sample_size, args.sample_seed)
+    questions = sample[:args.limit] if args.limit else sample
+    ids = [q.id for q in questions]
+    meta = {"benchmark": "benchmarks/generation.py", "split": args.split, "context_run": args.run,
+            "context": f"top {EVAL_K}, RIRAG score filtering", "sample_size": args.sample_size,
+            "sample_seed": args.sample_seed, "judge": f"{LOCAL_JUDGE_LABEL}: {args.nli_model}",
+            "obligation_model": args.obligation_model, "base_model": args.base_model,
+            "raft_adapter": args.raft_adapter}
+    command = "python benchmarks/generation.py " + " ".join(sys.argv[1:])
+    out: dict[str, dict] = {}
+    for row in rows:
+        model, strategy = SYSTEMS[row]
+        values: dict = {"model": model if model == EXTRACTIVE else
+                        (args.base_model + (f" + {args.raft_adapter}" if model == "raft" else "")),
+                        "strategy": strategy}
+        if args.stage in ("generate", "all"):
+            stats = generate_row(args, row, questions, run, obliqa.corpus)
+            done = {r["QuestionID"] for r in read_answers(args, row)}
+            stats["answered_in_sample"] = sum(q.id in done for q in sample)
+            values["generation"] = stats | {"command": command, "threads": args.threads or "torch default"}
+            if "seconds_per_answer" in stats:
+                values["seconds_per_answer"] = stats["seconds_per_answer"]
+                values["generated_tokens_per_second"] = stats.get("generated_tokens_per_second")
+        if args.stage in ("score", "all"):
+            from rirag.scoring.repass import RePASsScorer
+
+            records = [r for r in read_answers(args, row) if r["QuestionID"] in set(ids)]
+            if not records:
+                raise FileNotFoundError(f"row {row}: no answers for the selected questions; run --stage generate")
+            from rirag.scoring.attribution import AttributionConfig, AttributionScorer
+
+            scorer = RePASsScorer(nli_model=args.nli_model, coverage_model=args.nli_model,
+                                  obligation_model=args.obligation_model)
+            values |= score_row(records, scorer, AttributionScorer(AttributionConfig(nli_model=args.nli_model)))
+            values["questions"] = len(records)
+            values["complete"] = len(records) == args.sample_size
+            values["score_command"] = command
+        merge_results(args.results, {row: values}, meta)  # each row lands as soon as it is done
+        out[row] = values
+        logger.info("%s: %s", row, {k: v for k, v in values.items() if k in QUALITY_KEYS})
+    return out
+
+
+if __name__ == "__main__":
+    from transformers import HfArgumentParser
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    (arguments,) = HfArgumentParser(GenerationBenchArguments).parse_args_into_dataclasses()
+    main(arguments)

@@ -1,0 +1,98 @@
+"""benchmarks/generation.py: the fixed sample, resumable generation into gzipped answers files, results merged
+without losing other rows, and the score stage's metric keys (with stand-in scorers)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests"))
+
+import generation as bench  # noqa: E402
+
+
+def test_systems_cover_the_issue_rows():
+    assert set(bench.SYSTEMS) == {"extractive", "zero-shot", "few-shot", "few-shot-cot", "raft",
+                                  "zero-shot-closed-book", "raft-closed-book"}
+    assert bench.SYSTEMS["raft-closed-book"] == ("raft", "closed-book")
+
+
+class _Scorer:
+    def score(self, answers, passages):
+        assert len(answers) == len(passages)
+        return {"repass": 0.5, "entailment": 0.9, "contradiction": 0.1, "obligation_coverage": 0.3,
+                "n_scored": sum(bool(a.strip()) for a in answers)}
+
+
+def test_score_row_has_every_metric_key():
+    records = [{"QuestionID": "a", "Answer": "A firm must file [1].", "RetrievedPassages": ["A firm must file."]},
+               {"QuestionID": "b", "Answer": "", "RetrievedPassages": ["x"]}]
+    from rirag.scoring.attribution import AttributionScorer
+
+    attribution = AttributionScorer(entails=lambda pairs: [True] * len(pairs))
+    metrics = bench.score_row(records, _Scorer(), attribution)
+    assert set(bench.QUALITY_KEYS) <= set(metrics)
+    assert metrics["citation_precision"] == 1.0 and metrics["citation_recall"] == 1.0
+    assert metrics["mean_answer_words"] == 2.5 and metrics["empty_answers"] == 1 and metrics["scored_answers"] == 1
+
+
+def test_merge_keeps_other_rows(tmp_path):
+    path = tmp_path / "generation.json"
+    path.write_text(json.dumps({"rows": {"extractive": {"repass": 0.9}, "raft": {"repass": 0.6, "questions": 20}}}))
+    bench.merge_results(str(path), {"raft": {"seconds_per_answer": 3.0}}, {"sample_size": 150})
+    data = json.loads(path.read_text())
+    assert data["rows"]["extractive"] == {"repass": 0.9}
+    assert data["rows"]["raft"] == {"repass": 0.6, "questions": 20, "seconds_per_answer": 3.0}
+    assert data["sample_size"] == 150
+
+
+@pytest.mark.slow
+def test_sample_is_fixed_and_validation_only(real_obliqa):
+    from rirag.evaluation import read_trec
+    from rirag.splits import split_questions
+
+    run = read_trec(REPO / "benchmarks" / "runs" / "validation.best.trec.gz")
+    validation = split_questions(real_obliqa, "validation")
+    a = bench.sample_questions(validation, run, 150, 42)
+    b = bench.sample_questions(list(reversed(validation)), run, 150, 42)
+    assert [q.id for q in a] == [q.id for q in b] and len({q.id for q in a}) == 150
+    train_ids = {q.id for q in split_questions(real_obliqa, "train")}
+    assert not {q.id for q in a} & train_ids
+    with pytest.raises(ValueError, match="needs 1000"):
+        bench.sample_questions(validation, run, 1000, 42)
+
+
+@pytest.mark.slow
+def test_generate_is_resumable_and_gzipped(real_obliqa, tmp_path):
+    from tiny_causal_lm import tiny_causal_lm
+
+    from rirag.evaluation import read_trec
+    from rirag.splits import split_questions
+
+    base = tiny_causal_lm(tmp_path / "lm")
+    args = bench.GenerationBenchArguments(stage="generate", rows="zero-shot,zero-shot-closed-book", limit=2,
+                                          base_model=str(base), answers_dir=str(tmp_path / "answers"),
+                                          results=str(tmp_path / "generation.json"), max_new_tokens=4,
+                                          batch_size=2)
+    run = read_trec(args.run)
+    sample = bench.sample_questions(split_questions(real_obliqa, "validation"), run, 150, 42)
+    first = bench.generate_row(args, "zero-shot", sample[:1], run, real_obliqa.corpus)
+    assert first["answered_now"] == 1 and "generated_tokens_now" in first  # the tiny LM's context may be too short
+    packed = tmp_path / "answers" / "zero-shot.json.gz"
+    assert packed.exists() and not (tmp_path / "answers" / "zero-shot.json").exists()
+    second = bench.generate_row(args, "zero-shot", sample[:2], run, real_obliqa.corpus)
+    assert second["answered_now"] == 1  # the first answer was kept, not regenerated
+    with gzip.open(packed, "rt") as f:
+        records = json.load(f)
+    assert [r["QuestionID"] for r in records] == [q.id for q in sample[:2]]
+    assert all(len(r["RetrievedPassages"]) >= 1 for r in records)
+    closed = bench.generate_row(args, "zero-shot-closed-book", sample[:1], run, real_obliqa.corpus)
+    assert closed["answered_now"] == 1 and closed["generated_tokens_now"] > 0 and closed["load_seconds"] >= 0
+    rec = bench.read_answers(args, "zero-shot-closed-book")[0]
+    assert rec["RetrievedPassages"] == records[0]["RetrievedPassages"]  # scored against the passages it never saw

