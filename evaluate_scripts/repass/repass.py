@@ -10,18 +10,10 @@ from rirag.scoring.constants import (
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
     OFFICIAL_OBLIGATION_MODEL,
+    REGNLP_BIBTEX,
 )
 
-_CITATION = """\
-@inproceedings{gokhan-etal-2025-regnlp,
-    title = "{R}eg{NLP} in Action: Facilitating Compliance Through Automated Information Retrieval and Answer Generation",
-    author = "Gokhan, Tuba and Wang, Kexin and Gurevych, Iryna and Briscoe, Ted",
-    booktitle = "Proceedings of the Natural Legal Language Processing Workshop 2025",
-    year = "2025",
-    eprint = "2409.05677",
-    archivePrefix = "arXiv",
-}
-"""
+_CITATION = REGNLP_BIBTEX
 
 _DESCRIPTION = """\
 RePASs is a reference-free score for answers generated from retrieved regulatory passages. It combines an

@@ -14,22 +14,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from rirag.scoring.constants import LOCAL_JUDGE_LABEL
+from rirag.scoring.constants import LOCAL_JUDGE_LABEL, REGNLP_BIBTEX
 
 #: The templates live at the repository root (recipes run from a checkout with an editable install).
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "model_cards"
 
 #: BibTeX of the two seed papers; every card ends with it.
-SEED_PAPERS_BIBTEX = """\
-@inproceedings{gokhan-etal-2025-regnlp,
-    title = "{R}eg{NLP} in Action: Facilitating Compliance Through Automated Information Retrieval and Answer Generation",
-    author = "Gokhan, Tuba and Wang, Kexin and Gurevych, Iryna and Briscoe, Ted",
-    booktitle = "Proceedings of the Natural Legal Language Processing Workshop 2025",
-    year = "2025",
-    eprint = "2409.05677",
-    archivePrefix = "arXiv",
-}
-
+SEED_PAPERS_BIBTEX = REGNLP_BIBTEX + """
 @misc{deusser-etal-regulatory-rag,
     title = "Automated Regulatory Compliance Question Answering in Financial Services with Domain-Adapted
              Retrieval-Augmented Generation",

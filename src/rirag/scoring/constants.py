@@ -76,3 +76,15 @@ CSV_COLUMNS = (
     "obligation_coverage_score",
     "composite_score",
 )
+
+#: BibTeX of the RIRAG paper (RePASs and ObliQA): the metric's citation and the first entry of every card.
+REGNLP_BIBTEX = """\
+@inproceedings{gokhan-etal-2025-regnlp,
+    title = "{R}eg{NLP} in Action: Facilitating Compliance Through Automated Information Retrieval and Answer Generation",
+    author = "Gokhan, Tuba and Wang, Kexin and Gurevych, Iryna and Briscoe, Ted",
+    booktitle = "Proceedings of the Natural Legal Language Processing Workshop 2025",
+    year = "2025",
+    eprint = "2409.05677",
+    archivePrefix = "arXiv",
+}
+"""
