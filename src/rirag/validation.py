@@ -280,6 +280,15 @@ def _nearest_existing(path: Path) -> Path:
     return p
 
 
+def _with_writable_parent(p: Path, what: str) -> Path:
+    """``p``, once its nearest existing parent is known to be a folder that accepts new entries."""
+    parent = _nearest_existing(p.parent)
+    if not parent.is_dir():
+        raise UsageError(f"{what} {p}: {parent} is not a folder")
+    _probe_writable(parent, what, p)
+    return p
+
+
 def output_file(path: str | os.PathLike, what: str = "output") -> Path:
     """A file that can be written: not an existing folder; its nearest existing parent is a writable folder."""
     p = Path(path)
@@ -289,11 +298,7 @@ def output_file(path: str | os.PathLike, what: str = "output") -> Path:
         raise UsageError(f"{what} {p}: is an existing folder, expected a file path")
     if p.exists() and not p.is_file():
         raise UsageError(f"{what} {p}: exists and is not a regular file")
-    parent = _nearest_existing(p.parent)
-    if not parent.is_dir():
-        raise UsageError(f"{what} {p}: {parent} is not a folder")
-    _probe_writable(parent, what, p)
-    return p
+    return _with_writable_parent(p, what)
 
 
 def output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
@@ -304,11 +309,7 @@ def output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
     if p.exists() and not p.is_dir():
         raise UsageError(f"{what} {p}: exists and is not a folder")
     # atomic_dir writes a sibling temporary folder, so the parent must accept new entries
-    parent = _nearest_existing(p.parent)
-    if not parent.is_dir():
-        raise UsageError(f"{what} {p}: {parent} is not a folder")
-    _probe_writable(parent, what, p)
-    return p
+    return _with_writable_parent(p, what)
 
 
 def looks_local(name: str) -> bool:
