@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from rirag.constants import SEED
 from rirag.scoring.constants import ENTAILMENT, NLI_ID2LABEL
+from rirag.scoring.nli_data import TWO_WAY_SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +294,7 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
                                      training_args.per_device_eval_batch_size) if probe_rows else []
     eval_seconds = time.time() - eval_start
     by_source = per_source_accuracy(test_rows, preds)
-    three_way = [(r, p) for r, p in zip(test_rows, preds) if r["source"] != "rte"]
+    three_way = [(r, p) for r, p in zip(test_rows, preds) if r["source"] not in TWO_WAY_SOURCES]
     probe = accuracy_per_type(probe_rows, probe_preds) if probe_rows else None
     result = {
         "per_source": by_source,

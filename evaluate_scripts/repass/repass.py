@@ -123,28 +123,24 @@ class Repass(evaluate.Metric):
 """
         if predictions is not None or passages is not None:
             predictions, passages = _to_arrow_inputs(predictions, passages)
-        try:
-            return super().compute(predictions=predictions, passages=passages, **kwargs)
-        except BaseException:
-            self._reset_after_failure()
-            raise
+        return self._guarded(super().compute, predictions=predictions, passages=passages, **kwargs)
 
     def add_batch(self, *, predictions=None, passages=None, **kwargs):
         """Add a batch of answers and their passages (validated and normalised item by item).
 """
         predictions, passages = _to_arrow_inputs(predictions, passages)
-        try:
-            return super().add_batch(predictions=predictions, passages=passages, **kwargs)
-        except BaseException:
-            self._reset_after_failure()
-            raise
+        return self._guarded(super().add_batch, predictions=predictions, passages=passages, **kwargs)
 
     def add(self, *, prediction=None, passages=None, **kwargs):
         """Add one answer and its passages (validated and normalised).
 """
         (prediction,), (passages,) = _to_arrow_inputs([prediction], [passages])
+        return self._guarded(super().add, prediction=prediction, passages=passages, **kwargs)
+
+    def _guarded(self, call, **kwargs):
+        """``call(**kwargs)``; a failure resets the half-written state so that the next call starts clean."""
         try:
-            return super().add(prediction=prediction, passages=passages, **kwargs)
+            return call(**kwargs)
         except BaseException:
             self._reset_after_failure()
             raise

@@ -466,6 +466,7 @@ def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None
              create_pr: bool | None = None) -> list[Row]:
     """Push every assembled row whose card parses; missing or broken ones are left as they are."""
     entries = {e.name: e for e in manifest.entries}
+    ids = {e.name: manifest.repo_id(e) for e in manifest.entries}  # a Space variable may name another entry
     for row in rows:
         if row.status != "assembled":
             continue
@@ -473,7 +474,6 @@ def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None
             row.detail = f"not pushed: card {row.card}"
             continue
         entry = entries[row.name]
-        ids = {e.name: manifest.repo_id(e) for e in manifest.entries}
         variables = {k: ids.get(v, v) for k, v in entry.space_variables.items()}
         row.detail = push_folder(row.folder, row.repo_id, entry.repo_type, space_variables=variables or None,
                                  private=manifest.private if private is None else private,

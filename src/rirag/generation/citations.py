@@ -54,7 +54,7 @@ class ParsedAnswer:
         return [c for c in self.citations if c.sentence == index]
 
     def as_dict(self) -> dict:
-        return {"sentences": self.sentences, "citations": [c.as_dict() for c in self.citations]}
+        return {"sentences": self.sentences, "citations": citation_records(self)}
 
 
 def numbers_in(marker_text: str) -> list[int]:

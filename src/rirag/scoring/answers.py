@@ -15,10 +15,10 @@ import json
 import logging
 import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from rirag.io import atomic_write_json
 from rirag.scoring.constants import (
     CSV_COLUMNS,
     LOCAL_JUDGE_LABEL,
@@ -93,13 +93,6 @@ def averages_from_csv(csv_path: str) -> dict[str, Any]:
     return {**{k: (v / n if n else 0.0) for k, v in sums.items()}, "n_scored": n}
 
 
-def _write_json_atomic(path: str, obj: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
-    os.replace(tmp, path)
-
-
 def _chunks(items: list, size: int) -> Iterable[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -141,7 +134,7 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
                 bar.update(len(chunk))
     averages = averages_from_csv(csv_path)
     averages["skipped_empty_answers"] = skipped
-    _write_json_atomic(csv_path + ".averages.json", averages)
+    atomic_write_json(csv_path + ".averages.json", averages)
     return averages
 
 
@@ -209,7 +202,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
 
         config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device)
         attribution = attribution_of_file(args.answers, AttributionScorer(config))
-        _write_json_atomic(out + ".attribution.json", attribution)
+        atomic_write_json(out + ".attribution.json", attribution)
         sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
         averages["attribution"] = {k: v for k, v in attribution.items() if k != "per_question"}
     return averages
