@@ -103,30 +103,18 @@ class AttributionConfig:
 
 
 def nli_judge(config: AttributionConfig) -> EntailFn:
-    """``[(premise, hypothesis)] -> [entails]`` with the NLI model of ``config``, loaded by RePASs' loader."""
-    from rirag.scoring.models import label_index, load_classifier, max_length_of, resolve_device
+    """``[(premise, hypothesis)] -> [entails]`` by the NLI model of ``config``, through RePASs' classifier (same
+    loading and truncation, no padding, the shared probability cache)."""
+    from rirag.scoring.models import label_index, resolve_device
+    from rirag.scoring.repass import PAIR, _Classifier
 
-    device = resolve_device(config.device)
-    tokenizer, model = load_classifier(config.nli_model, device)
-    e_idx = label_index(model.config, ENTAILMENT)
-    max_length = max_length_of(tokenizer, model)
+    classifier = _Classifier(config.nli_model, resolve_device(config.device), config.batch_size,
+                             config.show_progress, PAIR)
+    e_idx = label_index(classifier.config, ENTAILMENT)
 
     def entails(pairs: list[tuple[str, str]]) -> list[bool]:
-        import torch
-        from tqdm.auto import tqdm
-
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        out = [False] * len(pairs)
-        starts = range(0, len(order), config.batch_size)
-        with torch.inference_mode():
-            for s in tqdm(starts, desc="attribution NLI", disable=not config.show_progress, leave=False):
-                idx = order[s:s + config.batch_size]
-                enc = tokenizer([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], padding=True,
-                                truncation=True, max_length=max_length, return_tensors="pt").to(device)
-                labels = model(**enc).logits.argmax(-1).tolist()
-                for i, label in zip(idx, labels):
-                    out[i] = label == e_idx
-        return out
+        probs = classifier.probabilities(pairs, desc="attribution NLI")
+        return [int(np.argmax(probs[p])) == e_idx for p in pairs]
 
     return entails
 
@@ -144,7 +132,7 @@ class AttributionScorer:
             return []
         if self._entails is None:
             self._entails = nli_judge(self.config)
-        unique = list(dict.fromkeys(pairs))
+        unique = list(dict.fromkeys(pairs))  # an injected judge (tests) sees each pair once too
         verdicts = dict(zip(unique, self._entails(unique)))
         return [verdicts[p] for p in pairs]
 
