@@ -40,7 +40,7 @@ import numpy as np
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, OFFLINE_ENCODER, RUN_DEPTH, SEED
 from rirag.data import DataError, Question, load_obliqa
-from rirag.evaluation import evaluate_run, metric_names, ranked
+from rirag.evaluation import evaluate_run, metric_names, ranx_run
 from rirag.io import merge_results_file
 from rirag.splits import ORIGINAL_SPLITS, qrels_of, split_questions
 
@@ -100,18 +100,6 @@ def bootstrap_interval(values: np.ndarray, n: int, seed: int) -> list[float]:
     return [round(float(np.percentile(means, 2.5)), 4), round(float(np.percentile(means, 97.5)), 4)]
 
 
-def _ranx_run(run: dict, qids: list[str]):
-    """A ranx Run in rirag's canonical order (ties by id; an empty result is a never-relevant sentinel), as
-    :func:`rirag.evaluation.evaluate_run` scores it."""
-    from ranx import Run
-
-    filled = {}
-    for q in qids:
-        order = ranked(run.get(q) or {"__rirag_no_result__": 0.0})
-        filled[q] = {d: float(len(order) - i) for i, (d, _) in enumerate(order)}
-    return Run(filled)
-
-
 def paired_tests(qrels: dict, runs: dict[str, dict], baseline: str) -> dict[str, dict[str, float]]:
     """p-values of each run against ``baseline`` (ranx compare, paired Student's t-test), per metric."""
     from ranx import Qrels, compare
@@ -120,7 +108,7 @@ def paired_tests(qrels: dict, runs: dict[str, dict], baseline: str) -> dict[str,
     names = list(runs)
     ranx_runs = []
     for name in names:
-        r = _ranx_run(runs[name], qids)
+        r = ranx_run(runs[name], qids)
         r.name = name
         ranx_runs.append(r)
     report = compare(Qrels(qrels), ranx_runs, list(METRICS), stat_test="student", make_comparable=True).to_dict()

@@ -25,6 +25,27 @@ def metric_names(k: int = EVAL_K, metrics: Iterable[str] = EVAL_METRICS) -> list
     return [f"{m}@{k}" for m in metrics]
 
 
+#: A document id that is never relevant: it stands in for an empty result (ranx needs one per query).
+NO_RESULT = "__rirag_no_result__"
+
+
+def ranx_run(run: Mapping[str, Mapping[str, float]], qids: list[str]):
+    """A ranx ``Run`` over ``qids`` in rirag's canonical order.
+
+    ranx needs every qrels query in the run and at least one result per query; a sentinel id that is never relevant
+    keeps an empty result at zero without changing any other query's value. Ties are broken by document id (as in
+    a written TREC file): ranx sorts with an unstable argsort, so it is given strictly decreasing pseudo-scores in
+    our canonical order instead of the raw scores.
+    """
+    from ranx import Run as RRun
+
+    filled = {}
+    for q in qids:
+        order = ranked(run.get(q) or {NO_RESULT: 0.0})
+        filled[q] = {docid: float(len(order) - i) for i, (docid, _) in enumerate(order)}
+    return RRun(filled)
+
+
 def evaluate_run(qrels: Qrels, run: Run, k: int = EVAL_K, metrics: Iterable[str] = EVAL_METRICS,
                  per_query: bool = False) -> dict:
     """Mean metrics (and, with ``per_query``, one dict per question) over the questions in ``qrels``.
@@ -33,22 +54,12 @@ def evaluate_run(qrels: Qrels, run: Run, k: int = EVAL_K, metrics: Iterable[str]
     """
     import numpy as np
     from ranx import Qrels as RQrels
-    from ranx import Run as RRun
     from ranx import evaluate
 
     if not qrels:
         raise DataError("no question with a gold passage to evaluate")
     names = metric_names(k, metrics)
-    # ranx needs every qrels query in the run and at least one result per query; a sentinel id that is never
-    # relevant keeps an empty result at zero without changing any other query's value.
-    # Ties are broken by document id (as in a written TREC file): ranx sorts with an unstable argsort, so it is
-    # given strictly decreasing pseudo-scores in our canonical order instead of the raw scores.
-    sentinel = "__rirag_no_result__"
-    filled = {}
-    for q in qrels:
-        order = ranked(run.get(q) or {sentinel: 0.0})
-        filled[q] = {docid: float(len(order) - i) for i, (docid, _) in enumerate(order)}
-    scores = evaluate(RQrels(qrels), RRun(filled), names, return_mean=False, make_comparable=True)
+    scores = evaluate(RQrels(qrels), ranx_run(run, list(qrels)), names, return_mean=False, make_comparable=True)
     if not isinstance(scores, dict):  # a single metric comes back as an array
         scores = {names[0]: scores}
     qids = list(RQrels(qrels).keys())
