@@ -111,3 +111,72 @@ def test_auto_batch_rule():
     with pytest.raises(ValueError, match="batch_size"):
         RePASsConfig(batch_size=0)
     assert RePASsConfig(batch_size="16").batch_size == 16
+
+
+def test_worker_processes_give_the_reference_scores(monkeypatch):
+    """workers=2 sends the forward passes to two spawned processes (forced here: the inputs are tiny) and the
+    scores stay those of the reference loop; the classifier records the work wherever it ran."""
+    from rirag.scoring import workers
+    from rirag.scoring.reference_impl import ReferenceRePASs
+
+    clear_caches()
+    monkeypatch.setattr(workers, "POOL_MIN_TOKENS", 0)
+    models = tiny_models()
+    scorer = RePASsScorer(**models, device="cpu", show_progress=False, workers=2)
+    sent = []
+    original = workers.submit
+    monkeypatch.setattr(workers, "submit", lambda *a, **k: sent.append(a[0]) or original(*a, **k))
+    try:
+        ours = scorer.score(ANSWERS, PASSAGES)
+    finally:
+        workers.shutdown_pools()
+    # every model the scorer used ran in the pool (coverage too, when an answer had obligation candidates)
+    assert set(sent) == {c.name for c in scorer._classifiers.values()} and len(set(sent)) >= 2
+    assert all(c.workers == 2 and c.work["tokens"] > 0 for c in scorer._classifiers.values())
+    ref = ReferenceRePASs(**models, device="cpu")
+    for i, (a, p) in enumerate(zip(ANSWERS, PASSAGES)):
+        expected = ref.score_item(a, p)
+        assert {k: ours["per_item"][k][i] for k in expected} == pytest.approx(expected, abs=1e-5)
+
+
+def test_workers_option():
+    from rirag.scoring.workers import balanced_tasks, resolve_workers
+
+    assert RePASsConfig(workers="2").workers == 2 and RePASsConfig(workers="auto").workers == "auto"
+    for bad in (0, -1, "many", True):
+        with pytest.raises(ValueError, match="workers"):
+            RePASsConfig(workers=bad)
+    assert resolve_workers("auto", "cuda:0") == 1 and resolve_workers(3, "cpu") == 3
+    assert resolve_workers("auto", "cpu") >= 1
+    tasks = balanced_tasks([10, 9, 1, 1, 1], 2)
+    assert sorted(i for t in tasks for i in t) == [0, 1, 2, 3, 4]
+    assert sorted(sum([10, 9, 1, 1, 1][i] for i in t) for t in tasks) == [11, 11]
+
+
+def test_int8_fast_mode_is_opt_in_and_never_shares_cache_entries():
+    """precision='int8' quantises the Linear layers of a copy (the float32 model is untouched), scores through its
+    own cache entries, and is refused on CUDA; the default stays float32."""
+    import torch
+
+    from rirag.scoring.models import prepared_model
+
+    assert RePASsConfig().precision == "float32"
+    with pytest.raises(ValueError, match="precision"):
+        RePASsConfig(precision="fp16")
+    clear_caches()
+    models = tiny_models()
+    exact = RePASsScorer(**models, device="cpu", show_progress=False)
+    fast = RePASsScorer(**models, device="cpu", show_progress=False, precision="int8")
+    first = exact.score(ANSWERS, PASSAGES)
+    entries = len(PROBABILITY_CACHE)
+    out = fast.score(ANSWERS, PASSAGES)
+    assert len(PROBABILITY_CACHE) == 2 * entries  # nothing reused across precisions
+    assert out["n_scored"] == first["n_scored"] and all(
+        0.0 <= v <= 1.0 for v in out["per_item"]["repass"] if v is not None)
+    q = prepared_model(models["nli_model"], "cpu", "int8")
+    f = prepared_model(models["nli_model"], "cpu", "float32")
+    assert any("quantized" in type(m).__module__ for m in q.modules())
+    assert not any("quantized" in type(m).__module__ for m in f.modules())
+    assert all(isinstance(m, torch.nn.Module) for m in (q, f))
+    with pytest.raises(ValueError, match="CPU only"):
+        prepared_model(models["nli_model"], "cuda", "int8")

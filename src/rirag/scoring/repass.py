@@ -36,6 +36,8 @@ from rirag.scoring.constants import (
     MAX_BATCH_ROWS,
     MAX_PADDING_SHARE,
     DEFAULT_MODE,
+    DEFAULT_PRECISION,
+    PRECISIONS,
     ENTAILMENT,
     MODES,
     OFFICIAL_COVERAGE_MODEL,
@@ -64,15 +66,30 @@ class RePASsConfig:
     mode: str = field(default=DEFAULT_MODE, metadata={"help": f"One of {MODES}."})
     threshold: float = field(default=COVERAGE_THRESHOLD, metadata={"help": "Coverage entailment threshold (strict >)."})
     show_progress: bool = field(default=True, metadata={"help": "tqdm bars over inference batches."})
+    precision: str = field(default=DEFAULT_PRECISION, metadata={
+        "help": f"One of {PRECISIONS}: 'int8' is the optional fast mode (CPU dynamic quantisation; scores may "
+                "differ from the reference, never the default)."})
+    workers: Any = field(default=1, metadata={
+        "help": "CPU processes for the forward passes (1 torch thread each), or 'auto' (one per core); see "
+                "rirag.scoring.workers. Ignored on CUDA."})
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if isinstance(self.batch_size, str) and self.batch_size.isdigit():
             self.batch_size = int(self.batch_size)
         if self.batch_size != AUTO_BATCH_SIZE and (
                 not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer or {AUTO_BATCH_SIZE!r}, got {self.batch_size!r}")
+        from rirag.scoring.workers import AUTO_WORKERS
+
+        if isinstance(self.workers, str) and self.workers.isdigit():
+            self.workers = int(self.workers)
+        if self.workers != AUTO_WORKERS and (
+                not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1):
+            raise ValueError(f"workers must be a positive integer or {AUTO_WORKERS!r}, got {self.workers!r}")
 
 
 def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, list[str]]]:
@@ -197,11 +214,13 @@ class _Classifier:
     """
 
     def __init__(self, name: str, device: str, batch_size: int | str, show_progress: bool, encoding: str = PAIR,
-                 cache: ProbabilityCache | None = None):
-        from rirag.scoring.models import load_classifier, max_length_of, position_limit
+                 cache: ProbabilityCache | None = None, workers: int = 1, precision: str = DEFAULT_PRECISION):
+        from rirag.scoring.models import load_classifier, max_length_of, position_limit, prepared_model
 
         self.name = name
-        self.tokenizer, self.model = load_classifier(name, device)
+        self.precision = precision
+        self.tokenizer, _ = load_classifier(name, device)
+        self.model = prepared_model(name, device, precision)
         self.device = device
         self.batch_size = batch_size
         self.show_progress = show_progress
@@ -212,7 +231,11 @@ class _Classifier:
             self.max_length = max_length_of(self.tokenizer, self.model)
         self.cache = PROBABILITY_CACHE if cache is None else cache
         self.max_padding = MAX_PADDING_SHARE
-        self.fingerprint = (encoding, name, str(device), self.max_length, id(self.model))
+        self.fingerprint = (encoding, name, str(device), self.max_length, precision, id(self.model))
+        self.workers = int(workers)
+        self._cuts: dict[Input, int] = {}  # inputs this classifier saw cut, by truncation code
+        #: Forward passes and tokens (padding included) computed so far, wherever they ran (parent or workers).
+        self.work = {"forward_passes": 0, "tokens": 0}
 
     @property
     def config(self):
@@ -299,10 +322,20 @@ class _Classifier:
             batches.append(current)
         return batches
 
+    def _features(self, encoded, members) -> dict[str, np.ndarray]:
+        """The model inputs of one batch as int64 arrays (no padding when the members share one length)."""
+        if len({len(encoded[i][0]["input_ids"]) for i in members}) == 1:  # one length: no padding at all
+            names = [k for k in encoded[members[0]][0] if k in ("input_ids", "token_type_ids", "attention_mask")]
+            return {k: np.asarray([encoded[i][0][k] for i in members], dtype=np.int64) for k in names}
+        padded = self.tokenizer.pad([encoded[i][0] for i in members], return_tensors="np")
+        return {k: np.asarray(v, dtype=np.int64) for k, v in padded.items()}
+
     def probabilities(self, inputs: Sequence[Input], desc: str = "") -> dict[Input, np.ndarray]:
         """Softmax probabilities for each unique input; returns {input: probs}."""
         import torch
         from tqdm.auto import tqdm
+
+        from rirag.scoring import workers as pool
 
         out: dict[Input, np.ndarray] = {}
         todo = []
@@ -312,30 +345,44 @@ class _Classifier:
                 todo.append(key)
             else:
                 out[key] = hit[0]
+                if hit[1] != NOT_TRUNCATED:
+                    self._cuts[key] = hit[1]
         if not todo:
             return out
         encoded = self._encode(todo)
         batches = self._batches([len(enc["input_ids"]) for enc, _ in encoded])
         bar = tqdm(total=len(todo), desc=desc or self.name, disable=not self.show_progress, leave=False)
-        with torch.inference_mode():
-            for members in batches:
-                if len({len(encoded[i][0]["input_ids"]) for i in members}) == 1:  # one length: no padding at all
-                    names = [k for k in encoded[members[0]][0] if k in ("input_ids", "token_type_ids", "attention_mask")]
-                    features = {k: torch.tensor([encoded[i][0][k] for i in members], device=self.device) for k in names}
-                else:
-                    features = self.tokenizer.pad([encoded[i][0] for i in members], return_tensors="pt").to(self.device)
-                logits = self.model(**features).logits.float().cpu().numpy()
-                for i, probs in zip(members, core.softmax(logits)):
-                    out[todo[i]] = probs
-                    self.cache.put(self.fingerprint, todo[i], (probs, encoded[i][1]))
-                bar.update(len(members))
+
+        def record(members, logits):
+            for i, probs in zip(members, core.softmax(logits)):
+                out[todo[i]] = probs
+                self.cache.put(self.fingerprint, todo[i], (probs, encoded[i][1]))
+                if encoded[i][1] != NOT_TRUNCATED:
+                    self._cuts[todo[i]] = encoded[i][1]
+            bar.update(len(members))
+
+        features = [self._features(encoded, members) for members in batches]
+        costs = [int(f["input_ids"].size) for f in features]
+        self.work["forward_passes"] += len(features)
+        self.work["tokens"] += sum(costs)
+        if pool.pool_worth_it(self.workers, sum(costs)):
+            for task, future in pool.submit(self.name, self.precision, self.workers, features, costs):
+                for b, logits in zip(task, future.result()):
+                    record(batches[b], logits)
+        else:
+            with torch.inference_mode():
+                for members, feats in zip(batches, features):
+                    tensors = {k: torch.from_numpy(v).to(self.device) for k, v in feats.items()}
+                    record(members, self.model(**tensors).logits.float().cpu().numpy())
         bar.close()
         return out
 
     def truncation(self, key: Input) -> int:
-        """How ``key`` was cut (``NOT_TRUNCATED``, ``CUT_FIRST``, ``CUT_SECOND``), once it has been scored."""
-        hit = self.cache._data.get((self.fingerprint, key))
-        return NOT_TRUNCATED if hit is None else hit[1]
+        """How ``key`` was cut (``NOT_TRUNCATED``, ``CUT_FIRST``, ``CUT_SECOND``), once it has been scored.
+
+        Cut inputs are remembered by the classifier itself, so emptying the probability cache loses no count.
+        """
+        return self._cuts.get(key, NOT_TRUNCATED)
 
 
 def _truncation(classifier: Any, key: Input) -> int:
@@ -363,8 +410,12 @@ class RePASsScorer:
                 encoding = JOINED if self.config.mode == "reference" else PAIR_KEEP_SECOND
             else:
                 encoding = SINGLE if role == "obligation" else PAIR
-            self._classifiers[key] = _Classifier(name, resolve_device(self.config.device), self.config.batch_size,
-                                                 self.config.show_progress, encoding=encoding)
+            from rirag.scoring.workers import resolve_workers
+
+            device = resolve_device(self.config.device)
+            self._classifiers[key] = _Classifier(name, device, self.config.batch_size, self.config.show_progress,
+                                                 encoding=encoding, precision=self.config.precision,
+                                                 workers=resolve_workers(self.config.workers, device))
         return self._classifiers[key]
 
     def load_models(self) -> None:
