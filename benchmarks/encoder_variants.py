@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from rirag.cli import format_table
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, RERANK_DEPTH, RUN_DEPTH, SEED
 from rirag.data import load_obliqa, read_json
 from rirag.evaluation import evaluate_run, metric_names
-from rirag.io import merge_results_file
+from rirag.io import merge_results_file, provenance
 from rirag.splits import qrels_of, split_questions
 
 logger = logging.getLogger("benchmarks.encoder_variants")
@@ -82,9 +81,6 @@ def _rerank_rows(config: Config, rows: list, split: str, model: str, questions, 
 
 
 def main(config: Config) -> dict:
-    import datetime
-    import os
-
     from rirag.retrieval.bm25 import passage_index
     from rirag.retrieval.dense import DenseRetriever
     from rirag.retrieval.fusion import hybrid_fusion, truncate
@@ -115,14 +111,12 @@ def main(config: Config) -> dict:
                 _rerank_rows(config, rows, split, model, questions, obliqa.corpus,
                              truncate(hybrid_fusion(dense_run, bm25_run, HYBRID_ALPHA), RUN_DEPTH))
     sys.stdout.write(format_table(rows, ["split", "model", "retriever", "alpha", *names]) + "\n")
-    provenance = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "cpu_cores": os.cpu_count()}
+    record = provenance()
     training = {m: _training_summary(m) for m in config.models + config.rerankers}
     if Path(config.out).exists():  # merged: the summaries of encoders measured before are kept
         training = {**(read_json(Path(config.out)).get("training") or {}), **training}
     # rows merge into --out: a re-measured row (same split, model, retriever, α, reranker) is replaced, others kept
-    return merge_results_file(config.out, rows, ROW_KEY, provenance, new_file={"data": str(obliqa.root)},
+    return merge_results_file(config.out, rows, ROW_KEY, record, new_file={"data": str(obliqa.root)},
                               training=training)
 
 

@@ -17,16 +17,14 @@ holds the pooled out-of-fold Recall@10, MAP@10, MRR@10, nDCG@10 and the candidat
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
-import os
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from rirag.io import provenance
 from rirag.constants import EVAL_K, LEARNED_FUSION_MEMORY_DEPTH, SEED
 
 logger = logging.getLogger("benchmarks.learned_fusion_cv")
@@ -77,9 +75,7 @@ def main(config: Config) -> dict:
         run.update(lf.rank(held, booster.predict(held.X), builder.ids))
         logger.info("fold %d of %d done", k + 1, config.folds)
     m = evaluate_run(qrels_of(questions), run)
-    record = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "cpu_cores": os.cpu_count(), "rirag": str(Path(lf.__file__).resolve().parents[2]),
+    record = {**provenance(), "rirag": str(Path(lf.__file__).resolve().parents[2]),
               "split": config.split, "questions": len(questions), "folds": config.folds,
               "encoders": builder.encoders, "question_memory": config.question_memory,
               "memory_depth": config.memory_depth if memory is not None else 0,

@@ -16,17 +16,15 @@ Results merge into ``--out`` (rows keyed by run and group), with the command, da
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
 import os
-import shlex
 import sys
 from dataclasses import dataclass
 
 from rirag.constants import EVAL_K, RUN_DEPTH
 from rirag.data import load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, read_trec
-from rirag.io import merge_results_file
+from rirag.io import merge_results_file, provenance
 from rirag.retrieval.bm25 import passage_index
 from rirag.splits import qrels_of, split_questions
 
@@ -87,10 +85,8 @@ def main(config: Config) -> dict:
     from rirag.cli import format_table
 
     sys.stdout.write(format_table(rows, list(dict.fromkeys(k for r in rows for k in r))) + "\n")
-    provenance = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "cpu_cores": os.cpu_count()}
-    return merge_results_file(config.out, rows, ROW_KEY, provenance, new_file={
+    record = provenance()
+    return merge_results_file(config.out, rows, ROW_KEY, record, new_file={
         "split": config.eval_split, "seen": f"gold passages of {config.seen_split}",
         "groups": "all / partly / never: how many of a question's gold passages are gold for some "
                   f"{config.seen_split} question"})

@@ -35,23 +35,21 @@ the test run.
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
 import os
 import platform
 import random
-import shlex
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rirag.cli import format_table
-from rirag.constants import (DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA,
+from rirag.constants import (ALPHA_GRID, DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA,
                              OFFLINE_ENCODER, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
 from rirag.data import DataError, load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
-from rirag.io import atomic_write_json, merge_results_file, merge_rows
+from rirag.io import atomic_write_json, merge_results_file, merge_rows, provenance
 from rirag.retrieval.learned_fusion import RANKER_FILE
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
@@ -59,7 +57,6 @@ from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
 logger = logging.getLogger("benchmarks.retrieval")
 
 #: Fusion weights tried on leakage-free validation for the tuned-α hybrid row (the paper's α=0.8 row is always kept).
-ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Questions timed for the hybrid's queries/s (end to end, corpus already embedded).
 TIMING_QUERIES = 500
 
@@ -142,13 +139,6 @@ def main(config: Config) -> dict:
     return _write(config, obliqa, rows)
 
 
-def _provenance() -> dict:
-    """The command line, the UTC date and the core count of this run."""
-    return {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "cpu_cores": os.cpu_count()}
-
-
 def _previous_rows(path: str) -> list[dict]:
     """The rows of an existing results file (none for a new one)."""
     from rirag.data import read_json
@@ -161,7 +151,7 @@ def _previous_rows(path: str) -> list[dict]:
 
 def _write(config: Config, obliqa, rows: list[dict], **extra) -> dict:
     """Merge ``rows`` into ``config.out`` (rows not re-measured stay as they were; see the module docstring)."""
-    return merge_results_file(config.out, rows, ROW_KEY, _provenance(),
+    return merge_results_file(config.out, rows, ROW_KEY, provenance(),
                               new_file={"machine": platform.machine(), "data": str(obliqa.root)}, **extra)
 
 
@@ -312,7 +302,7 @@ def update_learned_fusion_rows(config: Config, memory_only: bool = False) -> dic
             logger.warning("the best row of %s was not re-measured here: its best run in %s is left as it was (a "
                            "whole ablation rewrites it)", ", ".join(stale), config.runs_dir)
         _write_best_and_memory_runs(config.runs_dir, runs, best)
-    result.setdefault("updates", []).append({**_provenance(), "rows": updated})
+    result.setdefault("updates", []).append({**provenance(), "rows": updated})
     atomic_write_json(config.out, result)
     return result
 

@@ -28,25 +28,21 @@ Rows merge into ``--out`` (keyed by row), with the command, date and core count.
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
-import os
 import random
-import shlex
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, OFFLINE_ENCODER, RUN_DEPTH, SEED
+from rirag.constants import ALPHA_GRID, DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, OFFLINE_ENCODER, RUN_DEPTH, SEED
 from rirag.data import DataError, Question, load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, ranx_run
-from rirag.io import merge_results_file
+from rirag.io import merge_results_file, provenance
 from rirag.splits import ORIGINAL_SPLITS, qrels_of, split_questions
 
 logger = logging.getLogger("benchmarks.retrieval_cv")
 
-ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 ROWS = ("bm25", "zero-shot", "hybrid", "rrf", "hybrid-tuned")
 METRICS = tuple(metric_names(EVAL_K, ("recall", "map", "mrr")))
 
@@ -187,10 +183,8 @@ def main(config: Config) -> dict:
     from rirag.cli import format_table
 
     sys.stdout.write(format_table(rows, ["row", "questions", *METRICS]) + "\n")
-    provenance = {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "cpu_cores": os.cpu_count()}
-    return merge_results_file(config.out, rows, ("row",), provenance, new_file={
+    record = provenance()
+    return merge_results_file(config.out, rows, ("row",), record, new_file={
         "folds": config.folds, "seed": config.seed, "bootstrap": config.bootstrap,
         "pooled_questions": len(questions), "kept_questions": len(kept), "discarded_multi_fold": discarded,
         "fold_questions": [len(f) for f in folds],

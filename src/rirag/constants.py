@@ -34,6 +34,8 @@ DENSE_MAX_SEQ_LENGTH = 256
 
 #: Hybrid fusion: s = α·dense/max(dense) + (1−α)·bm25/max(bm25) over the union of each side's top RUN_DEPTH.
 HYBRID_ALPHA = 0.8
+#: The α values a benchmark may choose among on training/validation data (never on a test split).
+ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Per-query max normalisation epsilon: s / (max(s) + ε).
 HYBRID_EPSILON = 1e-9
 #: RIRAG rank fusion: weight of the (min-max normalised) BM25 score of the passage's document.

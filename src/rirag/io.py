@@ -78,6 +78,17 @@ def merge_rows(old: list[dict], new: list[dict], key: Sequence[str]) -> list[dic
     return out
 
 
+def provenance() -> dict:
+    """The command line, the UTC date and the core count of this run (every benchmark records them)."""
+    import datetime
+    import shlex
+    import sys
+
+    return {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cpu_cores": os.cpu_count()}
+
+
 def merge_results_file(path: str | Path, rows: list[dict], key: Sequence[str], provenance: dict,
                        new_file: dict | None = None, **top: Any) -> dict:
     """Merge a benchmark's ``rows`` into the results JSON at ``path`` (``{..., "rows": [...]}``), atomically.

@@ -100,6 +100,7 @@ class AttributionConfig:
     device: Any = field(default=None, metadata={"help": "'cpu', 'cuda', ... or None (auto)."})
     min_copy_span: int = field(default=MIN_COPY_SPAN, metadata={"help": "Tokens in a copied span."})
     show_progress: bool = field(default=True, metadata={"help": "tqdm over NLI batches."})
+    workers: Any = field(default=1, metadata={"help": "CPU worker processes (rirag.scoring.workers), or 'auto'."})
 
 
 def nli_judge(config: AttributionConfig) -> EntailFn:
@@ -107,9 +108,11 @@ def nli_judge(config: AttributionConfig) -> EntailFn:
     loading and truncation, no padding, the shared probability cache)."""
     from rirag.scoring.models import label_index, resolve_device
     from rirag.scoring.repass import PAIR, _Classifier
+    from rirag.scoring.workers import resolve_workers
 
-    classifier = _Classifier(config.nli_model, resolve_device(config.device), config.batch_size,
-                             config.show_progress, PAIR)
+    device = resolve_device(config.device)
+    classifier = _Classifier(config.nli_model, device, config.batch_size, config.show_progress, PAIR,
+                             workers=resolve_workers(config.workers, device))
     e_idx = label_index(classifier.config, ENTAILMENT)
 
     def entails(pairs: list[tuple[str, str]]) -> list[bool]:
@@ -153,11 +156,11 @@ class AttributionScorer:
                 continue
             if answer.strip() == NO_ANSWER:
                 abstained.append(i)
-            parsed = parse_citations(answer, [str(n) for n in range(1, len(item_passages) + 1)])
+            parsed = parse_citations(answer, item_passages)  # a valid citation's "id" is its passage text
             parsed_items.append((parsed, item_passages))
             for c in parsed.citations:
                 if c.valid:
-                    windows = premises(item_passages[int(c.passage_id) - 1])
+                    windows = premises(item_passages[c.number - 1])
                     pairs.append([(w, parsed.claims[c.sentence]) for w in windows])
         flat = self.entails([p for group in pairs for p in group])
         grouped, at = [], 0
