@@ -107,6 +107,8 @@ class TransformersGenerator:
             if not Path(self.adapter).expanduser().exists() and self.adapter.startswith((".", "/", "~")):
                 raise FileNotFoundError(f"LoRA adapter not found: {self.adapter}")
             model = PeftModel.from_pretrained(model, self.adapter)
+            if "quantization_config" not in kwargs:  # inference only: fold the LoRA update into the weights, so
+                model = model.merge_and_unload()     # decoding runs no extra adapter matmuls (same outputs)
         if "device_map" not in kwargs:
             model.to(device)
         model.eval()
