@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from rirag.constants import SEED
+from rirag.generation.extractive import OBLIGATION_CUE
 from rirag.io import atomic_write_json
 from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
@@ -49,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 SHAPES = ("copied", "rewritten", "unrelated")
 #: Sentences with one of these cues count as obligations when building ``copied`` answers (model-independent).
-OBLIGATION_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNORECASE)
 #: Paraphrase table for ``rewritten`` answers (modality is kept, so obligations stay obligations).
 PARAPHRASES = (
     (r"\bin accordance with\b", "as set out in"), (r"\bprior to\b", "before"), (r"\bin relation to\b", "regarding"),

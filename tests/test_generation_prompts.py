@@ -169,6 +169,18 @@ def test_extractive_keeps_obligations_in_rank_order_dedups_and_cites():
     assert [c.passage_id for c in parsed.citations] == ["p1", "p2"] and not parsed.invalid
 
 
+def test_extractive_modal_cues_need_no_model():
+    """classifier="modal-cues" (make demo on a fresh clone) keeps deontic sentences, case-insensitively, and never
+    loads a model (no such folder exists)."""
+    from rirag.generation.extractive import MODAL_CUES
+
+    passages = ["Scope of the rules. Firms MUST keep records for six years.",
+                "A Person may not act without a licence. The Regulator publishes guidance."]
+    composer = ExtractiveComposer(classifier=MODAL_CUES)
+    assert composer.compose(passages) == ("Firms MUST keep records for six years [1]. "
+                                          "A Person may not act without a licence [2].")
+
+
 def test_extractive_generate_reads_the_prompt_and_falls_back_without_obligations():
     composer = ExtractiveComposer(is_obligation=_must)
     msgs = build_messages("Q?", ["First sentence. Second one. Third.", "Must-free text."], ZERO_SHOT)

@@ -1,7 +1,8 @@
 """The extractive composer: an answer made of the passages' own obligation sentences, each cited.
 
 For the passages of a prompt (in retrieval order): split each into sentences (Punkt, as RePASs), keep the
-sentences the obligation classifier labels as obligations (at least :data:`MIN_SENTENCE_WORDS` words: no
+sentences the obligation classifier labels as obligations (or, with ``classifier="modal-cues"``, the sentences with
+a deontic cue: no trained model needed) (at least :data:`MIN_SENTENCE_WORDS` words: no
 headings), drop near-duplicates of a sentence already kept
 (rapidfuzz ``ratio`` ≥ :data:`DEDUP_MIN_RATIO` on whitespace-normalised text), and write each kept sentence
 followed by its passage's citation ``[n]``. Fallback (documented, deterministic): when no sentence of any passage
@@ -33,6 +34,16 @@ MIN_SENTENCE_WORDS = 4
 CLASSIFIER_BATCH_SIZE = 64
 
 ObligationFn = Callable[[list[str]], list[bool]]
+
+#: ``classifier`` value that needs no trained model: a sentence is an obligation when it has a deontic cue.
+MODAL_CUES = "modal-cues"
+#: The deontic cues of :data:`MODAL_CUES` (also how benchmarks build "copied obligation" answers).
+OBLIGATION_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNORECASE)
+
+
+def modal_cue_obligations(sentences: list[str]) -> list[bool]:
+    """``sentences -> [has a deontic cue]``: the untrained stand-in for the obligation classifier."""
+    return [bool(OBLIGATION_CUE.search(s)) for s in sentences]
 
 
 def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, device: str | None = None,
@@ -87,7 +98,8 @@ class ExtractiveComposer:
 
     def _classify(self, sentences: list[str]) -> list[bool]:
         if self._is_obligation is None:
-            self._is_obligation = obligation_classifier(self.classifier, self.device)
+            self._is_obligation = (modal_cue_obligations if self.classifier == MODAL_CUES
+                                   else obligation_classifier(self.classifier, self.device))
         flags = list(self._is_obligation(sentences))
         if len(flags) != len(sentences):
             raise ValueError(f"obligation classifier returned {len(flags)} labels for {len(sentences)} sentences")
