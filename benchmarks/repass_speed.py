@@ -172,6 +172,19 @@ def _check_models(args: SpeedArguments) -> None:
         raise MissingModelError("; ".join(problems))
 
 
+def warm_workers(w: int, scorer) -> None:
+    """Start the pool of ``w`` workers and make each load (and, for int8, quantise) every model of ``scorer``: tiny
+    tasks, several per worker, so that the timed run measures forward passes, as in a long-lived process."""
+    import numpy as np
+
+    from rirag.scoring.workers import _forward, get_pool
+
+    pool = get_pool(w)
+    tiny = {"input_ids": np.array([[101, 102]], dtype=np.int64), "attention_mask": np.ones((1, 2), dtype=np.int64)}
+    for c in scorer._classifiers.values():
+        list(pool.map(_forward, [c.name] * 4 * w, [c.precision] * 4 * w, [[tiny]] * 4 * w))
+
+
 def _means(rows: list[dict], keys) -> dict:
     return {k: (sum(r[k] for r in rows) / len(rows) if rows else None) for k in keys}
 
@@ -196,9 +209,13 @@ def main(args: SpeedArguments) -> dict:
     unique_models = {name: loaded[role] for role, name in names.items()}
     counter = ForwardCounter(unique_models)
 
-    worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]
-    if not worker_counts or min(worker_counts) < 1:
+    from rirag.scoring.workers import resolve_workers
+
+    asked = [int(w) for w in args.workers.split(",") if w.strip()]
+    if not asked or min(asked) < 1:
         raise ValueError(f"--workers must list positive worker counts, got {args.workers!r}")
+    worker_counts = list(dict.fromkeys(resolve_workers(w, device) for w in asked))  # accelerators: one process
+    args.fast = args.fast and device == "cpu"  # int8 dynamic quantisation is CPU-only
     reference = ReferenceRePASs(**names, device=device)
     scorers = {w: RePASsScorer(RePASsConfig(**names, batch_size=args.batch_size, device=device, mode="reference",
                                             show_progress=False, workers=w)) for w in worker_counts}
@@ -212,10 +229,8 @@ def main(args: SpeedArguments) -> dict:
     def run_ours(w, scorer=None):
         """Ours cold (no sentence split, label or pair cached from an earlier run); workers already started."""
         scorer = scorer or scorers[w]
-        if w > 1:  # start the pool outside the timing, as a long-lived process would
-            from rirag.scoring.workers import get_pool
-
-            list(get_pool(w).map(abs, range(w)))
+        if w > 1:  # start the pool and load the models in every worker outside the timing
+            warm_workers(w, scorer)
         clear_caches()
         before = {c.name + ":" + c.encoding: dict(c.work) for c in scorer._classifiers.values()}
         start = time.perf_counter()

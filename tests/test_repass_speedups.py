@@ -146,8 +146,10 @@ def test_workers_option():
     for bad in (0, -1, "many", True):
         with pytest.raises(ValueError, match="workers"):
             RePASsConfig(workers=bad)
-    assert resolve_workers("auto", "cuda:0") == 1 and resolve_workers(3, "cpu") == 3
-    assert resolve_workers("auto", "cpu") >= 1
+    from rirag.scoring.workers import MAX_AUTO_WORKERS
+
+    assert resolve_workers("auto", "cuda:0") == 1 and resolve_workers(3, "mps") == 1 and resolve_workers(3, "cpu") == 3
+    assert 1 <= resolve_workers("auto", "cpu") <= MAX_AUTO_WORKERS
     tasks = balanced_tasks([10, 9, 1, 1, 1], 2)
     assert sorted(i for t in tasks for i in t) == [0, 1, 2, 3, 4]
     assert sorted(sum([10, 9, 1, 1, 1][i] for i in t) for t in tasks) == [11, 11]
@@ -180,3 +182,29 @@ def test_int8_fast_mode_is_opt_in_and_never_shares_cache_entries():
     assert all(isinstance(m, torch.nn.Module) for m in (q, f))
     with pytest.raises(ValueError, match="CPU only"):
         prepared_model(models["nli_model"], "cuda", "int8")
+
+
+def test_a_broken_pool_falls_back_to_this_process(monkeypatch):
+    """When a worker dies mid-call the pool is dropped and the batches are finished in-process: same scores."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rirag.scoring import workers
+
+    models = tiny_models()
+    clear_caches()
+    expected = RePASsScorer(**models, device="cpu", show_progress=False).score(ANSWERS, PASSAGES)
+    clear_caches()
+    dropped = []
+
+    def broken_submit(name, precision, n, batches, costs):
+        future = Future()
+        future.set_exception(BrokenProcessPool("a worker was killed"))
+        return [(list(range(len(batches))), future)]
+
+    monkeypatch.setattr(workers, "POOL_MIN_TOKENS", 0)
+    monkeypatch.setattr(workers, "submit", broken_submit)
+    monkeypatch.setattr(workers, "drop_pool", dropped.append)
+    out = RePASsScorer(**models, device="cpu", show_progress=False, workers=2).score(ANSWERS, PASSAGES)
+    assert out["per_item"] == expected["per_item"]
+    assert dropped and set(dropped) == {2}

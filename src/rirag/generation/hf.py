@@ -107,8 +107,10 @@ class TransformersGenerator:
             if not Path(self.adapter).expanduser().exists() and self.adapter.startswith((".", "/", "~")):
                 raise FileNotFoundError(f"LoRA adapter not found: {self.adapter}")
             model = PeftModel.from_pretrained(model, self.adapter)
-            if "quantization_config" not in kwargs:  # inference only: fold the LoRA update into the weights, so
-                model = model.merge_and_unload()     # decoding runs no extra adapter matmuls (same outputs)
+            if "quantization_config" not in kwargs and self.dtype in (None, "float32"):
+                # inference only: fold the LoRA update into the float32 weights, so decoding runs no adapter
+                # matmuls (equal to the unmerged model up to float rounding; half precision is left unmerged)
+                model = model.merge_and_unload()
         if "device_map" not in kwargs:
             model.to(device)
         model.eval()

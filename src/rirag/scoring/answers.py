@@ -217,7 +217,8 @@ def run_answers(args: Any) -> dict[str, Any] | int:
         from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
         from rirag.scoring.attribution import score_answers_file as attribution_of_file
 
-        config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device)
+        config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device,
+                                   workers=getattr(args, "workers", 1))
         attribution = attribution_of_file(args.answers, AttributionScorer(config))
         atomic_write_json(out + ".attribution.json", attribution)
         sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -365,15 +366,23 @@ class _Classifier:
         costs = [int(f["input_ids"].size) for f in features]
         self.work["forward_passes"] += len(features)
         self.work["tokens"] += sum(costs)
+        left = list(range(len(batches)))
         if pool.pool_worth_it(self.workers, sum(costs)):
-            for task, future in pool.submit(self.name, self.precision, self.workers, features, costs):
-                for b, logits in zip(task, future.result()):
-                    record(batches[b], logits)
-        else:
-            with torch.inference_mode():
-                for members, feats in zip(batches, features):
-                    tensors = {k: torch.from_numpy(v).to(self.device) for k, v in feats.items()}
-                    record(members, self.model(**tensors).logits.float().cpu().numpy())
+            done: set[int] = set()
+            try:
+                for task, future in pool.submit(self.name, self.precision, self.workers, features, costs):
+                    for b, logits in zip(task, future.result()):
+                        record(batches[b], logits)
+                        done.add(b)
+            except (BrokenProcessPool, OSError) as err:  # a worker died: finish here, start a fresh pool next time
+                logger.warning("RePASs worker pool failed (%s: %s); finishing %d batches in this process",
+                               type(err).__name__, err, len(batches) - len(done))
+                pool.drop_pool(self.workers)
+            left = [b for b in left if b not in done]
+        with torch.inference_mode():
+            for b in left:
+                tensors = {k: torch.from_numpy(v).to(self.device) for k, v in features[b].items()}
+                record(batches[b], self.model(**tensors).logits.float().cpu().numpy())
         bar.close()
         return out
 

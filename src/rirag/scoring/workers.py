@@ -7,7 +7,12 @@ logits; the parent keeps tokenization, caching and bookkeeping, so scores do not
 beyond float rounding (``benchmarks/repass_speed.py`` reports the difference).
 
 Pools are started lazily with the ``spawn`` method (a forked torch runtime can deadlock), kept per worker count
-for the life of the process, and shut down at exit.
+for the life of the process, and shut down at exit. ``spawn`` re-imports the caller's main module in each worker,
+so a script that sets ``workers > 1`` needs the usual ``if __name__ == "__main__":`` guard. A pool that breaks (a
+worker killed, e.g. out of memory) is dropped and the call is redone in the parent process.
+
+Scores agree with the in-process path up to float rounding (the workers run one torch thread; the parent may run
+more), which can move a 5-decimal rounding by 1e-5.
 """
 
 from __future__ import annotations
@@ -22,14 +27,19 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-#: Value of ``RePASsConfig.workers`` that means one worker per available core (on CPU; 1 on CUDA).
+#: Value of ``RePASsConfig.workers`` that means one worker per available core, at most :data:`MAX_AUTO_WORKERS`
+#: (on CPU; 1 on any accelerator).
 AUTO_WORKERS = "auto"
+#: Each worker holds its own copy of the models (the official coverage model is ~1.6 GB in float32), so "auto"
+#: stops here; pass a number to go beyond.
+MAX_AUTO_WORKERS = 4
 #: Below this many tokens a call runs in the parent process: starting workers would cost more than it saves.
 POOL_MIN_TOKENS = 20_000
 #: Batches are grouped into about this many tasks per worker, for load balance with little IPC.
 TASKS_PER_WORKER = 8
 
 _POOLS: dict[int, ProcessPoolExecutor] = {}
+_EXIT_HOOK = False
 
 
 def available_cores() -> int:
@@ -40,11 +50,11 @@ def available_cores() -> int:
 
 
 def resolve_workers(workers: int | str, device: str) -> int:
-    """The number of processes for ``workers`` (an int or ``"auto"``) on ``device``; GPUs use one."""
-    if str(device).startswith("cuda"):
+    """The number of processes for ``workers`` (an int or ``"auto"``) on ``device``; accelerators use one."""
+    if str(device) != "cpu":
         return 1
     if workers == AUTO_WORKERS:
-        return max(1, available_cores())
+        return max(1, min(available_cores(), MAX_AUTO_WORKERS))
     return int(workers)
 
 
@@ -78,10 +88,19 @@ def get_pool(workers: int) -> ProcessPoolExecutor:
         logger.info("starting %d RePASs worker processes (1 torch thread each)", workers)
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_init_worker)
-        if not _POOLS:
+        global _EXIT_HOOK
+        if not _EXIT_HOOK:
             atexit.register(shutdown_pools)
+            _EXIT_HOOK = True
         _POOLS[workers] = pool
     return pool
+
+
+def drop_pool(workers: int) -> None:
+    """Forget (and stop) the pool of ``workers`` processes, e.g. after one of them died."""
+    pool = _POOLS.pop(workers, None)
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def shutdown_pools() -> None:
