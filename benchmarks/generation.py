@@ -84,6 +84,8 @@ class GenerationBenchArguments:
     batch_size: int = field(default=BATCH_SIZE, metadata={"help": "Questions per generation call."})
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "New tokens per answer."})
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: torch's choice)."})
+    score_workers: str = field(default="auto", metadata={
+        "help": "RePASs/attribution worker processes for the score stage (RePASsConfig.workers; 'auto': one per core)."})
 
 
 # -- the sample and its context ---------------------------------------------------------------------------------
@@ -262,8 +264,10 @@ def main(args: GenerationBenchArguments) -> dict:
             from rirag.scoring.attribution import AttributionConfig, AttributionScorer
 
             scorer = RePASsScorer(nli_model=args.nli_model, coverage_model=args.nli_model,
-                                  obligation_model=args.obligation_model)
-            values |= score_row(records, scorer, AttributionScorer(AttributionConfig(nli_model=args.nli_model)))
+                                  obligation_model=args.obligation_model, workers=args.score_workers)
+            attribution = AttributionScorer(AttributionConfig(nli_model=args.nli_model,
+                                                              workers=scorer.config.workers))
+            values |= score_row(records, scorer, attribution)
             values["questions"] = len(records)
             values["complete"] = len(records) == args.sample_size
             values["score_command"] = command
