@@ -45,6 +45,7 @@ class Config:
 
 
 def main(config: Config) -> dict:
+    load_before = round(os.getloadavg()[0], 2)  # what else ran: wall times depend on it, CPU seconds much less
     questions = [q.text for q in load_obliqa(config.data).unseen[: config.questions]]
     env = dict(os.environ)
     if config.threads:
@@ -71,7 +72,7 @@ def main(config: Config) -> dict:
                              f"--questions {config.questions}", f"--strategy {config.strategy}"]),
         "cpu_cores": os.cpu_count(), "threads": config.threads, "machine": platform.machine(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "note": "wall times measured on a shared machine; see CPU seconds",
+        "load_average_1min_before": load_before,
     }
     out = Path(config.out)
     result = json.loads(out.read_text()) if out.exists() else {"rows": {}}
