@@ -68,6 +68,26 @@ def test_missing_changed_and_new_results_files_still_render(tmp_path):
     assert "| snli | 0.5000 |" in text
     readme = f"intro\n{b.README_BEGIN}\nold\n{b.README_END}\n"
     assert b.render_readme(readme, {}) == readme
+    # the answers and judge blocks: an unexpected layout leaves the block as it is instead of failing
+    blocks = f"{b.ANSWERS_BEGIN}\nold answers\n{b.ANSWERS_END}\n{b.JUDGE_BEGIN}\nold judge\n{b.JUDGE_END}\n"
+    assert b.render_readme(blocks, results) == blocks
+
+
+def test_answer_and_judge_blocks_print_the_stored_rows():
+    """Each answer row's scores come from generation.json, with its question count when it is incomplete."""
+    b = _builder()
+    generation = {"sample_size": 150, "rows": {
+        "raft": {"repass": 0.72311, "citation_precision": 0.8021, "questions": 150, "complete": True},
+        "few-shot": {"repass": 0.29879, "questions": 24, "complete": False}}}
+    table = b.render_answers_headline(generation)
+    raft = next(line for line in table.splitlines() if "RAFT-LoRA" in line)
+    assert "0.7231" in raft and "0.8021" in raft and "| 150 |" in raft
+    assert "24 (of 150)" in next(line for line in table.splitlines() if "few-shot" in line)
+    assert "extractive" not in table  # rows that were not measured are not invented
+    judge = {"per_source": {"mnli": {"accuracy": 0.704}}, "overall_3way_accuracy": 0.7115,
+             "probe": {"accuracy": 0.98, "per_type": {"negation": {"accuracy": 0.97}}}, "train_seconds": 3055.3}
+    text = b.render_judge_headline(judge, None)
+    assert "0.7040" in text and "0.7115" in text and "50.9" in text and "0.9700" in text
 
 
 def test_fmt_prints_stored_scores_without_rounding_them_again():
