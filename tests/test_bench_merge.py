@@ -8,7 +8,6 @@ committed file: every row it did not re-measure, and every top-level field, must
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 import shutil
@@ -19,17 +18,14 @@ import pytest
 
 from rirag.data import DataError
 from rirag.io import merge_results_file, merge_rows
+from _scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "benchmarks" / "results" / "retrieval.json"
 
 
 def _load_benchmark(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"benchmarks/{name}.py", f"bench_{name}")
 
 
 def test_make_bench_runs_the_plain_mode_of_the_retrieval_benchmark():

@@ -1,16 +1,13 @@
 """NLI data normalisation on tiny files, and a CrossEncoder training smoke test on a tiny BERT."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from _scoring_fixtures import NLI_LABELS, tiny_bert
 
 from rirag.scoring import nli_data
+from _scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def fake_nli_root(tmp_path, n=10):
@@ -103,11 +100,7 @@ def test_conflicting_labels_are_dropped_and_caps_apply(tmp_path):
 
 
 def load_judge_module():
-    spec = importlib.util.spec_from_file_location("nli_judge", ROOT / "train" / "nli_judge.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("train/nli_judge.py")
 
 
 def test_max_length_comes_from_the_data_and_is_capped():

@@ -1,26 +1,19 @@
 """Training smoke test of train/obligation_classifier.py on a tiny BERT: weights change, the save reloads."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
+from _scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "train" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def load_train_script(name):
+    return load_script(f"train/{name}.py")
 
 
 def test_binary_metrics_hand_computed():
-    m = load_script("obligation_classifier").binary_metrics([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
+    m = load_train_script("obligation_classifier").binary_metrics([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
     assert m["accuracy"] == pytest.approx(0.6)
     assert m["precision"] == pytest.approx(2 / 3) and m["recall"] == pytest.approx(2 / 3)
     assert m["f1"] == pytest.approx(2 / 3)
@@ -30,14 +23,14 @@ def test_bad_record_names_file_index_and_field(tmp_path):
     bad = tmp_path / "obl.json"
     bad.write_text(json.dumps([{"Text": "Firms must keep records.", "Obligation": True}, {"Text": "", "Obligation": False}]))
     with pytest.raises(ValueError, match=r"obl.json: record 1: field 'Text'"):
-        load_script("obligation_classifier").load_records(str(bad))
+        load_train_script("obligation_classifier").load_records(str(bad))
 
 
 def test_training_smoke_changes_weights_and_reloads(tmp_path):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainingArguments
 
-    script = load_script("obligation_classifier")
+    script = load_train_script("obligation_classifier")
     base = tiny_bert("obl_base", OBLIGATION_LABELS, seed=5, head_scale=1.0)
     data = [{"Text": f"Firms must keep records for {w} years.", "Obligation": True} for w in "abcdefghij"]
     data += [{"Text": f"The sky is blue on day {w}.", "Obligation": False} for w in "abcdefghij"]

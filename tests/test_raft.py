@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+from _scripts import load_script
 
 from rirag.data import DataError, Passage, Question
 from rirag.generation.prompts import FEW_SHOT_COT, NO_ANSWER, final_answer, passages_from_messages
@@ -179,13 +180,10 @@ def test_real_training_questions_mix(real_obliqa):
 
 
 def test_builder_reads_its_keys_from_the_training_recipe():
-    import importlib.util
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("raft_builder", repo / "dataset_builders" / "raft.py")
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
+    builder = load_script("dataset_builders/raft.py", "raft_builder")
     args = builder.parse(["--config", str(repo / "recipes" / "raft" / "offline.yaml"), "--max_questions", "5"])
     assert (args.teacher, args.retriever, args.max_questions) == ("extractive", "bm25", 5)
     assert args.dataset_name == "artifacts/datasets/raft/offline"

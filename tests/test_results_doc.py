@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
+from _scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _builder():
-    spec = importlib.util.spec_from_file_location("build_results", REPO / "docs" / "build_results.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/build_results.py")
 
 
 def test_regenerating_gives_the_committed_files_byte_for_byte():
