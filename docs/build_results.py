@@ -216,6 +216,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
                                           render_generic),
     "obligation_classifier.json": ("Obligation classifier (RePASs)", render_generic),
     "nli_judge.json": ("Local NLI judge (RePASs)", render_generic),
+    "nli_judge.inference512.json": ("Local NLI judge judged at 512 tokens (trained at 128; not adopted)",
+                                    render_generic),
     "repass_speed.json": ("RePASs speed and exactness", render_generic),
 }
 

@@ -167,6 +167,33 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     again = AutoModelForSequenceClassification.from_pretrained(out).eval()
     with torch.no_grad():
         assert torch.allclose(model(**batch).logits, again(**batch).logits)
+    # judged (and saved for RePASs) at the length it was trained at
+    assert res["inference_max_length"] == res["max_length"] == tok.model_max_length
+
+    # --eval_only: same weights, a new inference length, the training record kept, eval numbers rewritten
+    res_path = tmp_path / "res.json"
+    stale = dict(res, overall_3way_accuracy=-1.0)
+    res_path.write_text(json.dumps(stale))
+    args.eval_only, args.inference_max_length = True, 40  # above the training length, within the position table
+    module.main(args, targs)
+    res2 = json.loads(res_path.read_text())
+    assert res2["train_steps"] == 3 and res2["train_seconds"] == res["train_seconds"] and "eval_command" in res2
+    assert res2["inference_max_length"] == 40 and 0.0 <= res2["overall_3way_accuracy"] <= 1.0
+    assert AutoTokenizer.from_pretrained(out).model_max_length == 40
+    reloaded = AutoModelForSequenceClassification.from_pretrained(out).state_dict()
+    assert all(torch.equal(after[k], reloaded[k]) for k in after)
+
+
+def test_eval_only_without_a_trained_judge_says_how_to_train(tmp_path):
+    from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+
+    module = load_judge_module()
+    root = fake_nli_root(tmp_path, n=40)
+    args = module.NLIJudgeArguments(data_dir=str(root), sources="snli", test_per_source=4, in_domain_train_per_type=0,
+                                    probe_per_type=0, results_path=None, eval_only=True)
+    targs = CrossEncoderTrainingArguments(output_dir=str(tmp_path / "missing"), report_to="none", use_cpu=True)
+    with pytest.raises(FileNotFoundError, match="train it first"):
+        module.main(args, targs)
 
 
 def test_bad_nli_files_name_the_file_and_field(tmp_path):
