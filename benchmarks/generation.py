@@ -185,9 +185,11 @@ def score_row(records: list[dict], repass_scorer, attribution_scorer) -> dict:
     """Quality metrics of one row's answers: ``repass_scorer`` (:class:`rirag.scoring.repass.RePASsScorer`) and
     ``attribution_scorer`` (:class:`rirag.scoring.attribution.AttributionScorer`), each ``.score(answers,
     passages)``, plus answer length."""
+    from rirag.scoring.answers import repass_text
+
     answers = [r.get("Answer") or "" for r in records]
     passages = [r["RetrievedPassages"] for r in records]
-    result = repass_scorer.score(answers, passages)
+    result = repass_scorer.score([repass_text(a) for a in answers], passages)  # citation markers are not claims
     metrics = {k: result[k] for k in ("repass", "entailment", "contradiction", "obligation_coverage")}
     attribution = attribution_scorer.score(answers, passages)
     metrics |= {k: attribution[k] for k in ("citation_precision", "citation_recall", "uncited_share", "copy_ratio",
@@ -238,6 +240,8 @@ def main(args: GenerationBenchArguments) -> dict:
     meta = {"benchmark": "benchmarks/generation.py", "split": args.split, "context_run": args.run,
             "context": f"top {EVAL_K}, RIRAG score filtering", "sample_size": args.sample_size,
             "sample_seed": args.sample_seed, "judge": f"{LOCAL_JUDGE_LABEL}: {args.nli_model}",
+            "repass_input": "each answer without its [n] citation markers (rirag.scoring.answers.repass_text); "
+                            "the citations are judged by the attribution metrics",
             "obligation_model": args.obligation_model, "base_model": args.base_model,
             "raft_adapter": args.raft_adapter}
     command = "python benchmarks/generation.py " + " ".join(sys.argv[1:])

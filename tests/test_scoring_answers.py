@@ -123,3 +123,21 @@ def test_official_hub_ids_offline_point_to_the_local_judge(tmp_path, monkeypatch
     monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty Hub cache
     with pytest.raises(MissingModelError, match=r"--nli-model artifacts/nli_judge"):
         load_classifier.__wrapped__("cross-encoder/nli-deberta-v3-xsmall", "cpu")
+
+
+def test_citation_markers_are_removed_before_repass_unless_kept(tmp_path):
+    src = tmp_path / "answers.json"
+    records = [{"QuestionID": "cited", "RetrievedPassages": [PASSAGE],
+                "Answer": "Firms must keep records for six years [1]. The sky is blue [1, 2]."},
+               {"QuestionID": "markers-only", "RetrievedPassages": [PASSAGE], "Answer": "[1] [2]"},
+               {"QuestionID": "plain", "RetrievedPassages": [PASSAGE], "Answer": "The sky is blue."}]
+    src.write_text(json.dumps(records))
+    scorer, _ = fake_scorer()
+    seen = Interrupting(scorer, allowed=10)
+    averages = answers_mod.score_answers_file(str(src), str(tmp_path / "a.csv"), seen)
+    assert seen.seen == ["Firms must keep records for six years. The sky is blue.", "The sky is blue."]
+    assert averages["skipped_empty_answers"] == 1 and averages["citation_markers"] == "removed before scoring"
+    kept = Interrupting(scorer, allowed=10)
+    averages = answers_mod.score_answers_file(str(src), str(tmp_path / "b.csv"), kept, strip_citation_markers=False)
+    assert kept.seen == [r["Answer"] for r in records] and averages["citation_markers"] == "kept"
+    assert answers_mod.repass_text(None) is None
