@@ -169,6 +169,22 @@ def test_extractive_keeps_obligations_in_rank_order_dedups_and_cites():
     assert [c.passage_id for c in parsed.citations] == ["p1", "p2"] and not parsed.invalid
 
 
+def test_extractive_drops_leading_heading_lines_but_not_list_intros():
+    from rirag.generation.extractive import passage_body
+
+    headed = ("q)\tREGULATORY REQUIREMENTS FOR AUTHORISED PERSONS\nKey considerations for AML/CFT compliance\n"
+              "Principle 6: Record keeping\nThe FSRA expects that firms must keep records.")
+    assert passage_body(headed) == "The FSRA expects that firms must keep records."
+    listed = "A Reporting Financial Institution may apply\n(a)\tthe due diligence procedures; or\n(b)\tnone."
+    assert passage_body(listed) == listed  # a line followed by "(a) ..." introduces a list
+    intro = "A PFP Operator that holds Client Assets must:\n(a)\tengage a custodian; or\n(b)\tcomply."
+    assert passage_body(intro) == intro
+    assert passage_body("Heading only\n\n") == "Heading only\n\n"  # all heading: kept whole
+    composer = ExtractiveComposer(is_obligation=_must)
+    # without the heading rule Punkt glues the headings to the first sentence of the answer
+    assert composer.compose([headed]) == "The FSRA expects that firms must keep records [1]."
+
+
 def test_extractive_modal_cues_need_no_model():
     """classifier="modal-cues" (make demo on a fresh clone) keeps deontic sentences, case-insensitively, and never
     loads a model (no such folder exists)."""

@@ -1,6 +1,7 @@
 """The extractive composer: an answer made of the passages' own obligation sentences, each cited.
 
-For the passages of a prompt (in retrieval order): split each into sentences (Punkt, as RePASs), keep the
+For the passages of a prompt (in retrieval order): drop the passage's leading heading lines (see
+:func:`passage_body`), split the rest into sentences (Punkt, as RePASs), keep the
 sentences the obligation classifier labels as obligations (or, with ``classifier="modal-cues"``, the sentences with
 a deontic cue: no trained model needed) (at least :data:`MIN_SENTENCE_WORDS` words: no
 headings), drop near-duplicates of a sentence already kept
@@ -39,6 +40,30 @@ ObligationFn = Callable[[list[str]], list[bool]]
 MODAL_CUES = "modal-cues"
 #: The deontic cues of :data:`MODAL_CUES` (also how benchmarks build "copied obligation" answers).
 OBLIGATION_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNORECASE)
+
+
+#: A leading line of at most this many words is a heading candidate (ADGM passages often start with their
+#: guidance document's section titles, which Punkt would glue to the first sentence).
+HEADING_MAX_WORDS = 15
+_LIST_LABEL = re.compile(r"^\s*(\(?[a-z]{1,3}\)|\(?[ivxlc]+\)|\(?\d+(\.\d+)*\)|[•\-–])\s", re.IGNORECASE)
+_LINE_END_PUNCTUATION = re.compile(r"[.:;,!?—–-]\s*$")
+
+
+def passage_body(passage: str) -> str:
+    """``passage`` without its leading heading lines: a heading line is short (:data:`HEADING_MAX_WORDS` words at
+    most), has no closing punctuation, no deontic cue, and is followed by a line that is not a list item (a line
+    followed by "(a) …" introduces a list). List labels such as "q)" before a heading are part of the heading. A
+    passage that is all heading is returned whole."""
+    lines = passage.split("\n")
+    while len(lines) > 1:
+        first = _LIST_LABEL.sub("", lines[0], count=1).strip()
+        following = next((line for line in lines[1:] if line.strip()), "")
+        if first and (len(first.split()) > HEADING_MAX_WORDS or _LINE_END_PUNCTUATION.search(first)
+                      or OBLIGATION_CUE.search(first) or _LIST_LABEL.match(following)):
+            break
+        lines = lines[1:]
+    body = "\n".join(lines)
+    return body if body.strip() else passage  # a passage that is all heading stays whole
 
 
 def modal_cue_obligations(sentences: list[str]) -> list[bool]:
@@ -110,7 +135,7 @@ class ExtractiveComposer:
             from rirag.scoring.sentences import punkt_split
 
             self._split = punkt_split
-        return [normalise_whitespace(s) for s in self._split(passage) if s.strip()]
+        return [normalise_whitespace(s) for s in self._split(passage_body(passage)) if s.strip()]
 
     def compose_many(self, batch: Sequence[Sequence[str]]) -> list[str]:
         """One answer per passage list; every sentence of the batch is classified in one call."""
