@@ -182,6 +182,11 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     assert AutoTokenizer.from_pretrained(out).model_max_length == 40
     reloaded = AutoModelForSequenceClassification.from_pretrained(out).state_dict()
     assert all(torch.equal(after[k], reloaded[k]) for k in after)
+    # --save_model false only measures: the saved judge keeps its length
+    args.inference_max_length, args.save_model = 32, False
+    module.main(args, targs)
+    assert json.loads(res_path.read_text())["inference_max_length"] == 32
+    assert AutoTokenizer.from_pretrained(out).model_max_length == 40
 
 
 def test_eval_only_without_a_trained_judge_says_how_to_train(tmp_path):

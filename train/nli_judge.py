@@ -81,6 +81,9 @@ class NLIJudgeArguments:
                           "(benchmarks/results/nli_judge.inference512.json): judging at 512 tokens a judge trained "
                           "at 128 loses 0.016 overall (NLI4Wills 0.72 -> 0.50): it does not extrapolate."},
     )
+    save_model: bool = field(
+        default=True, metadata={"help": "Write the judge (and its card) to output_dir; false with --eval_only only measures."}
+    )
     eval_only: bool = field(
         default=False,
         metadata={"help": "Load the trained judge from output_dir, set inference_max_length, evaluate and save it "
@@ -375,7 +378,10 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     logger.info("per-source accuracy: %s; probe: %s", json.dumps(by_source), json.dumps(probe))
 
     # Save (atomically: the old judge stays until the new one is complete) and push
-    if is_main:
+    if is_main and not script_args.save_model:
+        if script_args.results_path:
+            atomic_write_json(script_args.results_path, result)
+    elif is_main:
         with atomic_dir(training_args.output_dir) as tmp_dir:
             model.save_pretrained(str(tmp_dir))
             rows = "\n".join(f"| {s} | {v['accuracy']:.3f} | {v['n']} |" for s, v in sorted(by_source.items()))
