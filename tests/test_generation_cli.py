@@ -221,3 +221,19 @@ def test_endpoint_error_mid_run_keeps_answers_and_resumes(tiny_data_dir, bm25_ru
     final = json.loads(out.read_text())
     assert final[:2] == kept and len(final) == len(read_trec(bm25_run))
     assert all(r["Answer"] == "ok [1]." for r in final[2:])
+
+
+def test_the_extractive_composer_reads_the_passages_as_retrieved_not_the_one_line_prompt():
+    from rirag.generation.extractive import MODAL_CUES
+    from rirag.generation.pipeline import RetrievedPassage
+
+    heading = ("REGULATORY REQUIREMENTS FOR AUTHORISED PERSONS\nKey considerations for AML/CFT compliance\n"
+               "Authorised Persons must keep records for six years.")
+    passages = [RetrievedPassage("p1", heading, 1.0), RetrievedPassage("p2", "A firm shall notify the Regulator.", 0.9)]
+    answer = answer_items([("h", "What must a firm do?", passages)], ExtractiveComposer(classifier=MODAL_CUES))[0]
+    # through the prompt (one line per passage) the headings would be glued to the first sentence
+    assert answer.text == ("Authorised Persons must keep records for six years [1]. "
+                           "A firm shall notify the Regulator [2].")
+    closed = answer_items([("c", "What must a firm do?", passages)], ExtractiveComposer(classifier=MODAL_CUES),
+                          "closed-book")[0]
+    assert "[1]" not in closed.text and "six years" not in closed.text  # closed-book: no passage reaches it

@@ -153,7 +153,15 @@ def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], gener
         if text and (passages or strategy not in GROUNDED_STRATEGIES):
             todo.append((answer, build_messages(text, [p.text for p in passages], strategy)))
         answers.append(answer)
-    replies = generator.generate([m for _, m in todo]) if todo else []
+    if not todo:
+        replies = []
+    elif callable(getattr(generator, "compose_many", None)):
+        # a passage-level generator (the extractive composer) gets the passages as retrieved: the prompt puts each
+        # passage on one line, which would hide the line structure (headings) it reads
+        replies = generator.compose_many([[p.text for p in answer.passages] if strategy in GROUNDED_STRATEGIES
+                                          else [] for answer, _ in todo])
+    else:
+        replies = generator.generate([m for _, m in todo])
     if len(replies) != len(todo):
         raise RuntimeError(f"generator {name} returned {len(replies)} texts for {len(todo)} prompts")
     for (answer, _), reply in zip(todo, replies):
