@@ -219,6 +219,7 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "nli_judge.inference512.json": ("Local NLI judge judged at 512 tokens (trained at 128; not adopted)",
                                     render_generic),
     "repass_speed.json": ("RePASs speed and exactness", render_generic),
+    "judge_identity.json": ("The local judge on a sentence against itself (the copying ceiling)", render_generic),
 }
 
 

@@ -1,0 +1,31 @@
+"""benchmarks/judge_identity.py: every unique answer sentence (markers removed) judged against itself."""
+
+import gzip
+import json
+
+import pytest
+from _scoring_fixtures import NLI_LABELS, tiny_bert
+from _scripts import load_script
+
+
+def test_identity_pairs_are_judged_once_per_sentence_and_bucketed(tmp_path):
+    module = load_script("benchmarks/judge_identity.py")
+    answers = tmp_path / "answers.json.gz"
+    records = [{"QuestionID": "a", "RetrievedPassages": ["x"], "Answer": "Firms must keep records [1]. Firms must report [2]."},
+               {"QuestionID": "b", "RetrievedPassages": ["x"], "Answer": "Firms must keep records [3]."},
+               {"QuestionID": "c", "RetrievedPassages": ["x"], "Answer": ""}]
+    with gzip.open(answers, "wt", encoding="utf-8") as f:
+        json.dump(records, f)
+    model = tiny_bert("identity_nli", NLI_LABELS, seed=5)
+    out = tmp_path / "res.json"
+    res = module.main(module.Config(answers=str(answers), nli_model=model, threads=1, out=str(out)))
+    assert res["sentences"] == 2  # "Firms must keep records." once, markers removed
+    assert sum(b["n"] for b in res["by_length"].values()) == 2
+    e, c = res["identity_entailment"], res["identity_contradiction"]
+    assert 0 <= e <= 1 and 0 <= c <= 1
+    assert res["repass_ceiling_with_full_coverage"] == pytest.approx((e - c + 2) / 3, abs=1e-3)
+    assert json.loads(out.read_text())["sentences"] == 2
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps([records[2]]))
+    with pytest.raises(ValueError, match="no answer sentences"):
+        module.main(module.Config(answers=str(empty), nli_model=model, threads=1, out=str(out)))
