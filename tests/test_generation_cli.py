@@ -5,6 +5,7 @@ returns nothing or no citations)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -203,6 +204,12 @@ def test_submit_writes_both_deliverables(tiny_data_dir, tmp_path, classifier):
     assert list(run) == ["u1"] and len(run["u1"]) == 10
     assert [a["QuestionID"] for a in answers] == ["u1"] and answers[0]["Citations"]
     assert json.loads((out / "submission.json").read_text())["questions"] == 1
+    # the file for the shared task's scorer: its five fields, the same answer without the [n] markers
+    plain = json.loads((out / "answers.shared-task.json").read_text())
+    assert list(plain[0]) == ["QuestionID", "Question", "RetrievedPassages", "Answer", "RetrievedIDs"]
+    assert "[1]" in answers[0]["Answer"] and "[" not in plain[0]["Answer"]
+    assert plain[0]["Answer"] == re.sub(r" \[\d+\]", "", answers[0]["Answer"])
+    assert plain[0]["RetrievedIDs"] == answers[0]["RetrievedIDs"]
 
 
 def test_endpoint_error_mid_run_keeps_answers_and_resumes(tiny_data_dir, bm25_run, tmp_path, scripted_server):

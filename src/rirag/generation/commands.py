@@ -13,6 +13,7 @@ same command after an interruption and only the missing questions are answered.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import textwrap
@@ -43,6 +44,10 @@ logger = logging.getLogger(__name__)
 #: File names of the shared-task deliverables written by ``rirag submit``.
 SUBMIT_RUN_FILE = "retrieval.trec"
 SUBMIT_ANSWERS_FILE = "answers.json"
+#: The shared task's answer file as its scorer reads it: its five fields, each ``Answer`` without ``[n]`` markers
+#: (the official RePASs would read them as text; the citations stay in ``answers.json``).
+SUBMIT_PLAIN_ANSWERS_FILE = "answers.shared-task.json"
+SHARED_TASK_FIELDS = ("QuestionID", "Question", "RetrievedPassages", "Answer", "RetrievedIDs")
 #: Exit status when generation fails mid-run (answers written so far are kept; rerun to resume).
 EXIT_GENERATION_ERROR = 3
 
@@ -316,11 +321,20 @@ def cmd_submit(args: Any) -> int:
     except GenerationError as err:
         logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
         return EXIT_GENERATION_ERROR
+    from rirag.generation.citations import strip_citations
+
+    with open(summary["out"], encoding="utf-8") as f:
+        cited = json.load(f)
+    plain_path = out / SUBMIT_PLAIN_ANSWERS_FILE
+    atomic_write_json(plain_path, [{k: (strip_citations(r.get(k) or "") if k == "Answer" else r.get(k))
+                                    for k in SHARED_TASK_FIELDS} for r in cited])
     atomic_write_json(out / "submission.json", {
-        "questions": len(questions), "run": str(run_path), "answers": summary["out"], "retriever": args.retriever,
+        "questions": len(questions), "run": str(run_path), "answers": summary["out"],
+        "answers_shared_task": str(plain_path), "retriever": args.retriever,
         "retriever_model": args.model, "retriever_options": args.option, "generator": getattr(generator, "name", ""),
         "strategy": args.strategy, "run_depth": EVAL_K, "empty_questions": empty})
-    sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary))
+    sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary)
+                     + f"shared-task answers (no citation markers): {plain_path}\n")
     return 0
 
 
@@ -362,7 +376,8 @@ def add_parsers(sub: Any) -> None:
     s = sub.add_parser("submit", help="the shared task's deliverables: top-10 TREC run + answers JSON")
     _common(s)
     s.add_argument("--questions", default=None, help="default: RIRAG_Unseen_Questions.json of the data folder")
-    s.add_argument("--out", required=True, help="folder for retrieval.trec, answers.json, submission.json")
+    s.add_argument("--out", required=True, help="folder for retrieval.trec, answers.json (cited), "
+                   "answers.shared-task.json (the shared task's fields, no citation markers), submission.json")
     s.add_argument("--system", default=None, help="system name in the run (default: the retriever)")
     add_retriever_options(s, ASK_RETRIEVER)
     add_generator_options(s)
