@@ -196,7 +196,7 @@ def score_row(records: list[dict], repass_scorer, attribution_scorer) -> dict:
                                            "invalid_citations_total")}
     metrics["abstained_answers"] = len(attribution["abstained"])
     metrics["scored_answers"] = result["n_scored"]
-    metrics["empty_answers"] = sum(not a.strip() for a in answers)
+    metrics["empty_answers"] = sum(not (repass_text(a) or "").strip() for a in answers)  # markers only: empty too
     metrics["mean_answer_words"] = round(sum(len(a.split()) for a in answers) / len(answers), 1) if answers else None
     return metrics
 

@@ -39,8 +39,16 @@ class Config:
 
 def read_records(path: str) -> list[dict]:
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            records = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: answers file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+        raise ValueError(f"{path}: not a JSON answers file ({err})") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"{path}: expected a JSON list of answer records")
+    return records
 
 
 def main(config: Config) -> dict:

@@ -241,6 +241,14 @@ def test_the_extractive_composer_reads_the_passages_as_retrieved_not_the_one_lin
     # through the prompt (one line per passage) the headings would be glued to the first sentence
     assert answer.text == ("Authorised Persons must keep records for six years [1]. "
                            "A firm shall notify the Regulator [2].")
-    closed = answer_items([("c", "What must a firm do?", passages)], ExtractiveComposer(classifier=MODAL_CUES),
-                          "closed-book")[0]
-    assert "[1]" not in closed.text and "six years" not in closed.text  # closed-book: no passage reaches it
+    with pytest.raises(ValueError, match="closed-book needs a language model"):  # not a file of empty answers
+        answer_items([("c", "What must a firm do?", passages)], ExtractiveComposer(classifier=MODAL_CUES),
+                     "closed-book")
+
+
+def test_extractive_closed_book_is_refused_before_any_work(tiny_data_dir, tmp_path, caplog):
+    out = tmp_path / "submission"
+    code = main(["submit", "--data", str(tiny_data_dir), "--out", str(out), "--retriever", "bm25",
+                 "--generator", "extractive", "--strategy", "closed-book"])
+    assert code == 2 and "closed-book needs a language model" in caplog.text
+    assert not (out / "retrieval.trec").exists()

@@ -180,6 +180,8 @@ def test_extractive_drops_leading_heading_lines_but_not_list_intros():
     intro = "A PFP Operator that holds Client Assets must:\n(a)\tengage a custodian; or\n(b)\tcomply."
     assert passage_body(intro) == intro
     assert passage_body("Heading only\n\n") == "Heading only\n\n"  # all heading: kept whole
+    wrapped = "Where a Person\ncarries on a Regulated Activity, it must notify the Regulator."
+    assert passage_body(wrapped) == wrapped  # a hard-wrapped first line goes on in lower case: not a heading
     composer = ExtractiveComposer(is_obligation=_must)
     # without the heading rule Punkt glues the headings to the first sentence of the answer
     assert composer.compose([headed]) == "The FSRA expects that firms must keep records [1]."

@@ -172,13 +172,14 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
 
     # --eval_only: same weights, a new inference length, the training record kept, eval numbers rewritten
     res_path = tmp_path / "res.json"
-    stale = dict(res, overall_3way_accuracy=-1.0)
+    stale = dict(res, overall_3way_accuracy=-1.0, n_test=-1)
     res_path.write_text(json.dumps(stale))
     args.eval_only, args.inference_max_length = True, 40  # above the training length, within the position table
     module.main(args, targs)
     res2 = json.loads(res_path.read_text())
     assert res2["train_steps"] == 3 and res2["train_seconds"] == res["train_seconds"] and "eval_command" in res2
     assert res2["inference_max_length"] == 40 and 0.0 <= res2["overall_3way_accuracy"] <= 1.0
+    assert res2["n_test"] == res["n_test"] > 0  # counted again, not copied from the record
     assert AutoTokenizer.from_pretrained(out).model_max_length == 40
     reloaded = AutoModelForSequenceClassification.from_pretrained(out).state_dict()
     assert all(torch.equal(after[k], reloaded[k]) for k in after)

@@ -141,3 +141,4 @@ def test_citation_markers_are_removed_before_repass_unless_kept(tmp_path):
     averages = answers_mod.score_answers_file(str(src), str(tmp_path / "b.csv"), kept, strip_citation_markers=False)
     assert kept.seen == [r["Answer"] for r in records] and averages["citation_markers"] == "kept"
     assert answers_mod.repass_text(None) is None
+    assert answers_mod.repass_text("Rule 1 : a firm must act .") == "Rule 1 : a firm must act ."  # no marker: as written

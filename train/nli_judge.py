@@ -77,7 +77,8 @@ class NLIJudgeArguments:
     inference_max_length: int | None = field(
         default=None,
         metadata={"help": "Tokens per pair when the judge is used (held-out evaluation, RePASs), saved as the "
-                          "tokenizer's model_max_length; empty = the training length. Measured on the held-out parts "
+                          "tokenizer's model_max_length; empty = the training length (with --eval_only: the max_length of "
+                          "results_path's record, else the saved judge's length). Measured on the held-out parts "
                           "(benchmarks/results/nli_judge.inference512.json): judging at 512 tokens a judge trained "
                           "at 128 loses 0.016 overall (NLI4Wills 0.72 -> 0.50): it does not extrapolate."},
     )
@@ -217,7 +218,7 @@ RTE is 2-way (entailment vs. not). Made by `python train/nli_judge.py {argv}`.
 
 
 #: Keys of the results JSON that describe training; ``--eval_only`` keeps them from the previous run.
-TRAINING_KEYS = ("n_train", "n_train_per_source", "n_test", "base_model", "max_length", "mean_train_pair_tokens",
+TRAINING_KEYS = ("n_train", "n_train_per_source", "base_model", "max_length", "mean_train_pair_tokens",
                  "train_steps", "train_pairs_seen", "train_seconds", "train_pairs_per_second",
                  "stopped_by_time_budget", "torch_threads", "process_nice", "load_average_1min_before_after",
                  "cpu_cores", "platform", "date", "command")
@@ -341,6 +342,10 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
         if script_args.results_path and os.path.exists(script_args.results_path):
             with open(script_args.results_path, encoding="utf-8") as f:
                 record = {k: v for k, v in json.load(f).items() if k in TRAINING_KEYS}
+        if record.get("n_train") not in (None, len(train_rows)):
+            logger.warning("%s records %s training pairs but these arguments give %d: the held-out parts may not "
+                           "be the ones the judge was trained beside", script_args.results_path, record["n_train"],
+                           len(train_rows))
         record["eval_command"] = "python train/nli_judge.py " + " ".join(sys.argv[1:])
         is_main = True
     else:
@@ -371,6 +376,7 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
         "overall_3way_accuracy": sum(r["label"] == p for r, p in three_way) / max(1, len(three_way)),
         "probe": probe,
         **record,
+        "n_test": len(test_rows),
         "id2label": {str(k): v for k, v in NLI_ID2LABEL.items()},
         "inference_max_length": inference_max_length,
         "eval_seconds": round(eval_seconds, 1),
@@ -387,11 +393,12 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
             rows = "\n".join(f"| {s} | {v['accuracy']:.3f} | {v['n']} |" for s, v in sorted(by_source.items()))
             probe_rows_md = "\n".join(f"| {t} | {v['accuracy']:.3f} | {v['n']} |" for t, v in (probe or {"per_type": {}})["per_type"].items())
             with open(os.path.join(tmp_dir, "README.md"), "w", encoding="utf-8") as f:
-                f.write(CARD.format(base_model=script_args.model_name_or_path, n_train=result.get("n_train", len(train_rows)), rows=rows,
+                f.write(CARD.format(base_model=record.get("base_model", script_args.model_name_or_path), n_train=result.get("n_train", len(train_rows)), rows=rows,
                                     n_in_domain=n_in_domain, overall=result["overall_3way_accuracy"],
                                     probe=(probe or {"accuracy": float("nan")})["accuracy"], probe_rows=probe_rows_md,
                                     labels=", ".join(f"{k}={v}" for k, v in NLI_ID2LABEL.items()),
-                                    argv=" ".join(sys.argv[1:])))
+                                    argv=(record.get("command") or "python train/nli_judge.py "
+                                          + " ".join(sys.argv[1:])).removeprefix("python train/nli_judge.py ")))
         if script_args.results_path:
             atomic_write_json(script_args.results_path, result)
         if training_args.push_to_hub and not script_args.eval_only:

@@ -76,6 +76,11 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
 
 
 def generator_from_args(args: Any):
+    from rirag.generation.prompts import GROUNDED_STRATEGIES
+
+    if args.generator == EXTRACTIVE and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
+        raise DataError(f"--generator {EXTRACTIVE} composes answers from the passages; --strategy {args.strategy} "
+                        "gives it none (closed-book needs a language model)")
     if args.generator == EXTRACTIVE:
         spec = GeneratorSpec(EXTRACTIVE, args.generator_model, {"device": args.device})
     elif args.generator == ENDPOINT:
@@ -306,6 +311,7 @@ def cmd_submit(args: Any) -> int:
             raise DataError(f"{obliqa.root}: no RIRAG_Unseen_Questions.json; pass --questions FILE")
         questions = [(q.id, q.text) for q in obliqa.unseen]
     out = Path(args.out)
+    generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
     retriever = retriever_from_args(args, obliqa.corpus)
     from rirag.generation.pipeline import prepare_question
 
@@ -314,7 +320,6 @@ def cmd_submit(args: Any) -> int:
     run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
     system = (args.system or args.retriever).replace(" ", "_")
     run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system, depth=EVAL_K)
-    generator = generator_from_args(args)
     try:
         summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out / SUBMIT_ANSWERS_FILE,
                              args.k, not args.no_filter, args.batch_size, f"retriever {args.retriever}")

@@ -52,14 +52,15 @@ _LINE_END_PUNCTUATION = re.compile(r"[.:;,!?—–-]\s*$")
 def passage_body(passage: str) -> str:
     """``passage`` without its leading heading lines: a heading line is short (:data:`HEADING_MAX_WORDS` words at
     most), has no closing punctuation, no deontic cue, and is followed by a line that is not a list item (a line
-    followed by "(a) …" introduces a list). List labels such as "q)" before a heading are part of the heading. A
+    followed by "(a) …" introduces a list) and does not go on in lower case (a hard-wrapped sentence). List labels such as "q)" before a heading are part of the heading. A
     passage that is all heading is returned whole."""
     lines = passage.split("\n")
     while len(lines) > 1:
         first = _LIST_LABEL.sub("", lines[0], count=1).strip()
         following = next((line for line in lines[1:] if line.strip()), "")
         if first and (len(first.split()) > HEADING_MAX_WORDS or _LINE_END_PUNCTUATION.search(first)
-                      or OBLIGATION_CUE.search(first) or _LIST_LABEL.match(following)):
+                      or OBLIGATION_CUE.search(first) or _LIST_LABEL.match(following)
+                      or following.lstrip()[:1].islower()):  # a hard-wrapped sentence goes on in lower case
             break
         lines = lines[1:]
     body = "\n".join(lines)

@@ -158,8 +158,10 @@ def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], gener
     elif callable(getattr(generator, "compose_many", None)):
         # a passage-level generator (the extractive composer) gets the passages as retrieved: the prompt puts each
         # passage on one line, which would hide the line structure (headings) it reads
-        replies = generator.compose_many([[p.text for p in answer.passages] if strategy in GROUNDED_STRATEGIES
-                                          else [] for answer, _ in todo])
+        if strategy not in GROUNDED_STRATEGIES:
+            raise ValueError(f"generator {name} composes answers from the passages; strategy {strategy!r} gives it "
+                             "none (closed-book needs a language model)")
+        replies = generator.compose_many([[p.text for p in answer.passages] for answer, _ in todo])
     else:
         replies = generator.generate([m for _, m in todo])
     if len(replies) != len(todo):

@@ -109,9 +109,9 @@ def repass_text(answer: str | None, strip_citation_markers: bool = True) -> str 
     false (``None`` stays ``None``)."""
     if answer is None or not strip_citation_markers:
         return answer
-    from rirag.generation.citations import strip_citations
+    from rirag.generation.citations import CITATION_PATTERN, strip_citations
 
-    return strip_citations(answer)
+    return strip_citations(answer) if CITATION_PATTERN.search(answer) else answer  # no marker: the text as written
 
 
 def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size: int = 32,
