@@ -15,7 +15,6 @@ Writes benchmarks/results/judge_identity.json.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 from dataclasses import dataclass, field
@@ -37,32 +36,18 @@ class Config:
     out: str = field(default=str(RESULTS), metadata={"help": "Results JSON."})
 
 
-def read_records(path: str) -> list[dict]:
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            records = json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: answers file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
-        raise ValueError(f"{path}: not a JSON answers file ({err})") from None
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ValueError(f"{path}: expected a JSON list of answer records")
-    return records
-
-
 def main(config: Config) -> dict:
     import numpy as np
     import torch
 
-    from rirag.scoring.answers import repass_text
+    from rirag.scoring.answers import read_answers, repass_text
     from rirag.scoring.constants import CONTRADICTION, ENTAILMENT
     from rirag.scoring.models import label_index
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
     from rirag.scoring.sentences import punkt_split
 
     torch.set_num_threads(config.threads)
-    records = read_records(config.answers)
+    records = read_answers(config.answers)
     sentences = list(dict.fromkeys(s for r in records if r.get("Answer")
                                    for s in punkt_split(repass_text(r["Answer"]))))
     if not sentences:

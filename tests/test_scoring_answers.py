@@ -80,6 +80,15 @@ def test_bad_answer_files_name_record_and_field(tmp_path):
     bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p", "Answer": "a"}] * 2))
     with pytest.raises(ValueError, match="duplicate"):
         answers_mod.read_answers(str(bad))
+    import gzip
+
+    packed = tmp_path / "answers.json.gz"  # the benchmarks commit their answers gzipped
+    packed.write_bytes(gzip.compress(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p", "Answer": "a"}]).encode()))
+    assert [r["QuestionID"] for r in answers_mod.read_answers(str(packed))] == ["q1"]
+    not_gzip = tmp_path / "plain.json.gz"
+    not_gzip.write_text("[]")
+    with pytest.raises(ValueError, match="plain.json.gz: not valid JSON"):
+        answers_mod.read_answers(str(not_gzip))
 
 
 def test_cli_parser_and_local_judge_label(tmp_path, monkeypatch, capsys):

@@ -41,11 +41,15 @@ REQUIRED_FIELDS = ("QuestionID", "RetrievedPassages", "Answer")
 
 
 def read_answers(path: str) -> list[dict[str, Any]]:
-    """Load and validate the answer JSON; errors name the file, the record and the field."""
-    with open(path, encoding="utf-8") as f:
+    """Load and validate the answer JSON (``.json``, or gzipped ``.json.gz`` as the benchmarks commit them); errors
+    name the file, the record and the field."""
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         try:
             data = json.load(f)
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
             raise ValueError(f"{path}: not valid JSON ({err})") from err
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a JSON list of answer records, got {type(data).__name__}")
