@@ -7,11 +7,15 @@ real-data test save its screenshot there (the committed one was made so).
 
 from __future__ import annotations
 
+import html.parser
+import http.server
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +108,38 @@ def test_settings_come_from_the_environment():
         DemoSettings.from_env({"RIRAG_DEMO_RETRIEVER_OPTIONS": "alpha"})
 
 
+def _hostile_answer(base: str) -> str:
+    """What a prompt-injected passage or a hostile endpoint could make a generator write."""
+    return (f"Records are kept six years [1]. ![tracker]({base}/image.png) See [the rules]({base}/link) "
+            f"<img src=\"{base}/raw.png\"> <a href=\"{base}/raw-link\">raw</a> {base}/bare and [9]\n"
+            f"**bold** <script>alert(1)</script>")
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_generated_text_is_rendered_as_text_not_markup():
+    from app import render
+
+    base = "http://tracker.invalid"
+    result = tiny_backend().answer("customer due diligence records")
+    result["answer"] = _hostile_answer(base)
+    result["warnings"] = ["a warning quoting ![w](http://tracker.invalid/w.png)"]
+    for part in render(result):
+        parser = _Tags()
+        parser.feed(part)
+        assert {tag for tag, _ in parser.tags} <= {"div", "b", "code", "br", "em", "p"}, part
+        assert all(not str(v).startswith("http") for _, attrs in parser.tags for v in attrs.values()), part
+    answer = html.unescape(render(result)[0])
+    assert "![tracker](http://tracker.invalid/image.png)" in answer and "<script>alert(1)</script>" in answer
+
+
 # -- the page in a real browser ----------------------------------------------------------------------
 
 
@@ -138,6 +174,7 @@ class DemoPage:
         os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
         from app import build_app
 
+        self.backend = backend
         self.app = build_app(backend)
         self.port = _free_port()
         self.app.launch(server_name="127.0.0.1", server_port=self.port, prevent_thread_lock=True, quiet=True)
@@ -246,3 +283,67 @@ def test_the_demo_on_real_obliqa_with_its_offline_defaults(real_data_dir):
             assert page.driver.save_screenshot(str(target))
     finally:
         page.close()
+
+
+class _RecordingServer:
+    """A local web server that records every request made to it (the host a hostile answer points at)."""
+
+    def __init__(self):
+        self.requests: list[str] = []
+        requests = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                requests.append(self.path)
+                body = b"<html><body>tracked</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@needs_browser
+def test_a_hostile_answer_makes_the_browser_fetch_nothing(page):
+    server = _RecordingServer()
+
+    class Hostile:
+        def generate(self, batch):
+            return [_hostile_answer(server.base)]
+
+    saved = page.backend._generator
+    page.backend._generator = Hostile()
+    try:
+        urllib_check = __import__("urllib.request").request.urlopen(server.base + "/probe", timeout=10).read()
+        assert urllib_check and server.requests == ["/probe"]  # the server records what reaches it
+        server.requests.clear()
+        page.ask("Who must keep records of customer due diligence?")
+        page.wait_for(lambda d: "Records are kept six years" in page.text("answer"))
+        deadline = time.monotonic() + 3  # an image or a prefetch would be requested as soon as it is in the page
+        while time.monotonic() < deadline and not server.requests:
+            time.sleep(0.2)
+        assert server.requests == [], f"the page fetched {server.requests} from the hostile host"
+        shown = page.text("answer")
+        assert f"![tracker]({server.base}/image.png)" in shown  # shown as the text it is
+        assert not page.driver.find_elements("css selector", "#answer img, #answer a, #answer script")
+        links = [a.get_attribute("href") or "" for a in page.driver.find_elements("css selector", "a")]
+        assert not [h for h in links if h.startswith(server.base)]
+        fetched = page.driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.startsWith(arguments[0]))",
+            server.base)
+        assert fetched == []
+    finally:
+        page.backend._generator = saved
+        server.close()

@@ -26,29 +26,43 @@ INTRO = ("Type a compliance question about the Abu Dhabi Global Market rulebooks
          "retrieval score (normalised per question, as the RIRAG score filter that picks the passages uses it).")
 
 
+def _text(text: str) -> str:
+    """Any text that is not ours (generated answers, warnings, passages, error messages) as inert HTML text."""
+    return html.escape(text, quote=True)
+
+
 def _warning(message: str) -> str:
-    return f'<div class="rirag-message" role="alert">⚠️ {html.escape(message)}</div>'
+    return f'<div class="rirag-message" role="alert">⚠️ {_text(message)}</div>'
 
 
 def render(result: dict) -> tuple[str, str, str]:
-    """(answer, cited passages, what was used) as Markdown/HTML for the page."""
-    used = f"Retriever: **{result['retriever']}** · Generator: **{result['generator']}**"
+    """(answer, cited passages, what was used) as HTML for the page's HTML components.
+
+    Generated text is shown as the text it is, never rendered as Markdown or HTML: an answer that contains
+    ``![x](http://host/x.png)``, a link or a tag (from a prompt-injected passage or a hostile endpoint) is displayed
+    literally, so the visitor's browser fetches nothing and follows nothing the generator wrote. The only markup
+    is this function's own, around escaped text.
+    """
+    used = f"Retriever: <b>{_text(result['retriever'])}</b> · Generator: <b>{_text(result['generator'])}</b>"
     if result.get("warnings"):
-        used += "  \n_Notes: " + html.escape("; ".join(result["warnings"])) + "_"
+        used += "<br><em>Notes: " + _text("; ".join(result["warnings"])) + "</em>"
     if result.get("message"):
         return _warning(result["message"]), "", used
-    answer = html.escape(result["answer"]) or "_The generator returned an empty answer._"
+    if result["answer"].strip():
+        answer = f'<div class="rirag-answer" style="white-space: pre-wrap">{_text(result["answer"])}</div>'
+    else:
+        answer = "<p><em>The generator returned an empty answer.</em></p>"
     blocks = []
     for p in result["citations"]:
         snippet = " ".join(p["text"].split())
         blocks.append(
-            f'<div class="rirag-passage" data-passage-id="{html.escape(p["id"])}">'
-            f'<b>[{p["number"]}] {html.escape(p["title"])}</b> · passage <code>{html.escape(p["passage_id"])}</code>'
-            f' · score {p["score"]:.3f}<br>{html.escape(snippet)}</div>')
+            f'<div class="rirag-passage" data-passage-id="{_text(p["id"])}">'
+            f'<b>[{int(p["number"])}] {_text(p["title"])}</b> · passage <code>{_text(p["passage_id"])}</code>'
+            f' · score {float(p["score"]):.3f}<br>{_text(snippet)}</div>')
     uncited = len(result["passages"]) - len(result["citations"])
-    cited = "\n".join(blocks) or "_No passage is cited in this answer._"
+    cited = "\n".join(blocks) or "<p><em>No passage is cited in this answer.</em></p>"
     if uncited:
-        cited += f"\n\n_{uncited} more retrieved passage(s) not cited._"
+        cited += f"\n<p><em>{uncited} more retrieved passage(s) not cited.</em></p>"
     return answer, cited, used
 
 
@@ -72,11 +86,12 @@ def build_app(backend: Backend | None = None):
                               placeholder="e.g. What records must a Relevant Person keep about customer due diligence?")
         button = gr.Button("Ask", variant="primary", elem_id="ask")
         gr.Examples(examples=[[q] for q in backend.examples()], inputs=[question], label="Questions from ObliQA")
+        # HTML components fed only by render(): generated text arrives escaped and is never parsed as Markdown
         gr.Markdown("### Answer")
-        answer = gr.Markdown(elem_id="answer")
+        answer = gr.HTML(elem_id="answer")
         gr.Markdown("### Cited passages")
-        citations = gr.Markdown(elem_id="citations")
-        used = gr.Markdown(elem_id="used")
+        citations = gr.HTML(elem_id="citations")
+        used = gr.HTML(elem_id="used")
         button.click(ask, inputs=[question], outputs=[answer, citations, used])
         question.submit(ask, inputs=[question], outputs=[answer, citations, used])
     return app
