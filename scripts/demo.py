@@ -4,8 +4,8 @@ Usage:
     python scripts/demo.py [--data DIR] [--artifacts artifacts]      (what `make demo` runs)
 
 Steps: (1) build ObliQA in both split schemes with the overlap audit; (2) BM25 on the leakage-free validation
-split and the original test split, TREC runs written to ARTIFACTS/runs; (3) the metric table; (4) the top 3
-passages (document title and PassageID) for three questions of RIRAG_Unseen_Questions.json; (5) one of those
+split and the original test split, TREC runs written to ARTIFACTS/runs, and the metric table; (3) the top 3
+passages (document title and PassageID) for three questions of RIRAG_Unseen_Questions.json; (4) one of those
 questions answered with citations by the extractive composer: its obligation sentences come from
 ARTIFACTS/obligation_classifier when it is trained, else from deontic cues (must, shall, ...: no model needed), so a
 fresh clone ends with a cited answer in seconds. ``--answer-generator smollm2-135m-instruct`` answers with the
@@ -44,7 +44,7 @@ class DemoConfig:
     unseen_questions: int = 3
     top: int = 3
     seed: int = SEED
-    #: step 5: "auto" = the extractive composer (trained obligation classifier, else deontic cues); or a generator
+    #: step 4: "auto" = the extractive composer (trained obligation classifier, else deontic cues); or a generator
     answer_generator: str = "auto"
     answer_strategy: str = FEW_SHOT
     answer_max_new_tokens: int = 128
@@ -97,7 +97,7 @@ def main(config: DemoConfig) -> None:
     else:
         generator = build_generator(GeneratorSpec(name, options={"max_new_tokens": config.answer_max_new_tokens}))
     question = obliqa.unseen[0]
-    out(f"\n# 5. A cited answer ({name}, {config.retriever} passages, RIRAG-filtered)\n\nQ: {question.text}\n")
+    out(f"\n# 4. A cited answer ({name}, {config.retriever} passages, RIRAG-filtered)\n\nQ: {question.text}\n")
     answer = answer_question(question.text, retriever, generator, config.answer_strategy, corpus=obliqa.corpus,
                              question_id=question.id)
     out(format_answer(answer, obliqa.titles))
