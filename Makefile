@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 ARTIFACTS ?= artifacts
 
-.PHONY: install demo test bench bench-retrieval raft bench-generation docs publish clean
+.PHONY: install demo test models bench bench-retrieval raft bench-generation docs publish clean
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,12 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# Every offline artifact the README's best paths use, in dependency order; skips what is current (scripts/models.py).
+# ONLY=nli-judge,raft picks stages (their inputs too); MODELS_ARGS=--dry-run prints the plan only.
+MODELS_ARGS ?=
+models: install
+	$(BIN)/python scripts/models.py $(if $(ONLY),--only $(ONLY)) $(MODELS_ARGS)
 
 # BM25 on every split, merged into benchmarks/results/retrieval.json (rows it does not re-measure are kept).
 bench: install

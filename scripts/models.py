@@ -1,0 +1,57 @@
+"""Train every offline artifact the README's best paths use, in dependency order (what `make models` runs).
+
+Usage:
+    python scripts/models.py                      # build what is missing or stale, skip what is current
+    python scripts/models.py --dry-run            # the table of what would be built, nothing run
+    python scripts/models.py --only nli-judge,raft   # these stages (and what they need)
+    python scripts/models.py --rebuild et-train   # retrain a stage even when current (its dependents follow)
+
+Stages (rirag.build_models.STAGES): obligation classifier, NLI judge, ET / ET+CT / CT encoders and the
+learned-fusion rankers of both protocols, the RAFT adapter. Each stage's output goes to artifacts/logs/models/
+<stage>.log; a stamp in artifacts/.build/ records the recipe hash and command it was built with. Ends with a table
+(artifact, status, minutes, command); exit 1 when a stage failed, 2 on a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from rirag.build_models import STAGES, build, failed, format_table
+
+
+@dataclass
+class ModelsConfig:
+    root: str = "."
+    only: str = ""
+    rebuild: str = ""
+    dry_run: bool = False
+
+
+def main(config: ModelsConfig) -> int:
+    try:
+        rows = build(STAGES, Path(config.root), only=config.only.split(","), rebuild=config.rebuild.split(","),
+                     dry_run=config.dry_run)
+    except ValueError as err:
+        logging.getLogger("models").error("%s", err)
+        return 2
+    sys.stdout.write(format_table(rows) + "\n")
+    return 1 if failed(rows) else 0
+
+
+def parse_args(argv: list[str] | None = None) -> ModelsConfig:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--root", default=".", help="repository root (the stage commands run there)")
+    p.add_argument("--only", default="", help="comma-separated stage names (their inputs are built too)")
+    p.add_argument("--rebuild", default="", help="comma-separated stage names to retrain even when current")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    args = p.parse_args(argv)
+    return ModelsConfig(**{f.name: getattr(args, f.name) for f in fields(ModelsConfig)})
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    sys.exit(main(parse_args()))
