@@ -133,3 +133,19 @@ def test_real_stages_match_recipes_scripts_and_hints():
         hint = bm.build_hint(stage.artifact + "/")
         assert "`make models`" in hint and stage.command in hint
     assert bm.build_hint("artifacts/something-else") is None
+
+
+def test_missing_artifact_error_names_it_make_models_and_its_trainer(tmp_path, monkeypatch):
+    from rirag.scoring.constants import TRAIN_COMMANDS
+    from rirag.scoring.models import MissingModelError, load_classifier, missing_model_message
+
+    monkeypatch.chdir(tmp_path)  # a fresh clone: no artifacts/
+    with pytest.raises(MissingModelError) as err:
+        load_classifier("artifacts/obligation_classifier")
+    message = str(err.value)
+    assert "\n" not in message and "'artifacts/obligation_classifier' does not exist" in message
+    assert "`make models`" in message and "make models ONLY=obligation-classifier" in message
+    assert TRAIN_COMMANDS["artifacts/obligation_classifier"] in message
+    encoder = missing_model_message("artifacts/contrastive_tuning/minilm-et-ct-train")
+    assert "make models ONLY=et-ct-train" in encoder and "train/contrastive_tuning.py" in encoder
+    assert "make models" not in missing_model_message("artifacts/mine")  # not one of ours: no false promise

@@ -24,7 +24,12 @@ class MissingModelError(FileNotFoundError):
 
 
 def missing_model_message(name_or_path: str, reason: str = "does not exist") -> str:
-    """One line: what is missing and how to get it (the recipe command, or Hub ids)."""
+    """One line: what is missing and how to get it (``make models`` and the trainer command, or Hub ids)."""
+    from rirag.build_models import build_hint
+
+    hint = build_hint(name_or_path)
+    if hint:
+        return f"model {name_or_path!r} {reason}: {hint}"
     key = os.path.normpath(name_or_path)
     command = TRAIN_COMMANDS.get(key) or TRAIN_COMMANDS.get(name_or_path)
     if command:
@@ -32,7 +37,7 @@ def missing_model_message(name_or_path: str, reason: str = "does not exist") -> 
     if name_or_path in (OFFICIAL_NLI_MODEL, OFFICIAL_COVERAGE_MODEL):
         return (f"model {name_or_path!r} {reason} (the Hub is needed for the official models): go online, or use the "
                 f"local judge with --nli-model {LOCAL_NLI_JUDGE} --coverage-model {LOCAL_NLI_JUDGE} after "
-                f"`{TRAIN_COMMANDS[LOCAL_NLI_JUDGE]}`")
+                f"`make models ONLY=nli-judge` (or `{TRAIN_COMMANDS[LOCAL_NLI_JUDGE]}`)")
     return f"model {name_or_path!r} {reason}: pass a Hub id or a local folder with a sequence-classification model"
 
 
