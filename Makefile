@@ -55,14 +55,15 @@ bench-generation: install
 docs: install
 	$(BIN)/python docs/build_results.py
 
-# Assemble every artifact's Hub upload folder (artifacts/hub/<repo>/) and print the table; DRY_RUN=0 pushes
-# (token: HF_TOKEN or `hf auth login`). NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries.
+# Assemble every artifact's Hub upload folder (artifacts/hub/<repo>/), load each as its card says and print the
+# table; DRY_RUN=0 pushes (token: HF_TOKEN or `hf auth login`; the Hub is reachable for that command only).
+# NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries.
 DRY_RUN ?= 1
 NAMESPACE ?=
 ONLY ?=
 publish: install
-	$(BIN)/python hub_push/push.py --manifest hub_push/manifest.yaml $(if $(filter 1,$(DRY_RUN)),--dry-run) \
-		$(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(ONLY),--only $(ONLY))
+	$(if $(filter 1,$(DRY_RUN)),,HF_HUB_OFFLINE=0) $(BIN)/python hub_push/push.py --manifest hub_push/manifest.yaml \
+		$(if $(filter 1,$(DRY_RUN)),--dry-run) $(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(ONLY),--only $(ONLY))
 
 clean:
 	rm -rf $(VENV) $(ARTIFACTS) .pytest_cache

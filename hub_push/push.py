@@ -1,4 +1,5 @@
-"""Assemble every artifact of rirag into its exact Hub upload folder and push it (or only show what would be pushed).
+"""Assemble every artifact of rirag into its exact Hub upload folder, load each as its card says, and push it (or only
+show what would be pushed).
 
 Usage:
     python hub_push/push.py --manifest hub_push/manifest.yaml --dry-run            # what `make publish` runs
@@ -7,9 +8,12 @@ Usage:
 
 The manifest maps each artifact (the folder a trainer or builder wrote) to a kind (dataset, model, adapter, metric-space,
 app-space) and a repo under one namespace ($RIRAG_HUB_NAMESPACE or --namespace override it). Upload folders are
-written to ``artifacts/hub/<repo>/``; a dry run stops there and prints the table (repo, kind, files, bytes, card
-status); otherwise each folder whose card parses is uploaded with huggingface_hub (token: $HF_TOKEN or
-``hf auth login``). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not errors.
+written to ``artifacts/hub/<repo>/`` (copies: editing them never edits the repository); each is then loaded exactly as
+its card's usage snippet says, the repo id replaced by the folder (``load`` column; ``--no-load-check`` skips it). A
+dry run stops there and prints the table (repo, kind, files, bytes, card status, load); otherwise each folder whose
+card parses and that loads is uploaded with huggingface_hub (token: $HF_TOKEN or ``hf auth login``, checked with the
+Hub before anything is assembled). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not
+errors. No token, no network, a bad manifest: one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -30,25 +34,40 @@ class PushConfig:
     private: bool | None = None
     create_pr: bool | None = None
     root: str = "."
+    load_check: bool = True
 
 
 def main(config: PushConfig) -> list:
     from rirag.cli import format_table
-    from rirag.hub import assemble_all, load_manifest, push_all
+    from rirag.hub import ManifestError, assemble_all, check_hub_access, load_manifest, push_all
+    from rirag.hub_load import check_loads
 
     manifest = load_manifest(config.manifest, config.namespace)
     only = [n.strip() for n in config.only.split(",") if n.strip()] or None
+    names = {e.name for e in manifest.entries}
+    if set(only or []) - names:  # before the Hub is asked anything
+        raise ManifestError(f"--only: unknown entr(y/ies) {sorted(set(only) - names)}; known: "
+                            f"{', '.join(sorted(names))}")
+    if not config.dry_run:
+        user = check_hub_access()  # no token, a refused token, no network: one line, before any work
+        logging.getLogger("hub_push").info("pushing as %s", user)
     rows = assemble_all(manifest, Path(config.root), only)
+    if config.load_check:
+        rows = check_loads(manifest, rows, Path(config.root))
     if not config.dry_run:
         rows = push_all(manifest, rows, private=config.private, create_pr=config.create_pr)
     table = [r.as_dict() for r in rows]
+    if not config.load_check:
+        table = [{k: v for k, v in r.items() if k != "load"} for r in table]
     sys.stdout.write(format_table(table, list(table[0])) + "\n" if table else "no entries\n")
     for r in rows:
         if r.detail:
             sys.stdout.write(f"{r.name}: {r.detail}\n")
     mode = "dry run: nothing pushed" if config.dry_run else "pushed"
     counts = {s: sum(r.status == s for r in rows) for s in ("assembled", "pushed", "missing", "error")}
-    sys.stdout.write(f"{mode}; " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    loads = {s: sum(r.load.startswith(s) for r in rows) for s in ("ok", "failed", "skipped")}
+    loaded = (", loads: " + ", ".join(f"{n} {s}" for s, n in loads.items() if n)) if any(loads.values()) else ""
+    sys.stdout.write(f"{mode}; " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + loaded
                      + f"; upload folders under {Path(config.root) / manifest.out_dir}\n")
     return rows
 
@@ -62,12 +81,28 @@ def parse_args(argv=None) -> PushConfig:
     parser.add_argument("--private", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument("--create-pr", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument("--root", default=".", help="repository root the manifest's paths are relative to")
+    parser.add_argument("--load-check", action=argparse.BooleanOptionalAction, default=True,
+                        help="load each upload folder as its card's usage snippet says (default: on)")
     args = parser.parse_args(argv)
     return PushConfig(manifest=args.manifest, only=args.only, dry_run=args.dry_run, namespace=args.namespace,
-                      private=args.private, create_pr=args.create_pr, root=args.root)
+                      private=args.private, create_pr=args.create_pr, root=args.root, load_check=args.load_check)
+
+
+def run(argv=None) -> int:
+    """The command line: 0 when everything assembled, loaded and (unless a dry run) pushed; 1 when an artifact is
+    broken (an error row or a failed load); 2, with one line on stderr, when the manifest, the token or the Hub
+    stops it."""
+    from rirag.hub import HubAccessError, ManifestError
+
+    try:
+        rows = main(parse_args(argv))
+    except (ManifestError, HubAccessError) as err:
+        sys.stdout.flush()
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    return 1 if any(r.status == "error" or r.load.startswith("failed") for r in rows) else 0
 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    rows = main(parse_args())
-    sys.exit(1 if any(r.status == "error" for r in rows) else 0)
+    sys.exit(run())

@@ -25,6 +25,10 @@ class FakeHfApi:
     def __init__(self, token=None, **kwargs):
         FakeHfApi.calls.append(("init", {"token": token}))
 
+    def whoami(self):
+        FakeHfApi.calls.append(("whoami", {}))
+        return {"name": "tester"}
+
     def create_repo(self, repo_id, **kwargs):
         FakeHfApi.calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
 
@@ -232,13 +236,21 @@ def _push_script(monkeypatch):
 def test_push_script_dry_run_prints_the_table_and_pushes_nothing(project, fake_api, capsys, monkeypatch):
     root, path = project
     push = _push_script(monkeypatch)
-    rows = push.main(push.parse_args(["--manifest", str(path), "--dry-run", "--root", str(root)]))
+    rows = push.main(push.parse_args(["--manifest", str(path), "--dry-run", "--root", str(root), "--no-load-check"]))
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "| name | repo | kind | status | files | bytes | card | results |"
     assert "| gone | me/gone-repo | adapter | missing | 0 | 0 |  | 0 |" in out
     assert "dry run: nothing pushed; 3 assembled, 1 missing" in out
     assert [r.status for r in rows] == ["assembled", "assembled", "assembled", "missing"]
     assert fake_api.calls == []
+    # with the load check (the default): this project's hand-made encoder ("{}" configs) cannot load, and says so
+    assert push.run(["--manifest", str(path), "--dry-run", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "| name | repo | kind | status | files | bytes | card | results | load |"
+    rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines()[2:] if line.startswith("| ")}
+    assert "| failed: " in rows["enc"] and rows["gone"].endswith("| - |")
+    assert "| failed: the card has no usage snippet that loads me/metric-repo |" in rows["metric"]
+    assert "loads: 3 failed" in out and fake_api.calls == []
     with pytest.raises(ManifestError, match="unknown entr"):
         push.main(push.parse_args(["--manifest", str(path), "--dry-run", "--root", str(root), "--only", "nope"]))
 
@@ -268,3 +280,101 @@ def test_a_folder_with_only_checkpoints_is_missing_not_published(tmp_path):
     shutil.rmtree(tmp_path / "artifacts" / "clf")  # gone again: its stale upload folder goes too
     assert assemble_all(load_manifest(path), tmp_path)[0].status == "missing"
     assert not (tmp_path / "artifacts" / "hub" / "clf").exists()
+
+
+def test_upload_folders_hold_copies_never_links_to_the_repository(project):
+    root, path = project
+    assemble_all(load_manifest(path), root)
+    staged = root / "artifacts" / "hub" / "metric-repo"
+    for rel in ("app.py", "pkg/__init__.py"):
+        assert (staged / rel).stat().st_nlink == 1
+    (staged / "app.py").write_text("edited in the upload folder\n")
+    (staged / "pkg" / "__init__.py").write_text("x = 1\n")
+    with open(root / "artifacts" / "hub" / "enc-repo" / "model.safetensors", "r+b") as f:
+        f.write(b"\0")  # edited in place, as a tool that patches weights would
+    assert (root / "space" / "app.py").read_text() == "print('hi')\n"
+    assert (root / "lib" / "pkg" / "__init__.py").read_text() == ""
+    assert (root / "artifacts" / "enc" / "model.safetensors").read_bytes() == b"\1" * 2048
+
+
+def test_staging_the_project_never_links_tracked_files(tmp_path):
+    """The real manifest's metric Space: its script and the vendored library are copies of the tracked files."""
+    import subprocess
+
+    manifest = load_manifest(REPO / "hub_push" / "manifest.yaml", namespace="ns")
+    manifest.out_dir = str(tmp_path / "hub")
+    (row,) = assemble_all(manifest, REPO, only=["repass-metric"])
+    staged = Path(row.folder)
+    tracked = subprocess.run(["git", "ls-files", "evaluate_scripts/repass", "src/rirag"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert tracked and (staged / "repass.py").exists()
+    for rel in tracked:
+        target = staged / (rel.removeprefix("evaluate_scripts/repass/").replace("src/rirag/", "rirag/", 1))
+        if target.exists() and rel.endswith(".py"):
+            assert not target.samefile(REPO / rel) and target.stat().st_nlink == 1, rel
+    before = (REPO / "evaluate_scripts" / "repass" / "repass.py").read_bytes()
+    (staged / "repass.py").write_text("# edited\n")
+    assert (REPO / "evaluate_scripts" / "repass" / "repass.py").read_bytes() == before
+
+
+def _one_line_exit_2(push, argv, capsys, message):
+    assert push.run(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [captured.err.strip()] and message in captured.err, captured.err
+    assert captured.err.startswith("error: ") and "Traceback" not in captured.err + captured.out
+
+
+def test_no_token_or_no_hub_is_one_line_exit_2_before_anything_is_assembled(project, fake_api, capsys, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    root, path = project
+    push = _push_script(monkeypatch)
+    argv = ["--manifest", str(path), "--root", str(root)]
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)  # nor a saved login
+    _one_line_exit_2(push, argv, capsys, "no Hugging Face token: set HF_TOKEN or run `hf auth login`")
+    assert not (root / "artifacts" / "hub").exists() and fake_api.calls == []
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_test_token")
+    for failure, message in [(errors.OfflineModeIsEnabled("offline"), "HF_HUB_OFFLINE is set"),
+                             (ConnectionError("Name or service not known"), "the Hub cannot be reached")]:
+        def whoami(self, failure=failure):
+            raise failure
+        monkeypatch.setattr(FakeHfApi, "whoami", whoami)
+        _one_line_exit_2(push, argv, capsys, message)
+        assert not (root / "artifacts" / "hub").exists()
+    _one_line_exit_2(push, argv + ["--only", "nope"], capsys, "unknown entr")
+
+
+def test_the_network_failing_mid_push_is_one_line_naming_what_was_pushed(project, fake_api, capsys, monkeypatch):
+    root, path = project
+    push = _push_script(monkeypatch)
+    uploads = []
+
+    def upload_folder(self, **kwargs):
+        uploads.append(kwargs["repo_id"])
+        if len(uploads) == 2:
+            raise TimeoutError("timed out")
+        return type("Info", (), {"commit_url": "https://hub.invalid/c", "pr_url": None})()
+
+    monkeypatch.setattr(FakeHfApi, "upload_folder", upload_folder)
+    _one_line_exit_2(push, ["--manifest", str(path), "--root", str(root), "--no-load-check"], capsys,
+                     "cannot push me/ds-repo: the Hub cannot be reached (timed out); check the network (and "
+                     "HF_ENDPOINT if set) (pushed before this: me/enc-repo)")
+    assert uploads == ["me/enc-repo", "me/ds-repo"]
+
+
+def test_the_push_command_without_a_token_prints_one_line(project, tmp_path):
+    """The real command line in a fresh interpreter (what `make publish DRY_RUN=0` runs): no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    root, path = project
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    env.update(HF_HOME=str(tmp_path / "hf-home"), HF_HUB_OFFLINE="0")
+    done = subprocess.run([sys.executable, str(REPO / "hub_push" / "push.py"), "--manifest", str(path), "--root",
+                           str(root)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: no Hugging Face token: set HF_TOKEN or run `hf auth login`\n"
+    assert not (root / "artifacts" / "hub").exists()

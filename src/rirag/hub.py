@@ -13,8 +13,14 @@ A manifest (``hub_push/manifest.yaml``) lists entries::
       context: {...}                            # the card's words: description, base_model, limits, ...
 
 For each entry :func:`assemble` writes ``OUT/<repo>/`` (weights, tokenizer, configs, the card, ``.gitattributes``;
-never checkpoints, optimizer states or caches) atomically, so re-running gives the same folder. A source that does
-not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is removed).
+never checkpoints, optimizer states or caches) atomically, so re-running gives the same folder. Every file is a
+copy: editing an upload folder never edits the artifact or the repository's tracked files. A card kept from its
+source gets a usage snippet when it has none (``model_cards/_usage.md.j2``), and its quoted source paths become repo
+ids. A source that does not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is
+removed). :mod:`rirag.hub_load` then loads each upload folder as its card's usage snippet says.
+
+Pushing needs a token and the Hub: :func:`check_hub_access` checks both before anything is assembled, and every
+failure to reach the Hub is a :class:`HubAccessError` with a one-line message.
 """
 
 from __future__ import annotations
@@ -50,6 +56,17 @@ CARD_FILE = "README.md"
 
 class ManifestError(ValueError):
     """A manifest that cannot be used (unknown kind, missing field, duplicate name)."""
+
+
+class HubAccessError(OSError):
+    """The Hub cannot be used from here: no network, offline mode, or a server error. The message is one line."""
+
+
+class HubTokenError(HubAccessError, PermissionError):
+    """No Hugging Face token, or one the Hub rejects."""
+
+
+NO_TOKEN = "no Hugging Face token: set HF_TOKEN or run `hf auth login`"
 
 
 @dataclass
@@ -157,12 +174,11 @@ def upload_files(source: Path, exclude: tuple[str, ...] = EXCLUDE) -> list[Path]
     return files
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _copy(src: Path, dst: Path) -> None:
+    """A real copy, never a hard link: an upload folder is edited (cards, tests, people) without touching its source."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dst)  # same file system: no second copy of the weights
-    except OSError:
-        shutil.copy2(src, dst)
+    shutil.copyfile(src, dst)
+    shutil.copymode(src, dst)
 
 
 def gitattributes(folder: Path) -> str | None:
@@ -310,6 +326,9 @@ def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path)
     from rirag.cards import eval_results
 
     card = ModelCard(text, ignore_metadata_errors=True)
+    base = card.data.base_model
+    if isinstance(base, str) and base:  # a trainer records the local path it trained from: the Hub wants an id
+        card.data.base_model = manifest.hub_id_of(base) or base
     files = [Path(manifest.results_dir) / f for f in entry.results if (root / manifest.results_dir / f).exists()]
     results = collect_results(entry.results_artifact or entry.source, files, root)
     if results:
@@ -317,6 +336,69 @@ def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path)
         card.data.model_name = entry.repo
     card.text = with_citation(card.text)
     return card.content
+
+
+def with_repo_ids(text: str, manifest: Manifest) -> str:
+    """A kept card's quoted artifact paths (``"artifacts/nli_judge"``, ``"evaluate_scripts/repass"``) as the repo ids
+    they are published under: on the Hub the local paths mean nothing."""
+    for entry in manifest.entries:
+        source = Path(entry.source).as_posix().rstrip("/")
+        for quote in ('"', "'"):
+            text = text.replace(f"{quote}{source}{quote}", f"{quote}{manifest.repo_id(entry)}{quote}")
+    return text
+
+
+def _card_metadata(text: str) -> dict:
+    import yaml
+
+    if not text.startswith("---"):
+        return {}
+    head = text.split("\n---", 1)[0][3:]
+    try:
+        data = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def usage_context(text: str, entry: Entry, manifest: Manifest) -> dict:
+    """What ``model_cards/_usage.md.j2`` needs: the kind, the repo id, the dataset configs (each with a split), the
+    base model of an adapter (as a Hub id)."""
+    meta = _card_metadata(text)
+    configs = []
+    for config in meta.get("configs") or []:
+        files = config.get("data_files")
+        split = files[0].get("split", "train") if isinstance(files, list) and files and isinstance(files[0], dict) \
+            else "train"
+        configs.append({"name": config.get("config_name", "default"), "split": split})
+    base = meta.get("base_model")
+    base = base[0] if isinstance(base, list) and base else base
+    library = meta.get("library_name") or ""
+    return {"kind": entry.kind, "repo_id": manifest.repo_id(entry), "configs": configs, "library": library,
+            "base_model": (manifest.hub_id_of(base) or base) if isinstance(base, str) else None}
+
+
+def has_usage(text: str, repo_id: str) -> bool:
+    """Whether a card has a fenced code block that names ``repo_id`` (its usage snippet)."""
+    from rirag.hub_load import code_blocks
+
+    return any(repo_id in code for _, code in code_blocks(text))
+
+
+def with_usage(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A kept card with a usage snippet (``## Use it``, from ``_usage.md.j2``) when it has none that names its repo."""
+    if has_usage(text, manifest.repo_id(entry)):
+        return text
+    usage = render_card("_usage.md.j2", **usage_context(text, entry, manifest)).strip()
+    if not usage:
+        return text
+    meta_end = text.find("\n---", 3) + len("\n---\n") if text.startswith("---") else 0
+    body = text[meta_end:]
+    lines = body.splitlines(keepends=True)
+    title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
+    at = next((i for i, line in enumerate(lines) if i > title and line.startswith("## ")), len(lines))
+    before = "".join(lines[:at]).rstrip("\n")  # the title and its introduction, then the usage section
+    return text[:meta_end] + before + "\n\n" + usage + "\n" + ("\n" + "".join(lines[at:]) if at < len(lines) else "")
 
 
 def with_citation(text: str) -> str:
@@ -342,10 +424,12 @@ class Row:
     results: int = 0
     folder: str = ""
     detail: str = ""
+    load: str = ""  # what loading the upload folder as its card says gave (rirag.hub_load): ok ..., failed ..., ...
 
     def as_dict(self) -> dict:
         return {"name": self.name, "repo": self.repo_id, "kind": self.kind, "status": self.status,
-                "files": self.files, "bytes": self.bytes, "card": self.card, "results": self.results}
+                "files": self.files, "bytes": self.bytes, "card": self.card, "results": self.results,
+                "load": self.load}
 
 
 def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
@@ -368,15 +452,16 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
         for rel in files:
             if rel.as_posix() == CARD_FILE and not keep_card:
                 continue
-            _link_or_copy(source / rel, tmp / rel)
+            _copy(source / rel, tmp / rel)
         for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI)
             for rel in upload_files(root / src):
-                _link_or_copy(root / src / rel, tmp / dst / rel)
+                _copy(root / src / rel, tmp / dst / rel)
         if not keep_card:
             atomic_write_text(tmp / CARD_FILE, render_card(entry.card, **card_context(entry, manifest, source, root)))
-        elif (tmp / CARD_FILE).exists():  # a card kept from the source must not be a link to it
+        elif (tmp / CARD_FILE).exists():  # a card kept from its source, completed for the Hub
             text = (tmp / CARD_FILE).read_text(encoding="utf-8")
             (tmp / CARD_FILE).unlink()
+            text = with_usage(with_repo_ids(text, manifest), entry, manifest)
             if entry.repo_type == "model":
                 text = complete_model_card(text, entry, manifest, root)
             elif entry.repo_type == "dataset":
@@ -428,6 +513,62 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
 
 
+def hub_token(token: str | None = None) -> str:
+    """``token``, else ``HF_TOKEN`` or the one ``hf auth login`` saved; HubTokenError when there is none."""
+    from huggingface_hub import get_token
+
+    token = token or get_token()
+    if not token:
+        raise HubTokenError(NO_TOKEN)
+    return token
+
+
+def access_error(err: BaseException, doing: str) -> HubAccessError | None:
+    """The one-line HubAccessError for an exception raised while talking to the Hub; None when it is something else
+    (a bug, a bad folder), which is left to propagate."""
+    from huggingface_hub import errors
+
+    if isinstance(err, HubAccessError):
+        return err
+    if isinstance(err, errors.OfflineModeIsEnabled):
+        return HubAccessError(f"cannot {doing}: HF_HUB_OFFLINE is set (the Makefile sets it for everything but "
+                              "`make publish DRY_RUN=0`); unset it or set HF_HUB_OFFLINE=0")
+    if isinstance(err, errors.HfHubHTTPError):
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if status in (401, 403):
+            return HubTokenError(f"cannot {doing}: the Hub refused the token (HTTP {status}); check HF_TOKEN or run "
+                                 "`hf auth login` with a token that can write")
+        return HubAccessError(f"cannot {doing}: the Hub answered HTTP {status}: {first}")
+    transport = tuple(t for t in (getattr(errors, "HTTPError", None),) if isinstance(t, type))
+    try:
+        import requests
+
+        transport += (requests.RequestException,)
+    except ImportError:
+        pass
+    if isinstance(err, transport + (ConnectionError, TimeoutError)):
+        reason = " ".join(str(err).split()) or type(err).__name__
+        return HubAccessError(f"cannot {doing}: the Hub cannot be reached ({reason}); check the network "
+                              "(and HF_ENDPOINT if set)")
+    return None
+
+
+def check_hub_access(token: str | None = None) -> str:
+    """The user name the token belongs to; HubTokenError / HubAccessError (one line) when pushing cannot work."""
+    from huggingface_hub import HfApi
+
+    token = hub_token(token)
+    try:
+        info = HfApi(token=token).whoami()
+    except Exception as err:
+        mapped = access_error(err, "check the Hugging Face token")
+        if mapped is None:
+            raise
+        raise mapped from err
+    return str(info.get("name", "?")) if isinstance(info, dict) else "?"
+
+
 def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, private: bool | None = None,
                 create_pr: bool = False, commit_message: str | None = None, token: str | None = None,
                 space_sdk: str | None = None, space_variables: dict | None = None,
@@ -437,7 +578,7 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, p
     Returns the commit (or pull-request) URL; None on a non-main process. The token comes from ``token``,
     ``HF_TOKEN`` or ``hf auth login``.
     """
-    from huggingface_hub import HfApi, get_token
+    from huggingface_hub import HfApi
 
     if not is_main_process():
         logger.info("not the main process: %s is pushed by rank 0", repo_id)
@@ -445,18 +586,23 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, p
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"nothing to push: {folder} is not a folder")
-    token = token or get_token()
-    if not token:
-        raise PermissionError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
+    token = hub_token(token)
     api = HfApi(token=token)
     if repo_type == "space" and space_sdk is None:
         space_sdk = "gradio"
     extra = {}
     if repo_type == "space" and space_variables:  # set when the Space is created (an existing one keeps its own)
         extra["space_variables"] = [{"key": k, "value": str(v)} for k, v in space_variables.items()]
-    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, space_sdk=space_sdk, **extra)
-    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type, path_in_repo=path_in_repo,
-                             create_pr=create_pr, commit_message=commit_message or f"rirag: upload {folder.name}")
+    try:
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, space_sdk=space_sdk, **extra)
+        info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type,
+                                 path_in_repo=path_in_repo, create_pr=create_pr,
+                                 commit_message=commit_message or f"rirag: upload {folder.name}")
+    except Exception as err:
+        mapped = access_error(err, f"push {repo_id}")
+        if mapped is None:
+            raise
+        raise mapped from err
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None) or str(info)
     logger.info("pushed %s to %s (%s): %s", folder, repo_id, repo_type, url)
     return url
@@ -464,7 +610,8 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, p
 
 def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None,
              create_pr: bool | None = None) -> list[Row]:
-    """Push every assembled row whose card parses; missing or broken ones are left as they are."""
+    """Push every assembled row whose card parses and that loads as its card says (when checked); missing or broken
+    ones are left as they are. A HubAccessError stops the push and names what was already pushed."""
     entries = {e.name: e for e in manifest.entries}
     ids = {e.name: manifest.repo_id(e) for e in manifest.entries}  # a Space variable may name another entry
     for row in rows:
@@ -473,11 +620,18 @@ def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None
         if row.card != "ok":
             row.detail = f"not pushed: card {row.card}"
             continue
+        if row.load.startswith("failed"):
+            row.detail = f"not pushed: it does not load as its card says ({row.load})"
+            continue
         entry = entries[row.name]
         variables = {k: ids.get(v, v) for k, v in entry.space_variables.items()}
-        row.detail = push_folder(row.folder, row.repo_id, entry.repo_type, space_variables=variables or None,
-                                 private=manifest.private if private is None else private,
-                                 create_pr=manifest.create_pr if create_pr is None else create_pr,
-                                 commit_message=f"rirag hub_push: {entry.name}") or ""
+        try:
+            row.detail = push_folder(row.folder, row.repo_id, entry.repo_type, space_variables=variables or None,
+                                     private=manifest.private if private is None else private,
+                                     create_pr=manifest.create_pr if create_pr is None else create_pr,
+                                     commit_message=f"rirag hub_push: {entry.name}") or ""
+        except HubAccessError as err:
+            done = [r.repo_id for r in rows if r.status == "pushed"]
+            raise type(err)(f"{err} (pushed before this: {', '.join(done) if done else 'nothing'})") from err
         row.status = "pushed"
     return rows

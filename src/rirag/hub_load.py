@@ -1,0 +1,222 @@
+"""Load an assembled Hub upload folder exactly as its card's usage snippet says, the repo id replaced by the folder.
+
+:func:`check_loads` runs after :func:`rirag.hub.assemble_all` (``make publish`` reports each load in its table) and
+in the round-trip tests on tiny artifacts. Per card:
+
+- a ``python`` block naming the repo id (``load_dataset(...)``, ``SentenceTransformer(...)``, ``CrossEncoder(...)``,
+  ``pipeline(...)``, ``PeftModel.from_pretrained(base, ...)``, ``evaluate.load(...)``) is run up to the last statement
+  that names the repo, every manifest repo id in it replaced by that entry's upload folder and every Hub id the
+  manifest has a local copy of (``aliases``) by the local copy;
+- a ``bash`` block with ``rirag retrieve --retriever learned-fusion --option ranker=DIR`` (the ranker) is run through
+  its library equivalent (:func:`rirag.retrieval.registry.build_retriever`) on a few probe passages;
+- an app Space is imported in a fresh interpreter from its upload folder (its vendored ``rirag/`` first on the path)
+  and its Gradio app built (not launched).
+
+Each check gives ``ok (...)``, ``failed: ...`` or ``skipped: ...`` (something it needs is neither assembled nor on
+this machine, e.g. a base model only the Hub has).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Mapping
+
+logger = logging.getLogger(__name__)
+
+OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+#: Probe passages and question for the ranker's library equivalent of `rirag retrieve` (no corpus download).
+PROBE_PASSAGES = (
+    (1, "1.1", "A Relevant Person must keep records of customer due diligence for at least six years."),
+    (1, "1.2", "An Authorised Person must appoint a Money Laundering Reporting Officer."),
+    (2, "2.1", "A Fund Manager must ensure that the Fund's assets are held by an Eligible Custodian."),
+    (2, "2.2", "The Eligible Custodian must keep the Fund Property separate from its own assets."),
+)
+PROBE_QUESTION = "How long must customer due diligence records be kept?"
+#: Seconds an app Space may take to import and build its app in a fresh interpreter.
+APP_TIMEOUT_S = 600
+
+_FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```", re.S | re.M)
+_HUB_ID = re.compile(r"""["']([A-Za-z0-9][\w.-]*/[\w.-]+)["']""")
+
+
+class SnippetSkipped(Exception):
+    """Something the snippet needs is not on this machine (not a failure of the artifact)."""
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, code) of every fenced block of a Markdown text, in order."""
+    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+
+
+def local_ids(manifest, root: str | Path = ".") -> dict[str, str]:
+    """Hub id -> local folder for everything the round trip may use offline: every assembled upload folder (by its
+    repo id) and every alias whose local copy is here (a wheel-shipped model, a downloaded base model)."""
+    from rirag.models import resolve_model
+
+    root = Path(root).resolve()
+    ids = {}
+    for local, hub_id in (manifest.aliases or {}).items():
+        try:
+            path = resolve_model(str(local))
+        except (ImportError, FileNotFoundError):
+            continue
+        if path != str(local) or (root / local).exists():
+            ids[hub_id] = path if path != str(local) else str(root / local)
+    for entry in manifest.entries:
+        folder = root / manifest.out_dir / entry.repo
+        if folder.is_dir():
+            ids[manifest.repo_id(entry)] = str(folder)
+    return ids
+
+
+def _replace_ids(code: str, ids: Mapping[str, str]) -> str:
+    for hub_id in sorted(ids, key=len, reverse=True):
+        for quote in ('"', "'"):
+            code = code.replace(f"{quote}{hub_id}{quote}", repr(ids[hub_id]))
+    return code
+
+
+def _up_to_last_load(code: str, repo_id: str) -> str:
+    """The snippet's statements up to the last one that names ``repo_id`` (the load), imports included."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    last = None
+    for node in tree.body:
+        if repo_id in (ast.get_source_segment(code, node) or ""):
+            last = node
+    if last is None:
+        raise ValueError(f"the snippet does not name {repo_id}")
+    return "\n".join(lines[:last.end_lineno]) + "\n"
+
+
+def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
+    """Run a card's Python snippet up to its load, ids replaced; the type of what the load returned."""
+    code = _up_to_last_load(code, repo_id)
+    tree = ast.parse(code)
+    target = None
+    last = tree.body[-1]
+    if isinstance(last, ast.Assign) and isinstance(last.targets[0], ast.Name):
+        target = last.targets[0].id
+    code = _replace_ids(code, ids)
+    remote = [m for m in _HUB_ID.findall(code) if not Path(m).exists()]
+    if remote:
+        raise SnippetSkipped(f"needs {', '.join(sorted(set(remote)))} from the Hub (no local copy)")
+    namespace: dict = {"__name__": "__rirag_card_snippet__"}
+    exec(compile(code, f"<usage snippet of {repo_id}>", "exec"), namespace)  # noqa: S102 (our own cards' code)
+    value = namespace.get(target) if target else None
+    return type(value).__name__ if value is not None else "ran"
+
+
+def _retrieve_command(code: str) -> tuple[list[str], dict[str, str]]:
+    """The ``rirag retrieve`` argv of a bash snippet and the ``hf download REPO --local-dir DIR`` folders (DIR -> REPO)."""
+    joined = code.replace("\\\n", " ")
+    downloads, argv = {}, []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:2] == ["hf", "download"] and "--local-dir" in words:
+            downloads[words[words.index("--local-dir") + 1]] = words[2]
+        elif words[:2] == ["rirag", "retrieve"]:
+            argv = words[2:]
+    return argv, downloads
+
+
+def run_retrieve_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
+    """The library equivalent of the card's ``rirag retrieve`` on the probe passages: the ranker and its encoders
+    loaded, one question ranked."""
+    from rirag.data import Passage
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
+    argv, downloads = _retrieve_command(code)
+    if not argv:
+        raise ValueError("the snippet has no `rirag retrieve` command")
+    folders = {local: ids.get(repo, "") for local, repo in downloads.items()}
+    name, options = "bm25", {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--retriever":
+            name = value
+        elif flag == "--option":
+            key, _, val = value.partition("=")
+            options[key] = val
+    if "ranker" in options:
+        ranker = options["ranker"]
+        options["ranker"] = folders.get(ranker) or ids.get(ranker) or ranker
+        if downloads.get(ranker) and not folders.get(ranker):
+            raise SnippetSkipped(f"{downloads[ranker]} is not assembled here")
+    if options.get("encoders"):
+        encoders = []
+        for enc in options["encoders"].split(","):
+            local = ids.get(enc, enc)
+            if local == enc and "/" in enc and not Path(enc).exists():
+                raise SnippetSkipped(f"encoder {enc} is neither assembled nor on this machine")
+            encoders.append(local)
+        options["encoders"] = ",".join(encoders)
+    corpus = {f"probe-{i}": Passage(f"probe-{i}", d, pid, text) for i, (d, pid, text) in enumerate(PROBE_PASSAGES)}
+    retriever = build_retriever(corpus, RetrieverSpec(name, options=options))
+    run = retriever.search({"probe": PROBE_QUESTION}, k=len(corpus))
+    if not run.get("probe"):
+        raise ValueError("the retriever ranked no probe passage")
+    return f"{type(retriever).__name__}, {len(run['probe'])} passages ranked"
+
+
+def run_app_space(folder: str | Path, timeout: float = APP_TIMEOUT_S) -> str:
+    """Import a Gradio Space's app.py from its upload folder in a fresh interpreter and build its app (no launch)."""
+    code = ("import sys; sys.path.insert(0, '.')\n"
+            "import app, rirag\n"
+            "backend = sys.modules['backend']\n"
+            "made = app.build_app(backend.Backend(examples=['" + PROBE_QUESTION + "']))\n"
+            "print(type(made).__name__, 'rirag from', rirag.__file__)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    done = subprocess.run([sys.executable, "-c", code], cwd=str(folder), env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        raise RuntimeError(lines[-1] if lines else f"exit {done.returncode}")
+    out = done.stdout.strip().splitlines()[-1]
+    if str(Path(folder).resolve()) not in out:
+        raise RuntimeError(f"the app did not import its vendored rirag ({out})")
+    return out.split(" rirag from")[0] + ", vendored rirag"
+
+
+def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> str:
+    """``ok (...)``, ``failed: ...`` or ``skipped: ...`` for one upload folder (see the module docstring)."""
+    folder = Path(folder)
+    repo_id = manifest.repo_id(entry)
+    ids = {**ids, repo_id: str(folder)}
+    try:
+        if entry.kind == "app-space":
+            return f"{OK} ({run_app_space(folder)})"
+        card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+        blocks = [(lang, code) for lang, code in code_blocks(card) if repo_id in code]
+        for lang, code in blocks:
+            if lang == "python":
+                return f"{OK} ({run_python_snippet(code, repo_id, ids)})"
+            if lang in ("bash", "sh", "shell") and "rirag retrieve" in code:
+                return f"{OK} ({run_retrieve_snippet(code, repo_id, ids)})"
+        return f"{FAILED}: the card has no usage snippet that loads {repo_id}"
+    except SnippetSkipped as why:
+        return f"{SKIPPED}: {why}"
+    except Exception as err:  # the report names what went wrong; the log keeps the trace
+        logger.debug("loading %s failed", folder, exc_info=True)
+        message = " ".join(str(err).split())
+        return f"{FAILED}: {type(err).__name__}: {message[:300]}"
+
+
+def check_loads(manifest, rows: list, root: str | Path = ".") -> list:
+    """Fill each assembled row's ``load`` (missing or broken rows get ``-``); returns the rows."""
+    ids = local_ids(manifest, root)
+    entries = {e.name: e for e in manifest.entries}
+    for row in rows:
+        if row.status != "assembled" or not row.folder:
+            row.load = "-"
+            continue
+        row.load = check_load(entries[row.name], manifest, row.folder, ids)
+        logger.info("%s: load %s", row.name, row.load)
+    return rows
