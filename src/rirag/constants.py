@@ -9,6 +9,9 @@ SPLIT_FRACTIONS = (0.80, 0.15, 0.05)
 AUDIT_FUZZY_MIN_RATIO = 85.0
 AUDIT_COSINE_MIN = 0.85
 
+#: Passages in the ObliQA corpus (40 documents): no question can have more, so no --k may ask for more.
+OBLIQA_PASSAGES = 13_732
+
 #: Retrieval evaluation.
 EVAL_K = 10
 EVAL_METRICS = ("recall", "map", "mrr", "ndcg")

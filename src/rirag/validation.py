@@ -16,6 +16,7 @@ option, file, record or field.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import tempfile
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from rirag.constants import OBLIQA_PASSAGES
 from rirag.data import DataError
 
 logger = logging.getLogger(__name__)
@@ -73,6 +75,53 @@ def int_at_least(minimum: int) -> Callable[[Any, str], int]:
         return x
 
     return check
+
+
+def int_between(minimum: int, limit: str) -> Callable[[Any, str], int]:
+    """An integer from ``minimum`` to the bound :data:`LIMITS` names ``limit`` (read when checked, so a test or a
+    caller can change it)."""
+    def check(value: Any, what: str = "value") -> int:
+        x = int_at_least(minimum)(value, what)
+        maximum, why = limit_of(limit)
+        if x > maximum:
+            raise UsageError(f"{what}: must be at most {maximum} ({why}), got {value!r}")
+        return x
+
+    return check
+
+
+# -- bounds of the options that allocate ----------------------------------------------------------------------------
+
+#: Upper bound of every option that allocates memory, processes, requests or output, with the reason; a larger value
+#: is refused when it is parsed, before any work. ``k`` and the candidate depths are also checked against the
+#: corpus that loads (:func:`k_within_corpus`), which may be smaller than ObliQA's.
+LIMITS: dict[str, tuple[int, str]] = {
+    "k": (OBLIQA_PASSAGES, f"the ObliQA corpus has {OBLIQA_PASSAGES} passages"),
+    "depth": (OBLIQA_PASSAGES, f"the ObliQA corpus has {OBLIQA_PASSAGES} passages"),
+    "encoder_batch_size": (4096, "inputs per forward pass; larger batches only exhaust memory"),
+    "max_seq_length": (8192, "tokens per input; beyond every encoder's position table"),
+    "generation_batch_size": (256, "prompts per generation call; padding makes larger batches slower, not faster"),
+    "max_new_tokens": (8192, "tokens per answer; beyond the context of the offline models"),
+    "concurrency": (64, "requests in flight to one endpoint"),
+    "max_retries": (20, "retries per request, with backoff"),
+    "chunk_size": (10_000, "answers scored and flushed together"),
+    "max_answer_chars": (10_000_000, "characters of one answer; judged sentence by sentence, a longer one takes days"),
+}
+
+
+def limit_of(name: str) -> tuple[int, str]:
+    """The bound ``name`` of :data:`LIMITS` (``workers``: this machine's CPU cores)."""
+    if name == "workers":
+        cores = os.cpu_count() or 1
+        return cores, f"this machine has {cores} CPU cores"
+    return LIMITS[name]
+
+
+def k_within_corpus(k: int, corpus_size: int, what: str = "--k") -> int:
+    """``k`` passages per question cannot exceed the corpus that loaded (checked before any retrieval)."""
+    if k > corpus_size:
+        raise UsageError(f"{what}: must be at most {corpus_size} (the corpus has {corpus_size} passages), got {k}")
+    return k
 
 
 def optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
@@ -155,19 +204,19 @@ OPTION_SPECS: dict[str, OptionSpec] = {
     # dense encoders (rirag.retrieval.dense.DenseRetriever)
     "query_prefix": OptionSpec(text, "text put before each query"),
     "passage_prefix": OptionSpec(text, "text put before each passage"),
-    "max_seq_length": OptionSpec(int_at_least(1), "encoder tokens per passage, ≥ 1"),
-    "batch_size": OptionSpec(int_at_least(1), "encoder batch size, ≥ 1"),
+    "max_seq_length": OptionSpec(int_between(1, "max_seq_length"), "encoder tokens per passage, 1 to 8192"),
+    "batch_size": OptionSpec(int_between(1, "encoder_batch_size"), "encoder batch size, 1 to 4096"),
     "device": OptionSpec(word, "torch device"),
     "cache": OptionSpec(cache_option, "embedding cache: true, false or a folder"),
     # fusion, reranking, learned fusion
     "alpha": OptionSpec(unit_interval, "dense weight of the hybrid, in [0, 1]"),
-    "depth": OptionSpec(int_at_least(1), "candidates per side, ≥ 1"),
+    "depth": OptionSpec(int_between(1, "depth"), "candidates per side, 1 to the corpus size"),
     "doc_weight": OptionSpec(unit_interval, "document weight of rank fusion, in [0, 1]"),
     "passages": OptionSpec(choice("dense", "bm25", "hybrid"), "passage side of rank fusion"),
     "rrf_k": OptionSpec(int_at_least(0), "RRF constant, ≥ 0"),
     "reranker": OptionSpec(existing_path, "a trained cross-encoder folder"),
-    "rerank_depth": OptionSpec(int_at_least(1), "hybrid candidates reranked, ≥ 1"),
-    "rerank_batch_size": OptionSpec(int_at_least(1), "reranker batch size, ≥ 1"),
+    "rerank_depth": OptionSpec(int_between(1, "depth"), "hybrid candidates reranked, 1 to the corpus size"),
+    "rerank_batch_size": OptionSpec(int_between(1, "encoder_batch_size"), "reranker batch size, 1 to 4096"),
     "ranker": OptionSpec(existing_path, "a folder from train/learned_fusion.py"),
     "encoders": OptionSpec(text, "comma-separated encoder names or paths"),
 }
@@ -238,6 +287,46 @@ def _argtype(check: Callable[[Any, str], Any], name: str) -> Callable[[str], Any
 positive_int = _argtype(int_at_least(1), "positive integer")
 non_negative_int = _argtype(int_at_least(0), "non-negative integer")
 system_name = _argtype(word, "system name")
+#: ``--k``: passages per question, 1 to the corpus size.
+k_value = _argtype(int_between(1, "k"), "passages per question")
+
+
+def bounded_int(limit: str, minimum: int = 1) -> Callable[[str], int]:
+    """argparse ``type=`` of an option bounded by :data:`LIMITS` ``limit`` (or ``workers``)."""
+    return _argtype(int_between(minimum, limit), limit.replace("_", " "))
+
+
+#: Generator options and their bounds (checked by :func:`generator_limits` before any work).
+GENERATOR_LIMITS = {"batch_size": ("--batch-size", "generation_batch_size", 1),
+                    "max_new_tokens": ("--max-new-tokens", "max_new_tokens", 1),
+                    "concurrency": ("--concurrency", "concurrency", 1),
+                    "max_retries": ("--max-retries", "max_retries", 0)}
+
+
+def generator_limits(args: Any) -> None:
+    """The generator's allocating options within :data:`LIMITS` (``rirag answer``, ``ask``, ``submit``)."""
+    for dest, (option, limit, minimum) in GENERATOR_LIMITS.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            int_between(minimum, limit)(value, option)
+
+
+def split_name(value: str) -> str:
+    """argparse type of ``--split``: one of :data:`rirag.splits.SPLIT_NAMES`, the same list its help shows."""
+    from rirag.splits import check_split_name
+
+    try:
+        return check_split_name(value)
+    except DataError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def split_help(extra: str = "") -> str:
+    """The help of ``--split``, naming every split :func:`split_name` accepts."""
+    from rirag.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS
+
+    return (f"one of {', '.join(ORIGINAL_SPLITS)} (published; original-train only where the data has it) or "
+            f"{', '.join(LEAKAGE_FREE_SPLITS)} (the leakage-free re-split){extra}")
 
 
 def parse_option(item: str) -> tuple[str, Any]:
@@ -450,6 +539,46 @@ def one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+#: What an operating-system error means, in words (instead of '[Errno 13] Permission denied').
+ERRNO_WORDS = {
+    errno.ENOENT: "no such file or folder",
+    errno.EACCES: "permission denied (this account may not read or write it)",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "no space left on the disk",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EISDIR: "is a folder, expected a file",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EEXIST: "already exists",
+    errno.ENOTEMPTY: "the folder is not empty",
+    errno.ENAMETOOLONG: "the file name is too long",
+    errno.EMFILE: "too many open files",
+    errno.EXDEV: "cannot move across file systems",
+    errno.EIO: "input/output error (a failing disk or network share)",
+}
+
+
+def os_error_words(err: OSError) -> str:
+    """An OSError as one line in words: the path(s) it concerns, then what went wrong."""
+    reason = ERRNO_WORDS.get(err.errno) if err.errno is not None else None
+    if reason is None:
+        if err.strerror:
+            reason = err.strerror[0].lower() + err.strerror[1:]
+        else:  # no errno (a library's own OSError, e.g. a connection error): its message
+            return f"{type(err).__name__}: {one_line(err)}"
+    paths = [str(p) for p in (err.filename, err.filename2) if p is not None]
+    return f"{' → '.join(paths)}: {reason}" if paths else reason
+
+
+def error_line(err: BaseException) -> str:
+    """The one line an expected failure is reported as."""
+    if isinstance(err, DataError):
+        return one_line(err)
+    if isinstance(err, OSError):
+        return " ".join(os_error_words(err).split())
+    return f"{type(err).__name__}: {one_line(err)}"
+
+
 #: Failures a user can cause and fix: reported in one line with exit status 2, never as a traceback.
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (DataError, ValueError, OSError)
 
@@ -476,6 +605,17 @@ def run_command(func: Callable[[Any], Any], args: Any, verbose: bool = False) ->
                              "left")
         return EXIT_INTERRUPTED
     except _expected_errors() as err:
-        prefix = "" if isinstance(err, DataError) else f"{type(err).__name__}: "
-        command_logger.error("%s%s", prefix, one_line(err), exc_info=verbose)
+        _flush_progress()
+        command_logger.error("%s", error_line(err), exc_info=verbose)
         return EXIT_USAGE
+
+
+def _flush_progress() -> None:
+    """Let progress bars that an error interrupted finish their line first, so the error line comes last."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rirag import validation as check
 from rirag.constants import EVAL_K, SEED
 from rirag.data import DataError
 from rirag.generation.base import (
@@ -47,6 +48,8 @@ SUBMIT_ANSWERS_FILE = "answers.json"
 #: The shared task's answer file as its scorer reads it: its five fields, each ``Answer`` without ``[n]`` markers
 #: (the official RePASs would read them as text; the citations stay in ``answers.json``).
 SUBMIT_PLAIN_ANSWERS_FILE = "answers.shared-task.json"
+#: What ``rirag submit`` wrote and with which settings.
+SUBMIT_SUMMARY_FILE = "submission.json"
 SHARED_TASK_FIELDS = ("QuestionID", "Question", "RetrievedPassages", "Answer", "RetrievedIDs")
 #: Exit status when generation fails mid-run (answers written so far are kept; rerun to resume).
 EXIT_GENERATION_ERROR = 3
@@ -103,19 +106,51 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None) -> No
     p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
                    + (f" (default {default}: the best that needs no trained model)" if default else ""))
     p.add_argument("--model", default=None, help="dense model name or path (dense retrievers)")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="retriever option, repeatable")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=check.parse_option,
+                   help="retriever option, repeatable, checked when parsed (rirag retrieve --help lists them)")
+
+
+def _option_items(args: Any) -> list[tuple[str, Any]]:
+    """``--option`` values as ``(key, value)`` pairs (typed by :func:`rirag.validation.parse_option`; a plain
+    ``KEY=VALUE`` string, from a caller that builds its own namespace, is split here)."""
+    items = []
+    for item in args.option:
+        if isinstance(item, str):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise DataError(f"--option {item!r}: expected KEY=VALUE")
+            item = (key.strip(), value)
+        items.append(tuple(item))
+    return items
+
+
+def retriever_spec_from_args(args: Any):
+    """The checked retriever spec (typed options, a model where needed); cheap: nothing loads."""
+    return check.retriever_spec(args.retriever, args.model, _option_items(args))
 
 
 def retriever_from_args(args: Any, corpus):
-    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+    from rirag.retrieval.registry import build_retriever
 
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise DataError(f"--option {item!r}: expected KEY=VALUE")
-        options[key.strip()] = value
-    return build_retriever(corpus, RetrieverSpec(args.retriever, args.model, options))
+    return build_retriever(corpus, retriever_spec_from_args(args))
+
+
+#: Generator options that change how answers are produced, not what they say: left out of the run manifest.
+RUNTIME_GENERATOR_OPTIONS = frozenset({"device", "batch_size", "concurrency", "max_retries", "api_key_env"})
+
+
+def _generator_option_names() -> list[str]:
+    """Every option :func:`add_generator_options` defines (read from a throwaway parser, so a new one is included)."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_generator_options(probe)
+    return list(vars(probe.parse_args([])))
+
+
+def generator_manifest(args: Any) -> dict[str, Any]:
+    """The generator part of a run manifest: its name and every option that changes what it writes."""
+    options = {name: getattr(args, name, None) for name in _generator_option_names()
+               if name not in RUNTIME_GENERATOR_OPTIONS and name not in ("generator", "strategy")}
+    return {"generator": args.generator, "generator_options": options}
 
 
 def read_questions(path: str | Path) -> list[tuple[str, str]]:
@@ -196,39 +231,77 @@ def _summary(summary: dict) -> str:
 # -- rirag answer -------------------------------------------------------------------------------------------------
 
 
+def _answers_run(command: str, args: Any, answers: Path, questions: list[tuple[str, str]], questions_from: str,
+                 passages: dict[str, Any], label: str | None = None):
+    """The manifest and lock of ``answers`` (see :mod:`rirag.generation.runfiles`), checked (nothing written)."""
+    from rirag.generation.runfiles import AnswersRun, build_manifest
+
+    manifest = build_manifest(command, questions, questions_from, passages=passages,
+                              generator=generator_manifest(args), strategy=args.strategy, k=args.k,
+                              filtered=not args.no_filter)
+    run = AnswersRun(answers, manifest, overwrite=args.overwrite, label=label)
+    run.check()
+    return run
+
+
+def _retriever_manifest(args: Any) -> dict[str, Any]:
+    return {"retriever": args.retriever, "retriever_model": args.model,
+            "retriever_options": sorted([key, value] for key, value in _option_items(args))}
+
+
 def cmd_answer(args: Any) -> int:
     from rirag.data import load_obliqa
     from rirag.evaluation import read_trec
-    from rirag.splits import check_split_name, split_questions
+    from rirag.generation.runfiles import file_sha256
+    from rirag.splits import split_questions
 
+    # every check that needs no data, before the corpus loads
+    check.generator_limits(args)
     if bool(args.split) == bool(args.questions):
         raise DataError("pass exactly one of --split SPLIT (with --run) or --questions FILE")
     if args.split and not args.run:
         raise DataError("--split needs --run RUN.trec (the retrieval run whose passages are answered from)")
-    obliqa = load_obliqa(args.data)
-    if args.split:
-        check_split_name(args.split)
-        questions = [(q.id, q.text) for q in split_questions(obliqa, args.split, args.seed)]
+    out = check.output_file(args.out, "--out")
+    if args.run:
+        check.input_file(args.run, "--run")
     else:
+        retriever_spec_from_args(args)
+    if args.questions:
+        check.input_file(args.questions, "--questions")
         questions = read_questions(args.questions)
+    obliqa = load_obliqa(args.data)
+    check.k_within_corpus(args.k, len(obliqa.corpus))
+    if args.split:
+        questions = [(q.id, q.text) for q in split_questions(obliqa, args.split, args.seed)]
+        questions_from = f"split {args.split} (seed {args.seed})"
+    else:
+        questions_from = str(args.questions)
+    if args.run:
+        passages = {"run": str(args.run), "run_sha256": file_sha256(args.run)}
+    else:
+        passages = _retriever_manifest(args)
+    # the answers file: another run's answers are refused and a second writer is locked out, before any work
+    answers_run = _answers_run("answer", args, out, questions, questions_from, passages)
     if args.run:
         run = read_trec(args.run)
         missing = [qid for qid, _ in questions if not run.get(qid)]
         if missing and not args.allow_missing:
             raise DataError(f"{args.run}: {len(missing)} of {len(questions)} questions have no passage in the run "
                             f"(e.g. {', '.join(missing[:3])}); pass --allow-missing to record them unanswered")
-        where = str(args.run)
-    else:
-        retriever = retriever_from_args(args, obliqa.corpus)
-        run = retriever.search(dict(questions), k=max(args.k, EVAL_K), show_progress=True)
-        where = f"retriever {args.retriever}"
-    generator = generator_from_args(args)
-    try:
-        summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, args.out, args.k,
-                             not args.no_filter, args.batch_size, where)
-    except GenerationError as err:
-        logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, args.out)
-        return EXIT_GENERATION_ERROR
+    with answers_run:
+        generator = generator_from_args(args)
+        if args.run:
+            where = str(args.run)
+        else:
+            retriever = retriever_from_args(args, obliqa.corpus)
+            run = retriever.search(dict(questions), k=max(args.k, EVAL_K), show_progress=True)
+            where = f"retriever {args.retriever}"
+        try:
+            summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out, args.k,
+                                 not args.no_filter, args.batch_size, where)
+        except GenerationError as err:
+            logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, out)
+            return EXIT_GENERATION_ERROR
     sys.stdout.write(_summary(summary))
     return 0
 
@@ -261,8 +334,13 @@ def cmd_ask(args: Any) -> int:
     from rirag.data import load_obliqa
     from rirag.generation.pipeline import answer_question
 
+    check.generator_limits(args)
+    retriever_spec_from_args(args)
+    if args.timings:
+        check.output_file(args.timings, "--timings")
     start, cpu_start = time.perf_counter(), time.process_time()
     obliqa = load_obliqa(args.data)
+    check.k_within_corpus(args.k, len(obliqa.corpus))
     retriever = retriever_from_args(args, obliqa.corpus)
     generator = generator_from_args(args)
     timings, cpu = [], []
@@ -303,29 +381,45 @@ def cmd_submit(args: Any) -> int:
     from rirag.evaluation import write_trec
     from rirag.io import atomic_write_json
 
-    obliqa = load_obliqa(args.data)
+    # every check that needs no data, before the corpus loads: --out must be a folder (an existing file is refused)
+    check.generator_limits(args)
+    out = check.output_dir(args.out, "--out")
+    for name in (SUBMIT_RUN_FILE, SUBMIT_ANSWERS_FILE, SUBMIT_PLAIN_ANSWERS_FILE, SUBMIT_SUMMARY_FILE):
+        if (out / name).is_dir():
+            raise DataError(f"--out {out}: {out / name} is a folder; the submission writes a file there")
+    retriever_spec_from_args(args)
     if args.questions:
+        check.input_file(args.questions, "--questions")
         questions = read_questions(args.questions)
+    obliqa = load_obliqa(args.data)
+    check.k_within_corpus(args.k, len(obliqa.corpus))
+    if args.questions:
+        questions_from = str(args.questions)
     else:
         if not obliqa.unseen:
             raise DataError(f"{obliqa.root}: no RIRAG_Unseen_Questions.json; pass --questions FILE")
         questions = [(q.id, q.text) for q in obliqa.unseen]
-    out = Path(args.out)
-    generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
-    retriever = retriever_from_args(args, obliqa.corpus)
-    from rirag.generation.pipeline import prepare_question
+        questions_from = f"{obliqa.root}/RIRAG_Unseen_Questions.json"
+    # answers of another run in --out are refused and a second writer is locked out, before any work
+    answers_run = _answers_run("submit", args, out / SUBMIT_ANSWERS_FILE, questions, questions_from,
+                               _retriever_manifest(args), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})")
+    with answers_run:
+        generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
+        retriever = retriever_from_args(args, obliqa.corpus)
+        from rirag.generation.pipeline import prepare_question
 
-    queries = {qid: prepare_question(text)[0] for qid, text in questions}
-    empty = [qid for qid, text in queries.items() if not text]
-    run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
-    system = (args.system or args.retriever).replace(" ", "_")
-    run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system, depth=EVAL_K)
-    try:
-        summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out / SUBMIT_ANSWERS_FILE,
-                             args.k, not args.no_filter, args.batch_size, f"retriever {args.retriever}")
-    except GenerationError as err:
-        logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
-        return EXIT_GENERATION_ERROR
+        queries = {qid: prepare_question(text)[0] for qid, text in questions}
+        empty = [qid for qid, text in queries.items() if not text]
+        run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
+        system = (args.system or args.retriever).replace(" ", "_")
+        run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system,
+                              depth=EVAL_K)
+        try:
+            summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out / SUBMIT_ANSWERS_FILE,
+                                 args.k, not args.no_filter, args.batch_size, f"retriever {args.retriever}")
+        except GenerationError as err:
+            logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
+            return EXIT_GENERATION_ERROR
     from rirag.generation.citations import strip_citations
 
     with open(summary["out"], encoding="utf-8") as f:
@@ -333,7 +427,7 @@ def cmd_submit(args: Any) -> int:
     plain_path = out / SUBMIT_PLAIN_ANSWERS_FILE
     atomic_write_json(plain_path, [{k: (strip_citations(r.get(k) or "") if k == "Answer" else r.get(k))
                                     for k in SHARED_TASK_FIELDS} for r in cited])
-    atomic_write_json(out / "submission.json", {
+    atomic_write_json(out / SUBMIT_SUMMARY_FILE, {
         "questions": len(questions), "run": str(run_path), "answers": summary["out"],
         "answers_shared_task": str(plain_path), "retriever": args.retriever,
         "retriever_model": args.model, "retriever_options": args.option, "generator": getattr(generator, "name", ""),
@@ -349,23 +443,32 @@ def cmd_submit(args: Any) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None,
                    help="ObliQA folder or Hub id (default: $RIRAG_DATA_DIR, else the Hub dataset RegNLP/ObliQA)")
-    p.add_argument("--k", type=int, default=EVAL_K, help="passages considered per question (before filtering)")
+    p.add_argument("--k", type=check.k_value, default=EVAL_K,
+                   help=f"passages considered per question before filtering (1 to {check.LIMITS['k'][0]}, the "
+                        "corpus size)")
     p.add_argument("--no-filter", action="store_true", help="skip the RIRAG score filter (keep the top k)")
+
+
+def _overwrite_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="discard the answers already in --out (of another run, or without a manifest) and start "
+                        "afresh; without it such answers stop the command before any work")
 
 
 def add_parsers(sub: Any) -> None:
     """Register ``answer``, ``ask`` and ``submit`` on the ``rirag`` subparsers."""
-    from rirag.splits import EVAL_SPLITS
-
     a = sub.add_parser("answer", help="answer a split (from a run) or a questions file; resumable answers JSON")
     _common(a)
     a.add_argument("--run", default=None, help="TREC run whose (filtered) passages ground the answers")
-    a.add_argument("--split", default=None, help=f"one of {', '.join(EVAL_SPLITS)} (questions of the run)")
+    a.add_argument("--split", default=None, type=check.split_name,
+                   help=check.split_help("; the questions of the run"))
     a.add_argument("--seed", type=int, default=SEED, help="seed of the leakage-free re-split")
     a.add_argument("--questions", default=None, help="JSON list of {QuestionID, Question} instead of --split")
     a.add_argument("--allow-missing", action="store_true",
                    help="record questions the run lacks as unanswered (with a warning) instead of failing")
-    a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed if present")
+    a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "
+                   "manifest (<out>.manifest.json) matches this run, refused otherwise")
+    _overwrite_option(a)
     add_retriever_options(a, ASK_RETRIEVER)
     add_generator_options(a)
     a.set_defaults(func=cmd_answer)
@@ -383,7 +486,9 @@ def add_parsers(sub: Any) -> None:
     s.add_argument("--questions", default=None, help="default: RIRAG_Unseen_Questions.json of the data folder")
     s.add_argument("--out", required=True, help="folder for retrieval.trec, answers.json (cited), "
                    "answers.shared-task.json (the shared task's fields, no citation markers), submission.json")
-    s.add_argument("--system", default=None, help="system name in the run (default: the retriever)")
+    s.add_argument("--system", default=None, type=check.system_name,
+                   help="system name in the run, one word (default: the retriever)")
+    _overwrite_option(s)
     add_retriever_options(s, ASK_RETRIEVER)
     add_generator_options(s)
     s.set_defaults(func=cmd_submit)

@@ -202,6 +202,9 @@ def answer_question(question: str, retriever, generator, strategy: str = ZERO_SH
 
 # -- the resumable answers file ---------------------------------------------------------------------------------
 
+#: The journal beside an answers file (``<out>.partial.jsonl``), appended to and flushed as each answer is written.
+JOURNAL_SUFFIX = ".partial.jsonl"
+
 
 class AnswersFile:
     """A shared-task answers JSON written resumably.
@@ -213,7 +216,7 @@ class AnswersFile:
 
     def __init__(self, out: str | os.PathLike):
         self.out = Path(out)
-        self.journal = self.out.with_name(self.out.name + ".partial.jsonl")
+        self.journal = self.out.with_name(self.out.name + JOURNAL_SUFFIX)
         self.records: dict[str, dict] = {}
         if self.out.exists():
             from rirag.data import read_json

@@ -1,0 +1,202 @@
+"""Answers files that never mix runs: a manifest beside each answers file, and a lock while a command writes it.
+
+``rirag answer --out answers.json`` and ``rirag submit --out DIR`` (whose answers are ``DIR/answers.json``) write
+``<answers>.manifest.json`` before their first answer. It holds what decides the answers: the question set (count
+and fingerprint), where the passages come from (the run file's content hash, or the retriever with its model and
+options), the generator with every option that changes what it writes (not its device, batch size, concurrency or
+retries), the prompting strategy, ``k`` and the score filter. A rerun resumes only under the same manifest;
+otherwise it stops with one line that names what differs, unless ``--overwrite``, which discards the answers already
+there and starts afresh. Answers without a manifest (an older rirag, another tool) are not resumed silently either.
+
+While a command writes, it holds ``<answers>.lock``, an operating-system file lock (:mod:`filelock`) that ends with
+the process, even a killed one; a second command on the same answers fails at once with one line. The lock file is
+removed when the command ends.
+
+Every check here is cheap and runs before retrieval or any model loads: :meth:`AnswersRun.check` reads only the
+manifest and looks for the answers files; :meth:`AnswersRun.__enter__` takes the lock, checks again (another
+command may have written meanwhile) and writes the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from rirag.generation.pipeline import JOURNAL_SUFFIX
+from rirag.validation import UsageError
+
+logger = logging.getLogger(__name__)
+
+#: Version of the manifest layout; a manifest of another format never matches.
+MANIFEST_FORMAT = 1
+MANIFEST_SUFFIX = ".manifest.json"
+LOCK_SUFFIX = ".lock"
+#: Manifest fields that describe a run without deciding its answers (never compared).
+INFO_FIELDS = ("questions", "run", "written_by")
+#: How each compared field reads in the one-line refusal.
+FIELD_NAMES = {
+    "format": "manifest format",
+    "command": "command",
+    "question_fingerprint": "the questions",
+    "run_sha256": "the run file's content",
+    "retriever": "retriever",
+    "retriever_model": "retriever model",
+    "retriever_options": "retriever options",
+    "generator": "generator",
+    "generator_options": "generator options",
+    "strategy": "strategy",
+    "k": "k",
+    "filter": "score filter",
+}
+
+
+def fingerprint(questions: Iterable[tuple[str, str]]) -> str:
+    """A content hash of ``[(QuestionID, Question)]`` in order: the same questions give the same value."""
+    payload = json.dumps([[str(q), str(t)] for q, t in questions], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_manifest(command: str, questions: list[tuple[str, str]], questions_from: str, *,
+                   passages: Mapping[str, Any], generator: Mapping[str, Any], strategy: str, k: int,
+                   filtered: bool) -> dict[str, Any]:
+    """The manifest of one ``answer``/``submit`` run. ``passages``: ``{"run": path, "run_sha256": ...}`` or
+    ``{"retriever": ..., "retriever_model": ..., "retriever_options": [...]}``; ``generator``: the generator's name
+    under ``"generator"`` and its answer-deciding options under ``"generator_options"``."""
+    from rirag import __version__
+
+    return {"format": MANIFEST_FORMAT, "command": command,
+            "questions": f"{len(questions)} questions from {questions_from}",
+            "question_fingerprint": fingerprint(questions), **dict(passages), **dict(generator),
+            "strategy": strategy, "k": k, "filter": bool(filtered), "written_by": f"rirag {__version__}"}
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two manifests, in words (empty when they describe the same run)."""
+    out = []
+    for key in dict.fromkeys([*new, *old]):
+        if key in INFO_FIELDS or old.get(key) == new.get(key):
+            continue
+        name = FIELD_NAMES.get(key, key)
+        if key == "question_fingerprint":
+            out.append(f"the questions ({old.get('questions', 'unknown')} there, {new.get('questions')} now)")
+        elif key == "run_sha256":
+            out.append(f"the run file's content ({_short(old.get('run', 'another file'))} there, "
+                       f"{_short(new.get('run'))} now)")
+        else:
+            out.append(f"{name} ({_short(old.get(key, 'none'))} there, {_short(new.get(key, 'none'))} now)")
+    return out
+
+
+class AnswersRun:
+    """The manifest and the lock of one answers file; use :meth:`check` first (no lock, nothing written), then
+    ``with run:`` around the work."""
+
+    def __init__(self, answers: str | os.PathLike, manifest: Mapping[str, Any], overwrite: bool = False,
+                 option: str = "--out", label: str | None = None):
+        self.answers = Path(answers)
+        self.manifest = dict(manifest)
+        self.overwrite = overwrite
+        self.option = option
+        #: how the answers are named in a refusal (``submit``: the folder and the file in it)
+        self.label = label or f"{option} {self.answers}"
+        self.manifest_path = self.answers.with_name(self.answers.name + MANIFEST_SUFFIX)
+        self.lock_path = self.answers.with_name(self.answers.name + LOCK_SUFFIX)
+        self.journal = self.answers.with_name(self.answers.name + JOURNAL_SUFFIX)
+        self._lock = None
+
+    # -- checks ---------------------------------------------------------------------------------------------------
+
+    def existing(self) -> list[Path]:
+        """The answers files already there (the answers JSON and its journal)."""
+        return [p for p in (self.answers, self.journal) if p.exists()]
+
+    def _stored(self) -> dict | None:
+        if not self.manifest_path.exists():
+            return None
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise UsageError(f"{self.label}: its manifest {self.manifest_path} is unreadable "
+                             f"({type(err).__name__}); pass --overwrite to start afresh") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{self.label}: its manifest {self.manifest_path} is not a JSON object; "
+                             "pass --overwrite to start afresh")
+        return data
+
+    def check(self) -> None:
+        """Refuse (one line) answers already there that another run wrote, unless ``overwrite``. Writes nothing."""
+        if self.overwrite or not self.existing():
+            return
+        stored = self._stored()
+        if stored is None:
+            raise UsageError(f"{self.label}: holds answers without a manifest (written by an older "
+                             "rirag or another tool), so they cannot be resumed safely; pass --overwrite to discard "
+                             f"them and start afresh, or choose another {self.option}")
+        diff = differences(stored, self.manifest)
+        if diff:
+            raise UsageError(f"{self.label}: holds answers of another run; differs in "
+                             f"{'; '.join(diff)}. Pass --overwrite to discard them and start afresh, or choose "
+                             f"another {self.option}")
+
+    @property
+    def resuming(self) -> bool:
+        return not self.overwrite and bool(self.existing())
+
+    # -- the lock -------------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> "AnswersRun":
+        from filelock import FileLock, Timeout
+
+        from rirag.io import atomic_write_json
+
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.lock_path), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise UsageError(f"{self.label}: another rirag command is writing these answers (it "
+                             f"holds {self.lock_path}); wait for it to end, or choose another {self.option}") from None
+        self._lock = lock
+        try:
+            self.check()  # again, under the lock: another command may have written since
+            if self.overwrite:
+                for path in self.existing():
+                    logger.info("--overwrite: discarding %s", path)
+                    path.unlink()
+            atomic_write_json(self.manifest_path, self.manifest)
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def _release(self) -> None:
+        if self._lock is None:
+            return
+        # unlinked while still held: filelock re-checks the inode after locking, so a peer that opened the old
+        # file retries on a new one instead of sharing a lock on the removed file
+        try:
+            self.lock_path.unlink()
+        except OSError:
+            pass
+        self._lock.release()
+        self._lock = None
+
+    def __exit__(self, *exc) -> None:
+        self._release()
