@@ -151,3 +151,124 @@ def test_citation_markers_are_removed_before_repass_unless_kept(tmp_path):
     assert kept.seen == [r["Answer"] for r in records] and averages["citation_markers"] == "kept"
     assert answers_mod.repass_text(None) is None
     assert answers_mod.repass_text("Rule 1 : a firm must act .") == "Rule 1 : a firm must act ."  # no marker: as written
+
+
+def _with_huge_answer(path, size=5_000_000):
+    """Four normal answers and one of ``size`` characters (a runaway generation) in the middle."""
+    records = write_answers(path, n=5)
+    records[3]["Answer"] = ("Firms must keep records for six years. " * (size // 39 + 1))[:size]
+    path.write_text(json.dumps(records))
+    return records
+
+
+def test_a_huge_answer_is_recorded_as_a_failure_and_the_rest_are_scored(tmp_path):
+    src, out = tmp_path / "answers.json", tmp_path / "scores.csv"
+    _with_huge_answer(src)
+    scorer, fakes = fake_scorer()
+    seen = Interrupting(scorer, allowed=10)
+    averages = answers_mod.score_answers_file(str(src), str(out), seen, chunk_size=2)
+    assert [r["QuestionID"] for r in read_rows(out)] == ["q0", "q1", "q4"]  # q2 is empty, q3 the huge one
+    assert all(len(p) < 100 for p in seen.seen)  # the huge answer never reached the scorer
+    assert averages["n_scored"] == 3
+    failures = json.loads((tmp_path / "scores.csv.failures.json").read_text())
+    assert [f["QuestionID"] for f in failures] == ["q3"] and "5,000,000 characters" in failures[0]["reason"]
+    assert averages["failed"] == failures
+    assert "not scored" in answers_mod.format_summary(averages, official=False)
+    # the limit can be raised; a rerun scores what failed before and drops the failures file
+    averages = answers_mod.score_answers_file(str(src), str(out), scorer, chunk_size=2, max_answer_chars=None)
+    assert [r["QuestionID"] for r in read_rows(out)] == ["q0", "q1", "q4", "q3"]
+    assert averages["failed"] == [] and not (tmp_path / "scores.csv.failures.json").exists()
+
+
+class FailsOn:
+    """Wraps a scorer; raises (as a model or the splitter might) whenever a batch holds a poisoned answer."""
+
+    def __init__(self, scorer, poison):
+        self.scorer, self.poison, self.calls = scorer, poison, 0
+
+    def load_models(self):
+        self.scorer.load_models()
+
+    def score(self, predictions, passages):
+        self.calls += 1
+        if any(self.poison in p for p in predictions):
+            raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
+        return self.scorer.score(predictions, passages)
+
+
+def test_an_answer_whose_scoring_raises_is_isolated_and_the_rest_scored(tmp_path):
+    src, out = tmp_path / "answers.json", tmp_path / "scores.csv"
+    records = write_answers(src, n=5)
+    records[0]["Answer"] = "POISON must be kept."
+    src.write_text(json.dumps(records))
+    scorer, _ = fake_scorer()
+    averages = answers_mod.score_answers_file(str(src), str(out), FailsOn(scorer, "POISON"), chunk_size=2)
+    assert [r["QuestionID"] for r in read_rows(out)] == ["q1", "q3", "q4"]  # q0's chunk-mate q1 is scored alone
+    assert [(f["QuestionID"], f["reason"].split(":")[0]) for f in averages["failed"]] == [("q0", "TimeoutError")]
+
+
+def test_nothing_scored_is_one_error_and_no_header_only_csv(tmp_path, monkeypatch, caplog):
+    """Every answer fails: the command fails (one line, exit 2) and leaves the failures, not a header-only CSV."""
+    from rirag.cli import main
+
+    src = tmp_path / "answers.json"
+    records = [{"QuestionID": "only", "RetrievedPassages": [PASSAGE], "Answer": "POISON must be kept."}]
+    src.write_text(json.dumps(records))
+    with pytest.raises(answers_mod.NothingScored, match="none of its answers could be scored"):
+        answers_mod.score_answers_file(str(src), str(tmp_path / "s.csv"), FailsOn(fake_scorer()[0], "POISON"))
+    assert not (tmp_path / "s.csv").exists() and (tmp_path / "s.csv.failures.json").exists()
+
+    # through the command: models present (tiny fakes), one line on stderr, exit 2
+    scorer, _ = fake_scorer()
+    monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: FailsOn(scorer, "POISON"))
+    monkeypatch.setattr("rirag.validation.model_available", lambda name, what="model": name)
+    assert main(["evaluate", "answers", "--answers", str(src), "--nli-model", "n", "--coverage-model", "c",
+                 "--obligation-model", "o"]) == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "none of its answers could be scored" in errors[0] and "\n" not in errors[0]
+    assert caplog.records[-1].levelname == "ERROR"  # the last line
+    assert not (tmp_path / "answers.repass.csv").exists()
+
+
+def test_evaluate_answers_with_a_huge_answer_through_the_command(tmp_path, monkeypatch, capsys):
+    from rirag.cli import main
+
+    src = tmp_path / "answers.json"
+    _with_huge_answer(src)
+    scorer, _ = fake_scorer()
+    monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
+    monkeypatch.setattr("rirag.validation.model_available", lambda name, what="model": name)
+    assert main(["evaluate", "answers", "--answers", str(src), "--nli-model", "n", "--coverage-model", "c",
+                 "--obligation-model", "o"]) == 0
+    printed = capsys.readouterr().out
+    assert "answers scored" in printed and "not scored" in printed and "q3" in printed
+    assert [r["QuestionID"] for r in read_rows(tmp_path / "answers.repass.csv")] == ["q0", "q1", "q4"]
+
+
+def test_the_sentence_splitter_has_a_length_guard(monkeypatch):
+    import time
+
+    from rirag.scoring import sentences
+
+    short = "Firms must keep records. The Regulator may ask for them! Is that so? Yes."
+    assert sentences.punkt_split(short) == tuple(sentences.punkt_tokenizer().tokenize(short))
+    # 5 MB in one piece took 5 s, NLTK's limit on one regular-expression call; in blocks each call is short
+    huge = "Firms must keep records for six years.\nThe Regulator may ask. " * 80_000
+    start = time.perf_counter()
+    parts = sentences.punkt_split(huge)
+    assert time.perf_counter() - start < 60
+    assert "".join(parts).replace(" ", "").replace("\n", "") == huge.replace(" ", "").replace("\n", "")
+    assert len(parts) == 160_000  # the blocks end at line breaks, so no sentence was cut in two
+    blocks = list(sentences.blocks("word " * 10, limit=12))
+    assert "".join(blocks) == "word " * 10 and all(len(b) <= 12 for b in blocks)
+    assert list(sentences.blocks("x" * 25, limit=10)) == ["x" * 10, "x" * 10, "x" * 5]
+
+    class TimesOut:  # Punkt tripping NLTK's regex time limit: the block falls back to the simple cut
+        def tokenize(self, text):
+            raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
+
+    sentences.punkt_split.cache_clear()
+    monkeypatch.setattr(sentences, "punkt_tokenizer", lambda: TimesOut())
+    assert sentences.punkt_split("A firm must file. It may wait! Done?  Yes") == (
+        "A firm must file.", "It may wait!", "Done?", "Yes")
+    sentences.punkt_split.cache_clear()

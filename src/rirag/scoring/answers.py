@@ -12,15 +12,24 @@ references, not claims, and an NLI judge reads "[3]" as text (on the 150 benchma
 composer, the local judge's mean per-sentence contradiction was 0.25 with the markers and 0.17 without). The
 citations themselves are judged by the attribution metrics. Answers without markers (the shared task's) are scored
 unchanged; ``strip_citation_markers=False`` (``--keep-citation-markers``) scores the text as written.
+
+One bad answer never sinks a run: an answer longer than :data:`~rirag.scoring.constants.MAX_ANSWER_CHARS`
+characters is not scored, and an answer whose scoring raises (a chunk that fails is retried one answer at a time) is
+recorded too; each becomes a failure (``QuestionID`` and the reason) in ``<csv>.failures.json`` and the summary, and
+every other answer is scored. A rerun retries them (they are not in the CSV). Only when no answer at all could be
+scored does the command fail (one line, exit status 2). The CSV is created with its first row, so a run that scores
+nothing leaves no header-only file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +38,7 @@ from rirag.scoring.constants import (
     CSV_COLUMNS,
     LOCAL_JUDGE_LABEL,
     DEFAULT_BATCH_SIZE,
+    MAX_ANSWER_CHARS,
     MODES,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
@@ -92,9 +102,11 @@ def _repair_and_read_ids(csv_path: str) -> set[str]:
 
 
 def averages_from_csv(csv_path: str) -> dict[str, Any]:
-    """Mean of each score column over the CSV rows (0.0 when empty, as the reference's notebook)."""
+    """Mean of each score column over the CSV rows (0.0 when empty or absent, as the reference's notebook)."""
     sums = dict.fromkeys(CSV_COLUMNS[1:], 0.0)
     n = 0
+    if not os.path.exists(csv_path):
+        return {**sums, "n_scored": 0}
     with open(csv_path, encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
             for k in sums:
@@ -118,48 +130,117 @@ def repass_text(answer: str | None, strip_citation_markers: bool = True) -> str 
     return strip_citations(answer) if CITATION_PATTERN.search(answer) else answer  # no marker: the text as written
 
 
+def failures_path(csv_path: str) -> str:
+    """Where the answers that could not be scored are listed (QuestionID and reason)."""
+    return csv_path + ".failures.json"
+
+
+def _reason(err: Exception) -> str:
+    text = " ".join(str(err).split())
+    text = text if len(text) <= 300 else text[:299] + "…"
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+class NothingScored(ValueError):
+    """No answer of the file could be scored; the failures file says why, answer by answer."""
+
+
 def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size: int = 32,
-                       strip_citation_markers: bool = True) -> dict[str, Any]:
+                       strip_citation_markers: bool = True,
+                       max_answer_chars: int | None = MAX_ANSWER_CHARS) -> dict[str, Any]:
     """Score every not-yet-written question of ``answers_path`` into ``csv_path``; return the averages.
 
-    ``strip_citation_markers``: score each answer without its ``[n]`` markers (:func:`repass_text`)."""
+    ``strip_citation_markers``: score each answer without its ``[n]`` markers (:func:`repass_text`).
+    ``max_answer_chars``: longer answers are not scored but recorded as failures (``None``: no limit). An answer
+    whose scoring raises is recorded too; the others are scored (see the module docstring). The averages carry
+    ``failed`` (the failures, also in :func:`failures_path`); :class:`NothingScored` when none could be scored."""
     from tqdm.auto import tqdm
 
     data = read_answers(answers_path)
     done = _repair_and_read_ids(csv_path)
-    pending, skipped = [], 0
+    pending, skipped, failures = [], 0, []
     for item in data:
         qid = str(item["QuestionID"])
         if qid in done:
             continue
-        if not (repass_text(item["Answer"], strip_citation_markers) or "").strip():
+        text = repass_text(item["Answer"], strip_citation_markers) or ""
+        if not text.strip():
             logger.info("skipping QuestionID %s: no answer", qid)
             skipped += 1
+            continue
+        if max_answer_chars is not None and len(text) > max_answer_chars:
+            failures.append({"QuestionID": qid, "reason": f"the answer has {len(text):,} characters, more than the "
+                             f"{max_answer_chars:,} scored (--max-answer-chars)"})
+            logger.warning("QuestionID %s: not scored: %s", qid, failures[-1]["reason"])
             continue
         pending.append(item)
     logger.info("%d already scored, %d to score, %d empty answers skipped", len(done), len(pending), skipped)
     os.makedirs(os.path.dirname(os.path.abspath(csv_path)), exist_ok=True)
     new_file = not done and (not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0)
-    with open(csv_path, "a", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        if new_file:
-            writer.writerow(CSV_COLUMNS)
-            f.flush()
+    f = writer = None
+
+    def write_row(row: list) -> None:
+        nonlocal f, writer, new_file
+        if f is None:  # the CSV is created with its first row: a run that scores nothing leaves no header-only file
+            f = open(csv_path, "a", encoding="utf-8", newline="")
+            writer = csv.writer(f, lineterminator="\n")
+            if new_file:
+                writer.writerow(CSV_COLUMNS)
+                new_file = False
+        writer.writerow(row)
+        f.flush()
+        os.fsync(f.fileno())
+
+    def score(chunk: list) -> list[list]:
+        result = scorer.score([repass_text(x["Answer"], strip_citation_markers) for x in chunk],
+                              [x["RetrievedPassages"] for x in chunk])
+        per = result["per_item"]
+        return [[item["QuestionID"], per["entailment"][j], per["contradiction"][j], per["obligation_coverage"][j],
+                 per["repass"][j]] for j, item in enumerate(chunk)]
+
+    def fail(item: dict, err: Exception) -> None:
+        failures.append({"QuestionID": str(item["QuestionID"]), "reason": _reason(err)})
+        logger.warning("QuestionID %s: not scored: %s", item["QuestionID"], failures[-1]["reason"])
+
+    try:
         with tqdm(total=len(pending), desc="RePASs", unit="answer") as bar:
             for chunk in _chunks(pending, chunk_size):
-                result = scorer.score([repass_text(x["Answer"], strip_citation_markers) for x in chunk],
-                                      [x["RetrievedPassages"] for x in chunk])
-                per = result["per_item"]
-                for j, item in enumerate(chunk):
-                    writer.writerow([item["QuestionID"], per["entailment"][j], per["contradiction"][j],
-                                     per["obligation_coverage"][j], per["repass"][j]])
-                    f.flush()
-                    os.fsync(f.fileno())
+                try:
+                    rows = score(chunk)
+                except Exception as err:  # noqa: BLE001 - one bad answer must not sink the run: find it
+                    rows = []
+                    if len(chunk) == 1:
+                        fail(chunk[0], err)
+                    else:
+                        logger.warning("scoring %d answers together failed (%s): scoring them one at a time",
+                                       len(chunk), _reason(err))
+                        for item in chunk:
+                            try:
+                                rows.extend(score([item]))
+                            except Exception as one:  # noqa: BLE001
+                                fail(item, one)
+                for row in rows:
+                    write_row(row)
                 bar.update(len(chunk))
+    finally:
+        if f is not None:
+            f.close()
+    failed_file = failures_path(csv_path)
+    if failures:
+        atomic_write_json(failed_file, failures)
+    elif os.path.exists(failed_file):  # an earlier run's failures, scored now
+        os.unlink(failed_file)
     averages = averages_from_csv(csv_path)
     averages["skipped_empty_answers"] = skipped
     averages["citation_markers"] = "removed before scoring" if strip_citation_markers else "kept"
-    atomic_write_json(csv_path + ".averages.json", averages)
+    averages["failed"] = failures
+    if not averages["n_scored"]:
+        if failures:
+            raise NothingScored(f"{answers_path}: none of its answers could be scored ({len(failures)} failed, e.g. "
+                                f"QuestionID {failures[0]['QuestionID']}: {failures[0]['reason']}); every failure is "
+                                f"in {failed_file}")
+    if os.path.exists(csv_path) or averages["n_scored"]:
+        atomic_write_json(csv_path + ".averages.json", averages)
     return averages
 
 
@@ -177,24 +258,43 @@ def format_summary(averages: dict[str, Any], official: bool) -> str:
     width = max(len(r[0]) for r in rows)
     lines = [f"{label:<{width}}  {averages[key]:.5f}" for label, key in rows]
     lines.append(f"{'answers scored':<{width}}  {averages['n_scored']}")
+    failed = averages.get("failed") or []
+    if failed:
+        lines.append(f"{'not scored':<{width}}  {len(failed)} (e.g. QuestionID {failed[0]['QuestionID']}: "
+                     f"{failed[0]['reason']})")
     return "\n".join(lines)
 
 
 def _workers(value: str) -> int | str:
-    """argparse type of ``--workers``: a positive integer or ``auto``."""
+    """argparse type of ``--workers``: ``auto`` or 1 to this machine's CPU cores."""
     import argparse
 
     from rirag.scoring.workers import AUTO_WORKERS
+    from rirag.validation import limit_of
 
     if value == AUTO_WORKERS:
         return value
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer or {AUTO_WORKERS!r}, got {value!r}")
+    maximum, why = limit_of("workers")
+    if int(value) > maximum:
+        raise argparse.ArgumentTypeError(f"must be at most {maximum} ({why}) or {AUTO_WORKERS!r}, got {value!r}")
     return int(value)
+
+
+def _batch_size(value: str) -> int | str:
+    """argparse type of ``--batch-size``: ``auto`` or 1 to the encoder batch bound."""
+    from rirag.scoring.constants import AUTO_BATCH_SIZE
+    from rirag.validation import bounded_int
+
+    return value if value == AUTO_BATCH_SIZE else bounded_int("encoder_batch_size")(value)
 
 
 def add_answers_parser(subparsers: Any) -> Any:
     """Register ``answers`` (``rirag evaluate answers``) on an argparse subparsers object."""
+    from rirag.validation import LIMITS as limits
+    from rirag.validation import bounded_int
+
     p = subparsers.add_parser("answers", help="RePASs for a shared-task answer JSON → per-question CSV (resumable)")
     p.add_argument("--answers", required=True, help="answer JSON (QuestionID, RetrievedPassages, Answer, ...)")
     p.add_argument("--out", default=None, help="CSV to write/resume (default: <answers>.repass.csv)")
@@ -202,12 +302,17 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
     p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
     p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
-    p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE,
-                   help="inputs per forward pass, or 'auto' (a token budget per pass; the default)")
-    p.add_argument("--chunk-size", type=int, default=32, help="answers scored (and flushed) together")
+    p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE, type=_batch_size,
+                   help=f"inputs per forward pass (1 to {limits['encoder_batch_size'][0]}), or 'auto' (a token "
+                        "budget per pass; the default)")
+    p.add_argument("--chunk-size", type=bounded_int("chunk_size"), default=32,
+                   help=f"answers scored (and flushed) together (1 to {limits['chunk_size'][0]})")
+    p.add_argument("--max-answer-chars", type=bounded_int("max_answer_chars"), default=MAX_ANSWER_CHARS,
+                   help=f"longer answers are not scored but listed in <csv>.failures.json (default "
+                        f"{MAX_ANSWER_CHARS}, at most {limits['max_answer_chars'][0]})")
     p.add_argument("--workers", type=_workers, default="auto",
-                   help="CPU processes for the forward passes (1 torch thread each); 'auto' (the default): one per "
-                        "core (measured 1.6x faster than one process on 2 cores, same scores)")
+                   help="CPU processes for the forward passes (1 torch thread each; at most the CPU cores); 'auto' "
+                        "(the default): one per core (measured 1.6x faster than one process on 2 cores, same scores)")
     p.add_argument("--device", default=None)
     p.add_argument("--keep-citation-markers", action="store_true",
                    help="score answers with their [n] citation markers (default: removed before RePASs, since they "
@@ -217,6 +322,22 @@ def add_answers_parser(subparsers: Any) -> Any:
                         "(judged by --nli-model), written to <csv>.attribution.json")
     p.set_defaults(func=run_answers)
     return p
+
+
+@contextlib.contextmanager
+def _within_length(answers_path: str, max_chars: int | None):
+    """``answers_path``, or a temporary copy without the answers longer than ``max_chars`` when it has any."""
+    data = read_answers(answers_path)
+    kept = [r for r in data if max_chars is None or len(r.get("Answer") or "") <= max_chars]
+    if len(kept) == len(data):
+        yield answers_path
+        return
+    logger.warning("attribution: %d answers longer than %d characters are left out", len(data) - len(kept),
+                   max_chars)
+    with tempfile.TemporaryDirectory(prefix="rirag-attribution-") as folder:
+        path = os.path.join(folder, "answers.json")
+        atomic_write_json(path, kept)
+        yield path
 
 
 def run_answers(args: Any) -> dict[str, Any] | int:
@@ -239,16 +360,20 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     except MissingModelError as err:
         logger.error("%s", err)
         return 2
+    max_chars = getattr(args, "max_answer_chars", MAX_ANSWER_CHARS)
     averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size,
-                                  strip_citation_markers=not getattr(args, "keep_citation_markers", False))
-    sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n")
+                                  strip_citation_markers=not getattr(args, "keep_citation_markers", False),
+                                  max_answer_chars=max_chars)
+    sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n"
+                     + (f"not scored: {failures_path(out)}\n" if averages["failed"] else ""))
     if getattr(args, "attribution", False):
         from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
         from rirag.scoring.attribution import score_answers_file as attribution_of_file
 
         config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device,
                                    workers=getattr(args, "workers", 1))
-        attribution = attribution_of_file(args.answers, AttributionScorer(config))
+        with _within_length(args.answers, max_chars) as answers_path:  # the over-long ones would take days
+            attribution = attribution_of_file(answers_path, AttributionScorer(config))
         atomic_write_json(out + ".attribution.json", attribution)
         sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
         averages["attribution"] = {k: v for k, v in attribution.items() if k != "per_question"}

@@ -60,6 +60,11 @@ MAX_BATCH_ROWS = 64
 MAX_PADDING_SHARE = 0.0
 #: Upper bound on tokens per input when a tokenizer declares no usable ``model_max_length``.
 FALLBACK_MAX_LENGTH = 512
+#: Longest answer ``rirag evaluate answers`` scores (characters, after citation markers are removed; about 200
+#: sentences, far above any generator's max_new_tokens). A longer one is recorded as a failure (its id and length)
+#: and the rest are scored: every answer sentence is judged against every passage sentence, so a runaway generation
+#: of megabytes would take days. ``--max-answer-chars`` changes it.
+MAX_ANSWER_CHARS = 20_000
 
 #: Canonical NLI label names (lower case) and the order the local judge is trained with
 #: (the same order as ``cross-encoder/nli-deberta-v3-xsmall``).
