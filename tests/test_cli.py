@@ -24,9 +24,9 @@ def test_retrieve_then_evaluate(tiny_data_dir, tmp_path, capsys):
     assert len(json.loads((tmp_path / "pq.json").read_text())) == metrics["n_questions"]
 
 
-def test_unknown_split_and_missing_data_exit_2(tiny_data_dir, tmp_path, caplog):
+def test_unknown_split_and_missing_data_exit_2(tiny_data_dir, tmp_path, capsys):
     assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "dev", "--out", str(tmp_path / "r")]) == 2
-    assert "unknown split 'dev'" in caplog.text
+    assert "unknown split 'dev'" in capsys.readouterr().err  # refused when parsed, before the data loads
     assert main(["evaluate", "retrieval", "--data", str(tmp_path / "none"), "--split", "original-test",
                  "--run", str(tmp_path / "r")]) == 2
     assert not (tmp_path / "r").exists()

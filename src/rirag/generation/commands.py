@@ -7,7 +7,11 @@
 
 ``--generator``: ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url URL``), or a causal LM
 (Hub id, folder, ``.gguf`` file; default the offline SmolLM2-135M-Instruct). Answers files are resumable: rerun the
-same command after an interruption and only the missing questions are answered.
+same command after an interruption and only the missing questions are answered. A manifest beside the answers
+(:mod:`rirag.generation.runfiles`) keeps runs from mixing: answers of another run (other questions, run, retriever,
+generator options, k or filter) stop the command with one line unless ``--overwrite``, and a lock keeps a second
+command off the same answers. Every check on the outputs, and the bounds of the options
+(:data:`rirag.validation.LIMITS`), come before retrieval or any model loads.
 """
 
 from __future__ import annotations
