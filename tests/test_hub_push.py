@@ -248,9 +248,9 @@ def test_push_script_dry_run_prints_the_table_and_pushes_nothing(project, fake_a
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "| name | repo | kind | status | files | bytes | card | results | load |"
     rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines()[2:] if line.startswith("| ")}
-    assert "| failed: " in rows["enc"] and rows["gone"].endswith("| - |")
+    assert "| failed: " in rows["enc"] and rows["gone"].endswith("| skipped: not assembled |")
     assert "| failed: the card has no usage snippet that loads me/metric-repo |" in rows["metric"]
-    assert "loads: 3 failed" in out and fake_api.calls == []
+    assert "loads: 3 failed, 1 skipped" in out and fake_api.calls == []
     with pytest.raises(ManifestError, match="unknown entr"):
         push.main(push.parse_args(["--manifest", str(path), "--dry-run", "--root", str(root), "--only", "nope"]))
 

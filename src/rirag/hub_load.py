@@ -31,6 +31,7 @@ from typing import Mapping
 logger = logging.getLogger(__name__)
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+NOT_ASSEMBLED = f"{SKIPPED}: not assembled"
 #: Probe passages and question for the ranker's library equivalent of `rirag retrieve` (no corpus download).
 PROBE_PASSAGES = (
     (1, "1.1", "A Relevant Person must keep records of customer due diligence for at least six years."),
@@ -100,10 +101,10 @@ def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
     """Run a card's Python snippet up to its load, ids replaced; the type of what the load returned."""
     code = _up_to_last_load(code, repo_id)
     tree = ast.parse(code)
-    target = None
-    last = tree.body[-1]
-    if isinstance(last, ast.Assign) and isinstance(last.targets[0], ast.Name):
-        target = last.targets[0].id
+    target = None  # what the first statement naming the repo binds: the dataset, the model, the metric
+    first = next(node for node in tree.body if repo_id in (ast.get_source_segment(code, node) or ""))
+    if isinstance(first, ast.Assign) and isinstance(first.targets[0], ast.Name):
+        target = first.targets[0].id
     code = _replace_ids(code, ids)
     remote = [m for m in _HUB_ID.findall(code) if not Path(m).exists()]
     if remote:
@@ -210,12 +211,12 @@ def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> s
 
 
 def check_loads(manifest, rows: list, root: str | Path = ".") -> list:
-    """Fill each assembled row's ``load`` (missing or broken rows get ``-``); returns the rows."""
+    """Fill each assembled row's ``load``; a missing or broken row gets ``skipped: not assembled``."""
     ids = local_ids(manifest, root)
     entries = {e.name: e for e in manifest.entries}
     for row in rows:
         if row.status != "assembled" or not row.folder:
-            row.load = "-"
+            row.load = NOT_ASSEMBLED
             continue
         row.load = check_load(entries[row.name], manifest, row.folder, ids)
         logger.info("%s: load %s", row.name, row.load)

@@ -1,0 +1,205 @@
+"""Hub round trip: every artifact kind of hub_push/manifest.yaml, built tiny where its trainer or builder puts it, is
+assembled by `make publish`'s command (dry run) and loaded exactly as its card's usage snippet says, the repo id
+replaced by the upload folder: load_dataset, SentenceTransformer, CrossEncoder, pipeline, PeftModel, evaluate.load,
+the learned-fusion ranker through `rirag retrieve`'s library equivalent, and the demo Space by importing its app."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "train"))
+sys.path.insert(0, str(REPO / "tests"))
+
+from conftest import write_tiny_obliqa  # noqa: E402
+from tiny_causal_lm import tiny_causal_lm  # noqa: E402
+from tiny_encoder import tiny_mlm, tiny_sentence_transformer  # noqa: E402
+
+MANIFEST = REPO / "hub_push" / "manifest.yaml"
+#: The manifest entries built here: one or more of every kind the manifest has.
+BUILT = {
+    "obliqa-leakage-free": "dataset", "obliqa-original": "dataset", "raft-instances": "dataset",
+    "nli-judge-data": "dataset", "encoder-ct-leakage-free": "encoder", "learned-fusion-leakage-free": "ranker",
+    "reranker-leakage-free": "reranker", "obligation-classifier": "classifier", "nli-judge": "judge",
+    "raft-adapter": "RAFT adapter", "raft-merged": "RAFT merged model", "repass-metric": "metric Space",
+    "demo": "demo Space",
+}
+#: What each load returns (the type the card's snippet binds), as the load column reports it.
+LOADED = {
+    "obliqa-leakage-free": "ok (Dataset)", "obliqa-original": "ok (Dataset)", "raft-instances": "ok (DatasetDict)",
+    "nli-judge-data": "ok (DatasetDict)", "encoder-ct-leakage-free": "ok (SentenceTransformer)",
+    "learned-fusion-leakage-free": "ok (LearnedFusionRetriever, 4 passages ranked)",
+    "reranker-leakage-free": "ok (CrossEncoder)", "obligation-classifier": "ok (TextClassificationPipeline)",
+    "nli-judge": "ok (CrossEncoder)", "raft-adapter": "ok (PeftModelForCausalLM)", "raft-merged": "ok (LlamaForCausalLM)",
+    "repass-metric": "ok (Repass)", "demo": "ok (Blocks, vendored rirag)",
+}
+
+
+def _classifier(folder: Path, id2label: dict) -> Path:
+    """A tiny BERT sequence classifier with the given labels, and its tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    raw = tiny_mlm(folder.parent / (folder.name + "-raw"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len((raw / "vocab.txt").read_text().split()), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=37, max_position_embeddings=128,
+                        id2label=dict(id2label), label2id={v: k for k, v in id2label.items()})
+    BertForSequenceClassification(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(str(raw)).save_pretrained(folder)
+    return folder
+
+
+def _raft(root: Path) -> None:
+    """The RAFT instances (the builder's save_raft_dataset) and a 2-step LoRA run of train/raft.py on a tiny LM."""
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    from raft import RaftTrainingArguments, main
+    from rirag.data import Passage
+    from rirag.generation.raft import (ExtractiveTeacher, RaftDataArguments, RaftInstance, raft_rows,
+                                       save_raft_dataset, split_rows)
+
+    class Composer:
+        def compose_many(self, batch):
+            return [" ".join(f"{p.rstrip('.')} [{i}]." for i, p in enumerate(ps, 1)) for ps in batch]
+
+    tiny_causal_lm(root / "artifacts" / "models" / "smollm2-135m-instruct")
+    corpus = {f"p{i}": Passage(f"p{i}", 1, str(i), f"A firm must file a return {i}.") for i in range(8)}
+    instances = [RaftInstance(f"q{j}", "Must a firm file a return?", tuple(f"p{(j + k) % 8}" for k in range(4)),
+                              (f"p{j % 8}",) if j % 3 else ()) for j in range(12)]
+    rows, _ = raft_rows(instances, corpus, ExtractiveTeacher(Composer()))
+    report = {"questions": 12, "instances": 12, "with_oracle": 8, "oracle_share": 0.6667, "oracle_probability": 0.7,
+              "distractors_with_oracle": 3, "distractors_without_oracle": 4, "seed": 42, "skipped": {},
+              "split": "train", "split_seed": 42, "distractor_source": "hand-made", "negatives_depth": 20,
+              "teacher": "extractive", "teacher_dropped": 0}
+    save_raft_dataset(split_rows(rows, 0.2), report, "artifacts/datasets/raft/offline", "pytest")
+    args = ["--config", str(REPO / "recipes" / "raft" / "offline.yaml"), "--dataset_name",
+            "artifacts/datasets/raft/offline", "--model_name_or_path", "artifacts/models/smollm2-135m-instruct",
+            "--from_offline_gguf", "false", "--output_dir", "artifacts/raft/smollm2-135m-raft",
+            "--merged_output_dir", "artifacts/raft/smollm2-135m-raft-merged", "--max_train_samples", "4",
+            "--max_eval_samples", "2", "--max_length", "1024", "--gradient_accumulation_steps", "1",
+            "--max_steps", "2", "--warmup_steps", "0", "--logging_steps", "1", "--report_to", "none"]
+    main(*TrlParser((RaftDataArguments, RaftTrainingArguments, SFTConfig, ModelConfig)).parse_args_and_config(args))
+
+
+def _nli_data(folder: Path) -> None:
+    from datasets import Dataset, DatasetDict
+
+    def part(n):
+        return Dataset.from_dict({"premise": ["A firm must keep records."] * n, "hypothesis": ["Records are kept."] * n,
+                                  "label": [1] * n, "source": ["snli", "mnli"][:n] * (n // min(n, 2))})
+
+    DatasetDict({"train": part(4), "validation": part(2), "test": part(2)}).save_to_disk(str(folder))
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """A project root holding a tiny artifact at each built entry's source path, after `make publish` (dry run)."""
+    import importlib.util
+
+    from rirag.data import load_obliqa
+    from rirag.dataset_build import BuildConfig, build
+    from rirag.scoring.constants import NLI_ID2LABEL, OBLIGATION_ID2LABEL
+
+    root = tmp_path_factory.mktemp("project")
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.chdir(root)  # the trainers record the paths they were given, relative as in the real project
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(root / "cache"))
+    try:
+        for tracked in ("src/rirag", "evaluate_scripts/repass", "spaces/demo", "benchmarks/results"):
+            (root / tracked).parent.mkdir(parents=True, exist_ok=True)
+            (root / tracked).symlink_to(REPO / tracked)  # read only: upload folders hold copies
+        data = write_tiny_obliqa(root / "obliqa")
+        build(BuildConfig(data=str(data), out="artifacts/datasets/obliqa", audit_embedder="none"), load_obliqa(data))
+        _nli_data(root / "artifacts" / "datasets" / "nli")
+        encoder = "artifacts/contrastive_tuning/minilm-ct-train"
+        tiny_sentence_transformer(root / encoder)
+        import learned_fusion
+
+        learned_fusion.main(learned_fusion.LearnedFusionArguments(
+            encoders=encoder, data=str(data), train_split="original-dev", eval_split="original-test",
+            output_dir="artifacts/learned_fusion/minilm-lf-train", num_boost_round=5, min_data_in_leaf=1,
+            num_threads=1))
+        from sentence_transformers import CrossEncoder
+
+        CrossEncoder(str(tiny_mlm(root / "reranker-raw")), num_labels=1).save(
+            str(root / "artifacts" / "reranker" / "minilm-reranker-train"))
+        _classifier(root / "artifacts" / "obligation_classifier", OBLIGATION_ID2LABEL)
+        _classifier(root / "artifacts" / "nli_judge", NLI_ID2LABEL)
+        _raft(root)
+        spec = importlib.util.spec_from_file_location("hub_push_push_roundtrip", REPO / "hub_push" / "push.py")
+        push = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = push
+        spec.loader.exec_module(push)
+        rows = push.main(push.parse_args(["--manifest", str(MANIFEST), "--dry-run", "--root", str(root)]))
+    finally:
+        monkeypatch.undo()
+    return root, {r.name: r for r in rows}
+
+
+def test_the_round_trip_covers_every_kind_of_the_manifest():
+    from rirag.hub import load_manifest
+
+    manifest = load_manifest(MANIFEST, namespace="ns")
+    entries = {e.name: e for e in manifest.entries}
+    assert set(BUILT) <= set(entries)
+    assert {entries[n].kind for n in BUILT} == {e.kind for e in manifest.entries}
+    assert set(BUILT.values()) >= {"dataset", "encoder", "ranker", "classifier", "judge", "RAFT adapter",
+                                   "metric Space", "demo Space"}
+
+
+@pytest.mark.parametrize("name", sorted(BUILT))
+def test_each_upload_folder_loads_as_its_card_says(published, name):
+    root, rows = published
+    row = rows[name]
+    assert row.status == "assembled" and row.card == "ok", (row.status, row.card, row.detail)
+    assert row.load.startswith(LOADED[name]), row.load
+    card = (Path(row.folder) / "README.md").read_text()
+    if row.kind != "app-space":
+        assert row.repo_id in card  # the snippet that was run names the published repo, not a local path
+
+
+def test_entries_not_built_are_missing_and_not_loaded(published):
+    _, rows = published
+    absent = {n: r for n, r in rows.items() if n not in BUILT}
+    assert absent and all(r.status == "missing" and r.load == "skipped: not assembled" for r in absent.values())
+
+
+def test_cards_name_hub_ids_not_local_paths(published):
+    root, rows = published
+    adapter = (Path(rows["raft-adapter"].folder) / "README.md").read_text()
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in adapter  # not the local folder it trained from
+    assert 'PeftModel.from_pretrained(base, "rirag/smollm2-135m-raft-obliqa-lora")' in adapter
+    dataset = (Path(rows["obliqa-leakage-free"].folder) / "README.md").read_text()
+    assert 'load_dataset("rirag/obliqa-leakage-free", "queries", split="train")' in dataset
+    metric = (Path(rows["repass-metric"].folder) / "README.md").read_text()
+    assert 'evaluate.load("rirag/repass")' in metric and '"evaluate_scripts/repass"' not in metric
+    assert 'nli_model="rirag/rirag-nli-judge"' in metric
+    ranker = (Path(rows["learned-fusion-leakage-free"].folder) / "README.md").read_text()
+    assert "--option encoders=rirag/minilm-ct-obliqa-leakage-free" in ranker
+    # the sources' own cards stay as their builders wrote them
+    assert "rirag/obliqa-leakage-free" not in (root / "artifacts/datasets/obliqa/leakage-free/README.md").read_text()
+
+
+def test_a_snippet_that_does_not_load_is_reported_failed(published, tmp_path):
+    """The check can fail: an upload folder whose weights are gone, and a card whose snippet names another repo."""
+    import shutil
+
+    from rirag.hub import load_manifest
+    from rirag.hub_load import check_load
+
+    root, rows = published
+    manifest = load_manifest(MANIFEST)
+    entries = {e.name: e for e in manifest.entries}
+    broken = tmp_path / "minilm-ct-obliqa-leakage-free"
+    shutil.copytree(rows["encoder-ct-leakage-free"].folder, broken)
+    (broken / "model.safetensors").unlink()
+    assert check_load(entries["encoder-ct-leakage-free"], manifest, broken, {}).startswith("failed: ")
+    (broken / "README.md").write_text("# no usage here\n")
+    assert check_load(entries["encoder-ct-leakage-free"], manifest, broken, {}) == (
+        "failed: the card has no usage snippet that loads rirag/minilm-ct-obliqa-leakage-free")
+    assert json.loads((Path(rows["raft-adapter"].folder) / "adapter_config.json").read_text())["peft_type"] == "LORA"
