@@ -157,6 +157,12 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     res = json.loads((tmp_path / "res.json").read_text())
     assert set(res["per_source"]) == {"snli", "anli", "rte"}
     assert res["max_length"] <= 24 and res["train_steps"] == 3 and res["train_pairs_per_second"] > 0
+    # the precision chosen for this machine and the CPU capability it was chosen on
+    from rirag.precision import cpu_native_bf16
+
+    assert res["precision"] == ("bf16" if cpu_native_bf16() else "fp32")
+    assert res["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert res["estimated_train_minutes"] is not None
     model = AutoModelForSequenceClassification.from_pretrained(out).eval()
     assert model.config.id2label == {0: "contradiction", 1: "entailment", 2: "neutral"}
     after = model.state_dict()
@@ -178,6 +184,7 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     module.main(args, targs)
     res2 = json.loads(res_path.read_text())
     assert res2["train_steps"] == 3 and res2["train_seconds"] == res["train_seconds"] and "eval_command" in res2
+    assert res2["precision"] == res["precision"] and res2["cpu_capability"] == res["cpu_capability"]
     assert res2["inference_max_length"] == 40 and 0.0 <= res2["overall_3way_accuracy"] <= 1.0
     assert res2["n_test"] == res["n_test"] > 0  # counted again, not copied from the record
     assert AutoTokenizer.from_pretrained(out).model_max_length == 40
@@ -188,6 +195,28 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     module.main(args, targs)
     assert json.loads(res_path.read_text())["inference_max_length"] == 32
     assert AutoTokenizer.from_pretrained(out).model_max_length == 40
+
+
+def test_a_run_over_its_time_guard_stops_after_the_first_steps_and_saves_nothing(tmp_path, caplog):
+    from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+
+    from rirag.training import TrainingRefused, run_trainer
+
+    module = load_judge_module()
+    root = fake_nli_root(tmp_path, n=40)
+    base = tiny_bert("nli_guard", (("0", "LABEL_0"), ("1", "LABEL_1"), ("2", "LABEL_2")), seed=7, head_scale=1.0)
+    out = tmp_path / "judge"
+    args = module.NLIJudgeArguments(data_dir=str(root), model_name_or_path=base, sources="snli,anli,rte",
+                                    test_per_source=4, max_length_cap=24, in_domain_train_per_type=0,
+                                    probe_per_type=0, results_path=str(tmp_path / "res.json"),
+                                    max_train_minutes=1e-6, estimate_steps=1, precision="fp32")
+    targs = CrossEncoderTrainingArguments(output_dir=str(out), max_steps=50, per_device_train_batch_size=2,
+                                          report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True)
+    with pytest.raises(TrainingRefused, match=r"50 steps at .* over the 1e-06-minute guard"):
+        module.main(args, targs)
+    assert not (out.exists() and any(out.iterdir())) and not (tmp_path / "res.json").exists()  # no judge, no results
+    assert run_trainer(module.main, args, targs) == 2  # the script's exit status
+    assert "allow_over_time" in caplog.records[-1].getMessage()
 
 
 def test_eval_only_without_a_trained_judge_says_how_to_train(tmp_path):

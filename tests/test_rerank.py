@@ -58,7 +58,7 @@ def test_reranker_training_two_steps(tiny_data_dir, tmp_path, loss):
     args = reranker.RerankerArguments(model_name_or_path=str(base), data=str(tiny_data_dir),
                                       train_split="original-dev", negatives_retriever="bm25",
                                       negatives_per_question=2, negatives_depth=5, max_length=48, loss=loss,
-                                      in_batch_negatives=1)
+                                      in_batch_negatives=1, precision="fp32")  # saved vs memory: exact
     targs = CrossEncoderTrainingArguments(output_dir=str(tmp_path / "rr"), max_steps=2, per_device_train_batch_size=4,
                                           learning_rate=1e-3, save_strategy="no", report_to="none", use_cpu=True)
     result = reranker.main(args, targs)

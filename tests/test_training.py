@@ -70,7 +70,8 @@ def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path, hard_negatives):
     args = ct.ContrastiveTuningArguments(model_name_or_path=str(start), data=str(tiny_data_dir),
                                          train_split="original-dev", eval_split="", eval_holdout_fraction=0.3,
                                          eval_corpus_size=0, max_seq_length=48, hard_negatives=hard_negatives,
-                                         negatives_depth=5, results_path=str(tmp_path / "selection.json"))
+                                         negatives_depth=5, results_path=str(tmp_path / "selection.json"),
+                                         precision="fp32")  # exact saved-vs-memory check: no bf16 autocast
     targs = SentenceTransformerTrainingArguments(
         output_dir=str(tmp_path / "ct"), max_steps=2, per_device_train_batch_size=4, learning_rate=1e-3,
         warmup_steps=0, eval_strategy="steps", eval_steps=1, save_strategy="steps", save_steps=1,

