@@ -217,7 +217,10 @@ def rirag_read_trec(path):
     return read_trec(path)
 
 
-def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier):
+def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatch):
+    import rirag.generation.commands as commands
+    from rirag.data import DataError
+
     out = tmp_path / "submission"
     other = tmp_path / "other.json"
     other.write_text(json.dumps([{"QuestionID": "old-1", "Question": "What must a firm report?"}]))
@@ -225,6 +228,16 @@ def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier):
     assert main([*base, "--questions", str(other), "--retriever", "bm25"]) == 0
     assert main([*base, "--retriever", "rank-fusion"]) == 2
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["old-1"]
+    # --overwrite, then a failure before the first answer: nothing of the old run is left beside the new manifest
+    real = commands.retriever_from_args
+
+    def failing(*args, **kwargs):
+        raise DataError("the retriever failed")
+
+    monkeypatch.setattr(commands, "retriever_from_args", failing)
+    assert main([*base, "--retriever", "rank-fusion", "--overwrite"]) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["answers.json.manifest.json"]
+    monkeypatch.setattr(commands, "retriever_from_args", real)
     assert main([*base, "--retriever", "rank-fusion", "--overwrite"]) == 0
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["u1"]  # no old record
     manifest = json.loads((out / "answers.json.manifest.json").read_text())

@@ -236,14 +236,14 @@ def _summary(summary: dict) -> str:
 
 
 def _answers_run(command: str, args: Any, answers: Path, questions: list[tuple[str, str]], questions_from: str,
-                 passages: dict[str, Any], label: str | None = None):
+                 passages: dict[str, Any], label: str | None = None, companions: tuple = ()):
     """The manifest and lock of ``answers`` (see :mod:`rirag.generation.runfiles`), checked (nothing written)."""
     from rirag.generation.runfiles import AnswersRun, build_manifest
 
     manifest = build_manifest(command, questions, questions_from, passages=passages,
                               generator=generator_manifest(args), strategy=args.strategy, k=args.k,
                               filtered=not args.no_filter)
-    run = AnswersRun(answers, manifest, overwrite=args.overwrite, label=label)
+    run = AnswersRun(answers, manifest, overwrite=args.overwrite, label=label, companions=companions)
     run.check()
     return run
 
@@ -406,7 +406,9 @@ def cmd_submit(args: Any) -> int:
         questions_from = f"{obliqa.root}/RIRAG_Unseen_Questions.json"
     # answers of another run in --out are refused and a second writer is locked out, before any work
     answers_run = _answers_run("submit", args, out / SUBMIT_ANSWERS_FILE, questions, questions_from,
-                               _retriever_manifest(args), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})")
+                               _retriever_manifest(args), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})",
+                               companions=(out / SUBMIT_RUN_FILE, out / SUBMIT_PLAIN_ANSWERS_FILE,
+                                           out / SUBMIT_SUMMARY_FILE))
     with answers_run:
         generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
         retriever = retriever_from_args(args, obliqa.corpus)

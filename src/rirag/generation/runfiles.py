@@ -109,13 +109,15 @@ class AnswersRun:
     ``with run:`` around the work."""
 
     def __init__(self, answers: str | os.PathLike, manifest: Mapping[str, Any], overwrite: bool = False,
-                 option: str = "--out", label: str | None = None):
+                 option: str = "--out", label: str | None = None, companions: Iterable[str | os.PathLike] = ()):
         self.answers = Path(answers)
         self.manifest = dict(manifest)
         self.overwrite = overwrite
         self.option = option
         #: how the answers are named in a refusal (``submit``: the folder and the file in it)
         self.label = label or f"{option} {self.answers}"
+        #: files written from the answers (``submit``: the run, the shared-task answers): discarded with them
+        self.companions = [Path(c) for c in companions]
         self.manifest_path = self.answers.with_name(self.answers.name + MANIFEST_SUFFIX)
         self.lock_path = self.answers.with_name(self.answers.name + LOCK_SUFFIX)
         self.journal = self.answers.with_name(self.answers.name + JOURNAL_SUFFIX)
@@ -177,7 +179,7 @@ class AnswersRun:
         try:
             self.check()  # again, under the lock: another command may have written since
             if self.overwrite:
-                for path in self.existing():
+                for path in self.existing() + [c for c in self.companions if c.is_file()]:
                     logger.info("--overwrite: discarding %s", path)
                     path.unlink()
             atomic_write_json(self.manifest_path, self.manifest)
