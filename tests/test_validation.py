@@ -43,6 +43,7 @@ def _answers(path: Path, records) -> Path:
 
 
 GOOD_ANSWER = [{"QuestionID": "q1", "RetrievedPassages": ["A firm must keep records."], "Answer": "Keep records."}]
+LONG_ANSWER = dict(GOOD_ANSWER[0], Answer="Keep records. " * 3)
 
 #: id -> (argv builder(tmp, data) -> (argv, files that must not exist afterwards), words the one error line says).
 CASES = {
@@ -132,6 +133,9 @@ CASES = {
     "answers workers 10^5": (lambda t, d: (["evaluate", "answers", "--answers",
                                             str(_answers(t / "a.json", GOOD_ANSWER)), "--workers", "100000"],
                                            [t / "a.repass.csv"]), ["--workers", "CPU cores"]),
+    "answers: every answer over the length limit": (
+        lambda t, d: (["evaluate", "answers", "--answers", str(_answers(t / "a.json", [LONG_ANSWER])),
+                       "--max-answer-chars", "10"], [t / "a.repass.csv"]), ["--max-answer-chars 10", "nothing"]),
     # one-line errors (item 7): the split list is the one the help shows; submit --out naming a file
     "unknown split": (lambda t, d: (["retrieve", "--split", "dev"], []),
                       ["--split", "'dev'", "original-dev", "validation"]),

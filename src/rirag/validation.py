@@ -481,6 +481,10 @@ def answers_args(args: Any) -> None:
     if not answered and not out.exists():
         raise UsageError(f"--answers {path}: none of its {len(records)} records has a non-empty Answer: nothing to "
                          "score")
+    limit = getattr(args, "max_answer_chars", None)
+    if answered and limit and not out.exists() and all(
+            len(r["Answer"]) > limit for r in records if isinstance(r.get("Answer"), str) and r["Answer"].strip()):
+        raise UsageError(f"--answers {path}: every answer is longer than --max-answer-chars {limit}: nothing to score")
     problems, seen = [], set()
     for option in ("nli_model", "coverage_model", "obligation_model"):
         name = getattr(args, option, None)
