@@ -149,3 +149,25 @@ def test_missing_artifact_error_names_it_make_models_and_its_trainer(tmp_path, m
     encoder = missing_model_message("artifacts/contrastive_tuning/minilm-et-ct-train")
     assert "make models ONLY=et-ct-train" in encoder and "train/contrastive_tuning.py" in encoder
     assert "make models" not in missing_model_message("artifacts/mine")  # not one of ours: no false promise
+
+
+def test_trainer_estimate_is_read_from_the_stage_log(tmp_path, caplog):
+    import logging
+
+    from transformers import TrainerControl, TrainerState
+
+    from rirag.training import run_estimate
+
+    log = tmp_path / "x.log"
+    assert bm.trainer_estimate(log) is None
+    caplog.set_level(logging.INFO, "rirag.training")
+    now = [0.0]
+    callback = run_estimate(measure_steps=5, what="NLI judge", clock=lambda: now[0])  # the line a trainer logs
+    state, control = TrainerState(max_steps=3143), TrainerControl()
+    callback.on_train_begin(None, state, control)
+    for step in range(1, 6):
+        now[0] += 4.0
+        state.global_step = step
+        callback.on_step_end(None, state, control)
+    log.write_text(caplog.text + "step 6\n")
+    assert bm.trainer_estimate(log) == pytest.approx(4.0 * 3143 / 60, abs=0.05)

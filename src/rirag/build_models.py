@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -261,6 +262,22 @@ def _run(stage: Stage, root: Path, log_path: Path, progress: Callable[[float], N
                 raise
 
 
+#: The line every trainer logs once its first steps are timed (rirag.training.run_estimate).
+_ESTIMATE = re.compile(r"about ([0-9.]+) min for all ([0-9]+) steps")
+
+
+def trainer_estimate(log_path: Path) -> float | None:
+    """The minutes of training the stage's trainer estimated from its first steps (its log's last estimate line)."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            tail = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _ESTIMATE.findall(tail)
+    return float(found[-1][0]) if found else None
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
@@ -302,7 +319,7 @@ def build(stages: Sequence[Stage] = STAGES, root: str | Path = ".", only: Iterab
 
     total = sum(estimate(s) for s in chosen if s.name in to_run)
     bar = tqdm(total=round(total, 1), unit="min", desc="make models", disable=not show_progress or not to_run,
-               bar_format="{desc}: {percentage:3.0f}% of ~{total} min estimated |{bar}| {postfix}")
+               bar_format="{desc} |{bar}| {percentage:3.0f}% of ~{total} min estimated")
     rows: list[Row] = []
     failed: set[str] = set()
     done_minutes = 0.0
@@ -319,14 +336,19 @@ def build(stages: Sequence[Stage] = STAGES, root: str | Path = ".", only: Iterab
             continue
         n_run += 1
         expected = estimate(stage)
-        bar.set_description_str(f"[{n_run}/{len(to_run)}] {stage.name}")
+        label = f"[{n_run}/{len(to_run)}] {stage.name}"
+        bar.set_description_str(f"{label}: starting, ~{expected:.0f} min")
         logger.info("[%d/%d] %s -> %s: about %.0f min (%s; log %s)", n_run, len(to_run), stage.name, stage.artifact,
                     expected, initial[stage.name], Path(LOG_DIR) / f"{stage.name}.log")
 
-        def progress(minutes: float, expected=expected) -> None:
-            bar.set_postfix_str(f"{minutes:.1f} of ~{expected:.0f} min")
-
         log_path = root / LOG_DIR / f"{stage.name}.log"
+
+        def progress(minutes: float, expected=expected, label=label, before=done_minutes, log_path=log_path) -> None:
+            bar.n = round(min(before + min(minutes, expected), total), 1)  # a stage never runs the bar past its share
+            measured = trainer_estimate(log_path)
+            note = f"; its trainer estimates {measured:.0f} min of training" if measured is not None else ""
+            bar.set_description_str(f"{label}: {minutes:.1f} of ~{expected:.0f} min{note}")
+
         start = time.monotonic()
         rc = _run(stage, root, log_path, progress if show_progress else None)
         minutes = round((time.monotonic() - start) / 60, 1)
