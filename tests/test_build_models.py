@@ -171,3 +171,13 @@ def test_trainer_estimate_is_read_from_the_stage_log(tmp_path, caplog):
         callback.on_step_end(None, state, control)
     log.write_text(caplog.text + "step 6\n")
     assert bm.trainer_estimate(log) == pytest.approx(4.0 * 3143 / 60, abs=0.05)
+
+
+def test_cli_check_of_a_missing_artifact_names_make_models(tmp_path, monkeypatch):
+    from rirag.validation import UsageError, model_available
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as err:
+        model_available("artifacts/nli_judge", "--nli-model")
+    assert "\n" not in str(err.value) and "--nli-model artifacts/nli_judge: folder not found" in str(err.value)
+    assert "`make models` builds it" in str(err.value) and "train/nli_judge.py" in str(err.value)

@@ -430,10 +430,10 @@ def model_available(name: str, what: str = "model") -> str:
         try:
             return local_model(name, what)
         except UsageError as err:
-            from rirag.scoring.constants import TRAIN_COMMANDS  # local artifacts and the command that makes each
+            from rirag.build_models import build_hint  # our artifacts: make models, and the trainer of each
 
-            how = TRAIN_COMMANDS.get(str(Path(name)).rstrip("/"))
-            raise UsageError(f"{err}; make it with: {how}" if how else str(err)) from None
+            how = build_hint(name)
+            raise UsageError(f"{err}; {how}" if how else str(err)) from None
     from huggingface_hub import constants, try_to_load_from_cache
 
     if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(name, "config.json"), str):
