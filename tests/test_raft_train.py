@@ -65,7 +65,7 @@ def test_recipes_parse_with_the_papers_settings(tmp_path):
     parser_types = (RaftDataArguments, RaftTrainingArguments, SFTConfig, ModelConfig)
     for name in ("offline.yaml", "paper.yaml"):
         data, script, training, model = TrlParser(parser_types).parse_args_and_config(
-            ["--config", str(REPO / "recipes" / "raft" / name), "--bf16", "false"])
+            ["--config", str(REPO / "recipes" / "raft" / name)])  # as written: parses on any machine
         assert (model.lora_r, model.lora_alpha, model.lora_dropout) == (16, 32, 0.05)
         assert model.lora_target_modules == ["q_proj", "v_proj"]
         assert training.learning_rate == pytest.approx(2e-4) and training.warmup_steps == pytest.approx(0.05)

@@ -329,7 +329,8 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     if script_args.eval_only:
         if not os.path.isdir(training_args.output_dir):
             raise FileNotFoundError(f"{training_args.output_dir}: no trained judge to evaluate (train it first: "
-                                    "python train/nli_judge.py --config recipes/nli_judge/offline.yaml)")
+                                    "`make models ONLY=nli-judge`, or python train/nli_judge.py --config "
+                                    "recipes/nli_judge/offline.yaml)")
         model = CrossEncoder(training_args.output_dir)
         record = {}
         if script_args.results_path and os.path.exists(script_args.results_path):
