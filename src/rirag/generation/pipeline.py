@@ -155,6 +155,15 @@ def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], gener
         answers.append(answer)
     if not todo:
         replies = []
+    elif callable(getattr(generator, "answer_passages", None)):
+        # a question-aware passage-level answerer (focused) gets the question, the passages as retrieved (their
+        # line structure: lists, headings) and their retrieval scores
+        if strategy not in GROUNDED_STRATEGIES:
+            raise ValueError(f"generator {name} composes answers from the passages; strategy {strategy!r} gives it "
+                             "none (closed-book needs a language model)")
+        replies = generator.answer_passages([prepare_question(answer.question)[0] for answer, _ in todo],
+                                            [[p.text for p in answer.passages] for answer, _ in todo],
+                                            [[p.score for p in answer.passages] for answer, _ in todo])
     elif callable(getattr(generator, "compose_many", None)):
         # a passage-level generator (the extractive composer) gets the passages as retrieved: the prompt puts each
         # passage on one line, which would hide the line structure (headings) it reads

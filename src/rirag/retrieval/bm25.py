@@ -74,7 +74,8 @@ class BM25Index:
             ids = [seq[:max_tokens] for seq in ids]
         return ids
 
-    def index(self, ids: Sequence[str], texts: Sequence[str]) -> "BM25Index":
+    def index(self, ids: Sequence[str], texts: Sequence[str], log: bool = True) -> "BM25Index":
+        """Index ``texts`` under ``ids``; ``log=False`` keeps quiet (tiny per-question indexes)."""
         bm25s = _bm25s()
 
         if len(ids) != len(texts):
@@ -87,7 +88,8 @@ class BM25Index:
         vocab = self._tokenizer.get_vocab_dict()
         self._retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         self._retriever.index(bm25s.tokenization.Tokenized(ids=tokens, vocab=vocab), show_progress=False)
-        logger.info("BM25 index: %d items, %d terms", len(ids), len(vocab))
+        if log:
+            logger.info("BM25 index: %d items, %d terms", len(ids), len(vocab))
         return self
 
     @property

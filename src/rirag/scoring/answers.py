@@ -298,6 +298,8 @@ def add_answers_parser(subparsers: Any) -> Any:
     p = subparsers.add_parser("answers", help="RePASs for a shared-task answer JSON → per-question CSV (resumable)")
     p.add_argument("--answers", required=True, help="answer JSON (QuestionID, RetrievedPassages, Answer, ...)")
     p.add_argument("--out", default=None, help="CSV to write/resume (default: <answers>.repass.csv)")
+    p.add_argument("--data", default=None, help="ObliQA folder whose gold passages give the gold-citation metrics "
+                                                "(default: $RIRAG_DATA_DIR; without either, those metrics are n/a)")
     p.add_argument("--mode", choices=MODES, default="reference")
     p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
     p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
@@ -340,12 +342,35 @@ def _within_length(answers_path: str, max_chars: int | None):
         yield path
 
 
+def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) -> dict[str, Any]:
+    """The answer metrics that copying cannot game (:mod:`rirag.scoring.answer_quality`) of answer records; the
+    gold-citation metrics and shared answers over the questions that ObliQA has gold passages for (when the data is
+    at hand: ``data`` or ``$RIRAG_DATA_DIR``), per question under ``per_question``."""
+    from rirag.scoring.answer_quality import answer_quality
+
+    gold: dict[str, list[str]] = {}
+    if data or os.environ.get("RIRAG_DATA_DIR"):
+        from rirag.data import load_obliqa
+
+        obliqa = load_obliqa(data)
+        gold = {q.id: list(q.gold) for questions in obliqa.splits.values() for q in questions if q.gold}
+    qids = [str(r["QuestionID"]) for r in records]
+    golds = [gold.get(q, []) for q in qids]
+    result = answer_quality([r.get("Answer") or "" for r in records], [r.get("RetrievedIDs") or [] for r in records],
+                            golds if any(golds) else None)
+    per = result.pop("per_item")
+    result["questions_with_gold"] = sum(bool(g) for g in golds)
+    result["per_question"] = {q: {k: v[i] for k, v in per.items()} for i, q in enumerate(qids)}
+    return result
+
+
 def run_answers(args: Any) -> dict[str, Any] | int:
     """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
 
     A model that is missing (an untrained local folder, or a Hub id offline) ends the command with one line saying
     how to get it, and exit status 2, before anything is written.
     """
+    from rirag.scoring.answer_quality import format_quality
     from rirag.scoring.models import MissingModelError
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
@@ -354,7 +379,10 @@ def run_answers(args: Any) -> dict[str, Any] | int:
                                        obligation_model=args.obligation_model, batch_size=args.batch_size,
                                        device=args.device, mode=args.mode,
                                        workers=getattr(args, "workers", 1)))
-    read_answers(args.answers)  # bad input is reported before models load
+    records = read_answers(args.answers)  # bad input is reported before models load
+    quality = answer_quality_of(records, getattr(args, "data", None))
+    atomic_write_json(out + ".quality.json", quality)
+    sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {out}.quality.json\n")
     try:
         scorer.load_models()
     except MissingModelError as err:
@@ -377,4 +405,5 @@ def run_answers(args: Any) -> dict[str, Any] | int:
         atomic_write_json(out + ".attribution.json", attribution)
         sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
         averages["attribution"] = {k: v for k, v in attribution.items() if k != "per_question"}
+    averages["quality"] = {k: v for k, v in quality.items() if k != "per_question"}
     return averages

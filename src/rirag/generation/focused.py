@@ -1,0 +1,332 @@
+"""The question-focused answerer (``--generator focused``, the default): the units of the retrieved passages that
+answer the question, each cited, and a plain statement when none does.
+
+For one question and its retrieved (filtered) passages, in retrieval order:
+
+1. split each passage into answer units (:mod:`rirag.generation.units`: a sentence, or a list lead-in with all
+   its items; never a bare item or a heading);
+2. describe every unit by :data:`FEATURES`: its cosine with the question (the wheel's MiniLM, zero-shot), BM25 over
+   the question's units, the lexical coverage of :mod:`rirag.retrieval.lexical`, its passage's retrieval score and
+   rank, whether it states an obligation (the obligation classifier when trained, else deontic cues), its position
+   and length, and the same measures relative to the best unit of the question;
+3. score it with a logistic model learned on the leakage-free ``train`` split (a unit of a gold passage is a
+   positive for its question; ``train/focused_scorer.py``, weights frozen in ``focused_scorer.json`` beside this
+   module), and keep the best units while their score stays within :attr:`FocusedConfig.keep_ratio` of the best
+   one and above :attr:`FocusedConfig.min_score`, within a word budget (:attr:`FocusedConfig.max_words`);
+4. write the kept units most relevant first (the sentence that answers leads), each followed by its passage's
+   citation ``[n]``;
+5. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
+   learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
+   starts with :data:`NOT_ADDRESSED` and then gives the closest provisions, cited.
+
+Every answer is also returned as scored spans (:class:`FocusedAnswer`: unit text, passage number, character
+offsets, score), so a caller can trace each sentence to its rule without re-parsing the text.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from rirag.generation.base import FOCUSED
+from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, split_units
+
+logger = logging.getLogger(__name__)
+
+#: The frozen scorer (weights, feature names, thresholds, provenance) written by train/focused_scorer.py.
+SCORER_FILE = Path(__file__).with_name("focused_scorer.json")
+
+#: Unit features, in column order.
+FEATURES = ("cosine", "cosine_gap", "passage_cosine_gap", "bm25_rel", "query_coverage", "idf_coverage",
+            "bigram_coverage", "trigram_coverage", "unit_coverage", "retrieval_score", "retrieval_score_gap",
+            "inverse_rank", "top_passage", "obligation", "first_unit", "log_words", "is_list", "log_passages")
+#: Answerability features (per question: the best unit's question match), in column order.
+ANSWERABILITY_FEATURES = ("max_cosine", "max_query_coverage", "max_idf_coverage", "max_bigram_coverage",
+                          "max_bm25_raw", "mean_top3_cosine")
+
+ObligationFn = Callable[[list[str]], list[bool]]
+EncodeFn = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class FocusedConfig:
+    """Selection options (defaults: the frozen scorer's, chosen on validation questions outside the benchmark
+    sample; never on a test split)."""
+
+    max_words: int = field(default=120, metadata={"help": "Word budget of an answer (the first unit always fits "
+                                                          "unless longer than max_unit_words)."})
+    max_unit_words: int = field(default=300, metadata={"help": "A unit longer than this is never used (a list "
+                                                               "that long is not an answer; its passage is cited "
+                                                               "through a shorter unit or not at all)."})
+    keep_ratio: float | None = field(default=None, metadata={
+        "help": "Keep a unit while its score is at least this share of the best unit's (default: the scorer's)."})
+    min_score: float | None = field(default=None, metadata={
+        "help": "Never keep a unit scoring below this (default: the scorer's)."})
+    answerable_threshold: float | None = field(default=None, metadata={
+        "help": "Below this answerability the answer opens with NOT_ADDRESSED (default: the scorer's)."})
+    dedup_min_ratio: float = field(default=90.0, metadata={"help": "rapidfuzz ratio of near-duplicate units."})
+
+
+@dataclass(frozen=True)
+class ScoredUnit:
+    unit: Unit
+    score: float
+
+    @property
+    def number(self) -> int:
+        """The citation number of the unit's passage (1-based)."""
+        return self.unit.passage + 1
+
+
+@dataclass
+class FocusedAnswer:
+    """A focused answer: the kept units (most relevant first), every unit's score, the answerability and the
+    text."""
+
+    question: str
+    kept: list[ScoredUnit]
+    scored: list[ScoredUnit]
+    answerability: float
+    addressed: bool
+    text: str
+
+
+@functools.lru_cache(maxsize=4)
+def load_scorer(path: str | None = None) -> dict:
+    """The frozen scorer JSON (cached). Missing or malformed: a clear error naming the file."""
+    from rirag.data import DataError
+
+    path = Path(path) if path else SCORER_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise DataError(f"{path}: the focused answerer's scorer is missing; make it with "
+                        "`python train/focused_scorer.py --config recipes/focused/offline.yaml`") from err
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not JSON ({err.msg})") from err
+    for key in ("unit", "answerability", "selection"):
+        if key not in data:
+            raise DataError(f"{path}: missing field {key!r}")
+    if list(data["unit"]["features"]) != list(FEATURES):
+        raise DataError(f"{path}: unit features {data['unit']['features']} differ from this version's {FEATURES}; "
+                        "retrain it")
+    return data
+
+
+def _logistic(x: np.ndarray, model: dict) -> np.ndarray:
+    mean, scale = np.asarray(model["mean"]), np.asarray(model["scale"])
+    z = ((x - mean) / np.where(scale > 0, scale, 1.0)) @ np.asarray(model["coef"]) + float(model["intercept"])
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def _bm25_and_lexical(question: str, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 of the question against each text (an index over these texts) and the lexical coverage features."""
+    from rirag.retrieval.bm25 import BM25Index
+    from rirag.retrieval.lexical import LexicalOverlap
+
+    index = BM25Index().index([str(i) for i in range(len(texts))], texts, log=False)
+    try:
+        bm25 = np.asarray(index.score_all({"q": question}), dtype=np.float64).reshape(-1)
+    except Exception:  # noqa: BLE001 - a question with no known term scores 0 everywhere
+        bm25 = np.zeros(len(texts))
+    lexical = LexicalOverlap(index, texts).features(question, list(range(len(texts))))
+    return bm25, lexical
+
+
+def unit_features(question: str, units: Sequence[Unit], scores: Sequence[float], n_passages: int,
+                  encode: EncodeFn, is_obligation: ObligationFn) -> tuple[np.ndarray, np.ndarray]:
+    """(unit features ``(len(units), len(FEATURES))``, answerability features ``(len(ANSWERABILITY_FEATURES),)``)
+    for one question. ``scores``: each passage's retrieval score (normalised to [0, 1]), in passage order."""
+    from rirag.retrieval.lexical import LEXICAL_FEATURES
+
+    texts = [u.text for u in units]
+    emb = encode([question, *texts])
+    cos = emb[1:] @ emb[0]
+    bm25, lexical = _bm25_and_lexical(question, texts)
+    lex = {name: lexical[:, i] for i, name in enumerate(LEXICAL_FEATURES)}
+    passage_best = {}
+    for u, c in zip(units, cos):
+        passage_best[u.passage] = max(passage_best.get(u.passage, -1.0), float(c))
+    top_score = max(scores) if len(scores) else 0.0
+    obligations = is_obligation(texts)
+    x = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
+    for row, u in enumerate(units):
+        s = float(scores[u.passage]) if u.passage < len(scores) else 0.0
+        x[row] = (cos[row], cos.max() - cos[row], max(passage_best.values()) - passage_best[u.passage],
+                  bm25[row] / bm25.max() if bm25.max() > 0 else 0.0, lex["query_coverage"][row],
+                  lex["idf_coverage"][row], lex["bigram_coverage"][row], lex["trigram_coverage"][row],
+                  lex["passage_coverage"][row], s, top_score - s, 1.0 / (u.passage + 1), float(u.passage == 0),
+                  float(obligations[row]), float(u.index == 0), math.log1p(u.words), float(u.is_list),
+                  math.log(max(n_passages, 1)))
+    top3 = np.sort(cos)[::-1][:3]
+    answerability = np.array([cos.max(), lex["query_coverage"].max(), lex["idf_coverage"].max(),
+                              lex["bigram_coverage"].max(), math.log1p(float(bm25.max())), float(top3.mean())])
+    return x, answerability
+
+
+def with_citation(text: str, number: int) -> str:
+    """``text`` with ``[n]`` before its closing full stop (appended when it has none)."""
+    import re
+
+    match = re.search(r"([.!?])[\"')\]]*$", text)
+    if match:
+        return f"{text[:match.start()].rstrip()} [{number}]{text[match.start():]}"
+    return f"{text} [{number}]"
+
+
+class FocusedAnswerer:
+    """Question-focused extractive answers (see the module). ``encode`` (texts -> unit-normalised embeddings) and
+    ``is_obligation`` override the encoder and the obligation detector (tests); otherwise the encoder is
+    ``encoder`` (default the wheel's MiniLM) and obligations come from ``classifier`` when that folder exists, else
+    from deontic cues."""
+
+    name = FOCUSED
+
+    def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
+                 config: FocusedConfig | None = None, scorer: str | dict | None = None,
+                 encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
+                 split: Callable[[str], Sequence[str]] | None = None):
+        from rirag.constants import OFFLINE_ENCODER
+        from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER
+
+        self.config = config or FocusedConfig()
+        self.classifier = classifier or DEFAULT_OBLIGATION_CLASSIFIER
+        self.encoder = encoder or OFFLINE_ENCODER
+        self.device = device
+        self._scorer = scorer
+        self._scorer_name = scorer if isinstance(scorer, str) else ("given" if scorer is not None else
+                                                                     f"rirag/generation/{SCORER_FILE.name}")
+        self._encode = encode
+        self._is_obligation = is_obligation
+        self._obligation_given = is_obligation is not None
+        self._split = split
+
+    # -- models (lazy) ------------------------------------------------------------------------------------------
+    @property
+    def scorer(self) -> dict:
+        if not isinstance(self._scorer, dict):
+            self._scorer = load_scorer(self._scorer)
+        return self._scorer
+
+    def _option(self, name: str) -> float:
+        value = getattr(self.config, name)
+        return float(self.scorer["selection"][name] if value is None else value)
+
+    @property
+    def obligation_source(self) -> str:
+        """What decides obligation-ness: the trained classifier's folder, or deontic cues."""
+        if self._obligation_given:
+            return "given"
+        return self.classifier if Path(self.classifier).is_dir() else "deontic cues (no trained classifier)"
+
+    def describe(self) -> str:
+        """One line for the CLI: which models this answerer uses."""
+        return (f"focused answerer: encoder {self.encoder}, obligations from {self.obligation_source}, "
+                f"scorer {self._scorer_name}")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._encode is None:
+            from rirag.retrieval.dense import load_encoder
+
+            model = load_encoder(self.encoder, self.device)
+            self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
+                                             show_progress_bar=False, batch_size=64)
+        return np.asarray(self._encode(texts))
+
+    def is_obligation(self, texts: list[str]) -> list[bool]:
+        if self._is_obligation is None:
+            from rirag.generation.extractive import modal_cue_obligations, obligation_classifier
+
+            if Path(self.classifier).is_dir():
+                self._is_obligation = obligation_classifier(self.classifier, self.device)
+            else:
+                logger.info("no obligation classifier at %s: the focused answerer uses deontic cues", self.classifier)
+                self._is_obligation = modal_cue_obligations
+        return list(self._is_obligation(texts))
+
+    def units(self, passages: Sequence[str]) -> list[Unit]:
+        return [u for i, p in enumerate(passages) for u in split_units(p, i, self._split)]
+
+    # -- answering ----------------------------------------------------------------------------------------------
+    def features(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None):
+        """(units, unit features, answerability features) for one question."""
+        units = self.units(passages)
+        if scores is None or len(scores) != len(passages):  # no retrieval scores: rank order only
+            scores = [1.0] * len(passages)
+        elif any(not 0.0 <= s <= 1.0 for s in scores):  # raw scores (BM25, unfiltered): max-normalised
+            top = max(scores)
+            scores = [s / top if top > 0 else 0.0 for s in scores]
+        if not units:
+            return units, np.zeros((0, len(FEATURES))), np.zeros(len(ANSWERABILITY_FEATURES))
+        x, a = unit_features(question, units, list(scores), len(passages), self.encode, self.is_obligation)
+        return units, x, a
+
+    def select(self, scored: list[ScoredUnit]) -> list[ScoredUnit]:
+        """The kept units, most relevant first, while the score holds and the budget allows."""
+        from rapidfuzz import fuzz
+
+        cfg = self.config
+        usable = [s for s in scored if s.unit.words <= cfg.max_unit_words and not is_broken_unit(s.unit.text)]
+        if not usable:  # every unit is a bare lead-in or too long: the shortest, so that something is cited
+            usable = sorted(scored, key=lambda s: s.unit.words)[:1]
+        ranked = sorted(usable, key=lambda s: -s.score)
+        keep_ratio, min_score = self._option("keep_ratio"), self._option("min_score")
+        kept: list[ScoredUnit] = []
+        words = 0
+        for s in ranked:
+            if kept and (s.score < min_score or s.score < keep_ratio * kept[0].score):
+                break
+            if kept and words + s.unit.words > cfg.max_words:
+                continue
+            if any(fuzz.ratio(s.unit.text, k.unit.text) >= cfg.dedup_min_ratio for k in kept):
+                continue
+            kept.append(s)
+            words += s.unit.words
+        return kept  # the most relevant unit first: the sentence that answers is never buried
+
+    def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None) -> FocusedAnswer:
+        """The focused answer to one question from its passages (retrieval order) and their retrieval scores."""
+        return self.answer_many([question], [passages], [scores])[0]
+
+    def answer_many(self, questions: Sequence[str], batch: Sequence[Sequence[str]],
+                    scores: Sequence[Sequence[float] | None] | None = None) -> list[FocusedAnswer]:
+        if len(questions) != len(batch):
+            raise ValueError(f"{len(questions)} questions but {len(batch)} passage lists")
+        scores = list(scores) if scores is not None else [None] * len(batch)
+        out = []
+        for question, passages, item_scores in zip(questions, batch, scores):
+            units, x, a = self.features(question, passages, item_scores)
+            if not units:
+                out.append(FocusedAnswer(question, [], [], 0.0, False, ""))
+                continue
+            probs = _logistic(x, self.scorer["unit"])
+            scored = [ScoredUnit(u, float(p)) for u, p in zip(units, probs)]
+            answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
+            addressed = answerability >= self._option("answerable_threshold")
+            kept = self.select(scored)
+            body = " ".join(with_citation(s.unit.text, s.number) for s in kept)
+            text = body if addressed else f"{NOT_ADDRESSED} {body}".strip()
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, text))
+        return out
+
+    # -- the generator interface --------------------------------------------------------------------------------
+    def answer_passages(self, questions: Sequence[str], batch: Sequence[Sequence[str]],
+                        scores: Sequence[Sequence[float] | None] | None = None) -> list[str]:
+        """Answer texts for ``(question, passages)`` items (what :func:`rirag.generation.pipeline.answer_items`
+        calls for a question-aware passage-level answerer)."""
+        return [a.text for a in self.answer_many(questions, batch, scores)]
+
+    def generate(self, batch) -> list[str]:
+        """The chat-generator interface: question and passages read back from each prompt."""
+        from rirag.generation.prompts import passages_from_messages, question_from_messages
+
+        return self.answer_passages([question_from_messages(m) for m in batch],
+                                    [passages_from_messages(m) for m in batch])
+

@@ -1,0 +1,154 @@
+"""Answer metrics that copying cannot game, reported next to RePASs.
+
+RePASs rewards copying the passages: an answer made of every obligation sentence scores high whatever was asked.
+These metrics pull against it (per answer, macro-averaged over the answers; the gold passages come from the
+question's qrels):
+
+* ``gold_citation_precision``: of the passages an answer cites (valid ``[n]`` markers, each passage once), the
+  share that are gold passages of its question; an answer that cites nothing scores 0;
+* ``gold_citation_recall``: of the question's gold passages, the share the answer cites;
+* ``words_median`` / ``words_p95`` / ``words_max``: answer length in words, citation markers removed;
+* ``shared_answers``: answers whose text (whitespace- and case-normalised, markers removed) is also the answer to
+  another question whose gold passages differ (identical answers to different questions did not read them);
+* ``broken_units`` / ``answers_with_broken_units``: answer units (:func:`rirag.units.answer_units`: the text up to
+  each citation) that start with a bare list label or end inside a list (:func:`rirag.units.is_broken_unit`);
+* ``flag_rate``: share of answers that say their passages do not address the question (the focused answerer's
+  :data:`~rirag.units.NOT_ADDRESSED` opening) or abstain (:data:`~rirag.generation.prompts.NO_ANSWER`).
+  Measured on mismatched contexts (each question answered from another question's passages) it is the share of
+  such answers that notice; on matched contexts, the share that wrongly give up.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit
+
+METRICS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
+           "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate")
+_MARKERS = re.compile(r"\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
+
+
+def plain(answer: str | None) -> str:
+    """The answer without citation markers, whitespace-normalised."""
+    return " ".join(_MARKERS.sub("", answer or "").split())
+
+
+def words(answer: str | None) -> int:
+    return len(plain(answer).split())
+
+
+def cited_passages(answer: str | None, retrieved_ids: Sequence[str]) -> list[str]:
+    """The passage ids an answer cites (valid markers, each once, in order of first citation)."""
+    from rirag.generation.citations import numbers_in
+
+    ids = []
+    for n in numbers_in(answer or ""):
+        if 1 <= n <= len(retrieved_ids):
+            ids.append(retrieved_ids[n - 1])
+    return list(dict.fromkeys(ids))
+
+
+def gold_citation(cited: Sequence[str], gold: Sequence[str]) -> tuple[float, float]:
+    """(precision, recall) of one answer's cited passages against its gold passages (precision 0 when nothing is
+    cited; recall undefined without gold: raises)."""
+    if not gold:
+        raise ValueError("gold_citation needs at least one gold passage")
+    hits = len(set(cited) & set(gold))
+    return (hits / len(set(cited)) if cited else 0.0), hits / len(set(gold))
+
+
+def is_flagged(answer: str | None) -> bool:
+    """Whether an answer says its passages do not address the question, or abstains."""
+    from rirag.generation.prompts import NO_ANSWER
+
+    text = (answer or "").strip()
+    return text.startswith(NOT_ADDRESSED) or text.startswith(NO_ANSWER)
+
+
+def shared_answers(answers: Sequence[str | None], golds: Sequence[Sequence[str]]) -> int:
+    """How many non-empty answers are identical (normalised) to the answer of a question with different gold."""
+    by_text: dict[str, list[int]] = {}
+    for i, a in enumerate(answers):
+        key = plain(a).lower()
+        if key:
+            by_text.setdefault(key, []).append(i)
+    count = 0
+    for members in by_text.values():
+        for i in members:
+            if any(frozenset(golds[j]) != frozenset(golds[i]) for j in members if j != i):
+                count += 1
+    return count
+
+
+def broken_units(answer: str | None) -> int:
+    return sum(is_broken_unit(u) for u in answer_units(answer or "") if not u.startswith(NOT_ADDRESSED))
+
+
+def mismatched_partners(golds: Sequence[Sequence[str]], contexts: Sequence[Sequence[str]], seed: int) -> list[int]:
+    """For each question, another question whose gold passages share none of its own and whose context differs (a
+    seeded derangement): answering from the partner's context is the mismatched-context test of ``flag_rate``."""
+    import random
+
+    order = list(range(len(golds)))
+    random.Random(seed).shuffle(order)
+    partner = []
+    position = {i: pos for pos, i in enumerate(order)}
+    for i in range(len(golds)):
+        pos = position[i]
+        for step in range(1, len(order)):
+            j = order[(pos + step) % len(order)]
+            if not set(golds[j]) & set(golds[i]) and list(contexts[j]) != list(contexts[i]):
+                partner.append(j)
+                break
+        else:
+            raise ValueError(f"question {i} has no partner with other gold passages and another context")
+    return partner
+
+
+def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequence[str]],
+                   golds: Sequence[Sequence[str]] | None = None) -> dict:
+    """The metrics of the module over parallel lists; the gold-citation metrics and ``shared_answers`` only when
+    ``golds`` is given (``None`` values otherwise). Per-answer values are under ``per_item``."""
+    if len(answers) != len(retrieved_ids) or (golds is not None and len(golds) != len(answers)):
+        raise ValueError("answers, retrieved ids and gold passages must be parallel lists")
+    n_words = [words(a) for a in answers]
+    broken = [broken_units(a) for a in answers]
+    flagged = [is_flagged(a) for a in answers]
+    per: dict[str, list] = {"words": n_words, "broken_units": broken, "flagged": flagged}
+    out: dict = {m: None for m in METRICS}
+    if golds is not None:
+        pr = [gold_citation(cited_passages(a, ids), g) if g else (None, None)
+              for a, ids, g in zip(answers, retrieved_ids, golds)]
+        per["gold_citation_precision"] = [p for p, _ in pr]
+        per["gold_citation_recall"] = [r for _, r in pr]
+        for key in ("gold_citation_precision", "gold_citation_recall"):
+            values = [v for v in per[key] if v is not None]
+            out[key] = float(np.mean(values)) if values else None
+        out["shared_answers"] = shared_answers(answers, golds)
+    if answers:
+        out |= {"words_median": float(np.median(n_words)), "words_p95": float(np.percentile(n_words, 95)),
+                "words_max": int(max(n_words)), "broken_units": int(sum(broken)),
+                "answers_with_broken_units": int(sum(b > 0 for b in broken)),
+                "flag_rate": float(np.mean(flagged))}
+    out["answers"] = len(answers)
+    out["per_item"] = per
+    return out
+
+
+def format_quality(result: Mapping) -> str:
+    def cell(v):
+        return "n/a" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
+
+    rows = [("Gold-citation precision", cell(result.get("gold_citation_precision"))),
+            ("Gold-citation recall", cell(result.get("gold_citation_recall"))),
+            ("Words (median / p95 / max)", f"{cell(result.get('words_median'))} / {cell(result.get('words_p95'))} / "
+                                           f"{cell(result.get('words_max'))}"),
+            ("Answers shared across questions", cell(result.get("shared_answers"))),
+            ("Broken units", cell(result.get("broken_units"))),
+            ("Flagged (not addressed / no answer)", cell(result.get("flag_rate")))]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)

@@ -1,0 +1,229 @@
+"""Answer units: the pieces of a regulatory passage an answer may quote, with the rule's structure kept.
+
+A unit is a sentence, or a list lead-in together with all of its items (and a lower-case clause that closes the
+list, "…; or (b) …;\\nit may make an order …"); never a bare item and never a heading. Each unit keeps its character
+offsets in the passage, so an answer built from units can be traced back to the rule it quotes.
+
+Rules (documented, deterministic):
+
+* the passage's leading heading lines are dropped (:func:`passage_body`); a later line
+  that looks like a heading (short, no closing punctuation, no deontic cue, not followed by a list item or a
+  lower-case continuation) is dropped too;
+* a line that starts with a list label (``(a)``, ``(iv)``, ``(2)``, ``a)``, ``ii.``, ``1.2``, ``•``) is an item;
+  consecutive items belong to the last prose sentence before them (their lead-in). A passage's first line that is
+  labelled and has no lead-in is a numbered paragraph: its label is dropped and the rest is prose;
+* prose is split into sentences with Punkt (as RePASs); a "sentence" that starts in lower case or has fewer than
+  :data:`MIN_UNIT_WORDS` words is glued to the previous one (Punkt cuts at abbreviations such as "U.A.E.");
+* a unit longer than :data:`MAX_SPLIT_CHARS` characters is not split by Punkt (length guard): it is kept whole.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+#: The sentence that opens an answer whose retrieved passages do not address the question (then the closest
+#: provisions follow, cited).
+NOT_ADDRESSED = "The retrieved provisions do not directly address this question; the closest ones are cited below."
+#: A unit has at least this many words (shorter pieces are glued to their neighbour or dropped as headings).
+MIN_UNIT_WORDS = 4
+#: Prose longer than this (characters) is not given to the sentence splitter: it stays one unit.
+MAX_SPLIT_CHARS = 20_000
+#: A list label at the start of a line: (a) (iv) (2) (2A) a) ii. 1. 1.2 • - –
+LIST_LABEL = re.compile(
+    r"^\s*(?:\(\s*(?:[a-z]{1,3}|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)\s*\)|(?:[a-z]{1,2}|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)[.)]"
+    r"|\d{1,3}(?:\.\d{1,3})+\.?|[•▪●◦·\-–])(?=\s)", re.IGNORECASE)
+_CLOSING = re.compile(r"[.:;,!?—–\-)\]]\s*$")
+#: Deontic cues: a sentence with one states (or forbids) something; the untrained stand-in for the obligation
+#: classifier, and never part of a heading.
+DEONTIC_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNORECASE)
+#: A line of at most this many words may be a heading (ADGM passages often start with their guidance document's
+#: section titles, which Punkt would glue to the first sentence).
+HEADING_MAX_WORDS = 15
+#: The list labels the leading-heading rule knows (a label before a heading is part of the heading).
+_HEADING_LIST_LABEL = re.compile(r"^\s*(\(?[a-z]{1,3}\)|\(?[ivxlc]+\)|\(?\d+(\.\d+)*\)|[•\-–])\s", re.IGNORECASE)
+_LINE_END_PUNCTUATION = re.compile(r"[.:;,!?—–-]\s*$")
+
+Splitter = Callable[[str], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One answer unit of one passage: ``text`` (whitespace-normalised), ``passage`` (0-based position in the
+    passage list), ``index`` (order within the passage), ``start``/``end`` (character offsets in the passage) and
+    ``is_list`` (a lead-in with its items)."""
+
+    text: str
+    passage: int
+    index: int
+    start: int
+    end: int
+    is_list: bool = False
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def is_item(line: str) -> bool:
+    return bool(LIST_LABEL.match(line))
+
+
+def _is_heading(line: str, following: str) -> bool:
+    text = LIST_LABEL.sub("", line, count=1).strip()
+    return bool(text) and len(text.split()) <= HEADING_MAX_WORDS and not _CLOSING.search(text) \
+        and not DEONTIC_CUE.search(text) and not is_item(following) and not following.lstrip()[:1].islower()
+
+
+def passage_body(passage: str) -> str:
+    """``passage`` without its leading heading lines: a heading line is short (:data:`HEADING_MAX_WORDS` words at
+    most), has no closing punctuation, no deontic cue, and is followed by a line that is not a list item (a line
+    followed by "(a) …" introduces a list) and does not go on in lower case (a hard-wrapped sentence). List labels
+    such as "q)" before a heading are part of the heading. A passage that is all heading is returned whole."""
+    lines = passage.split("\n")
+    while len(lines) > 1:
+        first = _HEADING_LIST_LABEL.sub("", lines[0], count=1).strip()
+        following = next((line for line in lines[1:] if line.strip()), "")
+        if first and (len(first.split()) > HEADING_MAX_WORDS or _LINE_END_PUNCTUATION.search(first)
+                      or DEONTIC_CUE.search(first) or _HEADING_LIST_LABEL.match(following)
+                      or following.lstrip()[:1].islower()):  # a hard-wrapped sentence goes on in lower case
+            break
+        lines = lines[1:]
+    body = "\n".join(lines)
+    return body if body.strip() else passage  # a passage that is all heading stays whole
+
+
+def _default_splitter() -> Splitter:
+    from rirag.scoring.sentences import punkt_split
+
+    return punkt_split
+
+
+def _sentences(text: str, split: Splitter) -> list[str]:
+    """Punkt sentences of a prose line, fragments glued back (see the module's rules)."""
+    if len(text) > MAX_SPLIT_CHARS:
+        return [text]
+    out: list[str] = []
+    for s in (s.strip() for s in split(text)):
+        if not s:
+            continue
+        if out and (s[:1].islower() or len(s.split()) < MIN_UNIT_WORDS or len(out[-1].split()) < MIN_UNIT_WORDS):
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return out
+
+
+def _label_kind(line: str) -> str:
+    """``digit``, ``bullet`` or ``alpha`` (letters and roman numerals): the kind of a line's list label."""
+    label = LIST_LABEL.match(line).group(0)
+    return "digit" if any(c.isdigit() for c in label) else ("alpha" if any(c.isalpha() for c in label) else "bullet")
+
+
+def _last_line(block: dict) -> str:
+    return (block["lines"] if block["kind"] == "prose" else block["items"])[-1][1]
+
+
+def split_units(passage: str, passage_index: int = 0, split: Splitter | None = None) -> list[Unit]:
+    """The answer units of one passage, in passage order (see the module's rules)."""
+    split = split or _default_splitter()
+    body = passage_body(passage)
+    offset = len(passage) - len(body) if passage.endswith(body) else 0
+    # lines with their offsets; empty lines dropped
+    lines: list[tuple[int, str]] = []
+    at = offset
+    for line in body.split("\n"):
+        if line.strip():
+            lines.append((at, line))
+        at += len(line) + 1
+    # blocks: ("prose", [lines]) or ("list", lead-in line index, item lines)
+    blocks: list[dict] = []
+    for i, (start, line) in enumerate(lines):
+        following = lines[i + 1][1] if i + 1 < len(lines) else ""
+        item = is_item(line)
+        if item and not blocks and i == 0 and LIST_LABEL.sub("", line, count=1).strip()[:1].isupper():
+            blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": True})
+            continue
+        if not item and i > 0 and _is_heading(line, following):
+            continue
+        if item:
+            rest = LIST_LABEL.sub("", line, count=1).strip()
+            previous = _last_line(blocks[-1]) if blocks else ""
+            # "(2) Where the Regulator ..." after a full sentence is a numbered paragraph, not an item
+            paragraph = rest[:1].isupper() and previous.rstrip().endswith((".", "!", "?")) and (
+                blocks[-1]["kind"] == "prose" or _label_kind(line) != _label_kind(blocks[-1]["items"][0][1]))
+            if paragraph:
+                blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": True})
+            elif blocks and blocks[-1]["kind"] == "list":
+                blocks[-1]["items"].append((start, line))
+            elif blocks:  # the prose before is the lead-in
+                blocks[-1] = {"kind": "list", "lead": blocks[-1], "items": [(start, line)]}
+            else:  # items with no lead-in at all: keep them together as one unit
+                blocks.append({"kind": "list", "lead": None, "items": [(start, line)]})
+        elif blocks and blocks[-1]["kind"] == "list" and line.lstrip()[:1].islower():
+            blocks[-1]["items"].append((start, line))  # the clause that closes the list
+        elif blocks and blocks[-1]["kind"] == "prose" and line.lstrip()[:1].islower():
+            blocks[-1]["lines"].append((start, line))  # a hard-wrapped sentence
+        else:
+            blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": False})
+    units: list[tuple[str, int, int, bool]] = []
+
+    def prose_units(block: dict) -> list[tuple[str, int, int]]:
+        start = block["lines"][0][0]
+        end = block["lines"][-1][0] + len(block["lines"][-1][1])
+        text = normalise(" ".join(line for _, line in block["lines"]))
+        if block.get("strip_label"):
+            text = LIST_LABEL.sub("", text, count=1).strip()
+        return [(s, start, end) for s in _sentences(text, split)]
+
+    for block in blocks:
+        if block["kind"] == "prose":
+            units.extend((s, a, b, False) for s, a, b in prose_units(block))
+            continue
+        items_text = " ".join(normalise(line) for _, line in block["items"])
+        end = block["items"][-1][0] + len(block["items"][-1][1])
+        lead = prose_units(block["lead"]) if block["lead"] else []
+        if lead:  # earlier sentences of the lead-in line are units of their own; the last one leads the list
+            units.extend((s, a, b, False) for s, a, b in lead[:-1])
+            units.append((f"{lead[-1][0]} {items_text}", lead[-1][1], end, True))
+        else:
+            units.append((items_text, block["items"][0][0], end, True))
+    out = []
+    for text, start, end, is_list in units:
+        if len(text.split()) < MIN_UNIT_WORDS:
+            continue
+        out.append(Unit(text, passage_index, len(out), start, end, is_list))
+    if not out and passage.strip():  # a passage too short to split: itself, whole
+        out.append(Unit(normalise(passage), passage_index, 0, 0, len(passage), False))
+    return out
+
+
+#: An answer unit "ends inside a list" when it stops on a lead-in or between items.
+_ENDS_INSIDE_LIST = re.compile(r"(?:[:;,—–]|\b(?:and|or))\s*$", re.IGNORECASE)
+_MARKER_GROUP = re.compile(r"(?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])+")
+
+
+def answer_units(answer: str) -> list[str]:
+    """An answer's units as written: the text up to and including each citation marker group (and the punctuation
+    that closes it); text after the last marker is one more unit. Markers are removed from the returned texts."""
+    pieces, at = [], 0
+    for m in _MARKER_GROUP.finditer(answer or ""):
+        end = m.end()
+        while end < len(answer) and answer[end] in ".!?\"')":
+            end += 1
+        pieces.append(answer[at:m.start()] + answer[m.end():end])
+        at = end
+    pieces.append((answer or "")[at:])
+    return [normalise(p) for p in pieces if p.strip()]
+
+
+def is_broken_unit(text: str) -> bool:
+    """A unit that starts with a bare list label, or ends inside a list (on a lead-in colon, or on a separator
+    such as "; or" that says more items follow)."""
+    text = normalise(text)
+    return bool(LIST_LABEL.match(text) or _ENDS_INSIDE_LIST.search(text.rstrip(". ")))

@@ -1,0 +1,198 @@
+"""The question-focused answerer: answer units, relevance ordering, the 'not addressed' opening, the metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+import pytest
+
+from rirag.generation.focused import FEATURES, FocusedAnswerer, FocusedConfig
+from rirag.scoring.answer_quality import (
+    answer_quality,
+    broken_units,
+    cited_passages,
+    gold_citation,
+    is_flagged,
+    shared_answers,
+    words,
+)
+from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit, split_units
+
+
+def bag_of_words(texts: list[str]) -> np.ndarray:
+    """A deterministic stand-in encoder: hashed word counts, L2-normalised (cosine = word overlap)."""
+    out = np.zeros((len(texts), 512))
+    for i, text in enumerate(texts):
+        for w in re.findall(r"\w+", text.lower()):
+            if len(w) > 3:
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 512] += 1
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def no_obligations(texts):
+    return [False] * len(texts)
+
+
+# -- units ------------------------------------------------------------------------------------------------------
+
+
+def _real_passage(real_data_dir, document: int, passage_uuid: str) -> str:
+    records = json.loads((real_data_dir / "documents" / f"{document}.json").read_text(encoding="utf-8"))
+    return next(r["Passage"] for r in records if r["ID"] == passage_uuid)
+
+
+@pytest.mark.slow
+def test_units_keep_a_real_list_with_its_lead_in(real_data_dir):
+    text = _real_passage(real_data_dir, 13, "281505d3-a15a-449a-9095-dc247d0e2e5d")  # PRU 4.13.9.(1), items (a)-(f)
+    units = split_units(text)
+    assert len(units) == 1 and units[0].is_list
+    unit = units[0].text
+    assert unit.startswith("An Authorised Person may recognise the effects of CRM")
+    for label in ("(a) central government", "(c) International Organisations", "(f) any other entity"):
+        assert label in unit
+    assert unit.endswith("Credit Quality Grade 3 or better.")
+    assert not is_broken_unit(unit)
+
+
+@pytest.mark.slow
+def test_units_drop_a_real_heading_and_keep_nested_items(real_data_dir):
+    text = _real_passage(real_data_dir, 19, "69f7d87c-5a1d-4b83-a00a-f1a572d23d2c")  # "BACKGROUND" + a) b) i.-iv.
+    assert text.startswith("BACKGROUND\n")
+    units = split_units(text)
+    assert all("BACKGROUND" not in u.text for u in units)
+    assert len(units) == 1 and units[0].text.startswith("For clarification, the Virtual Asset Framework")
+    assert "iv. any other activity" in units[0].text and not is_broken_unit(units[0].text)
+
+
+def test_units_glue_abbreviation_fragments_and_keep_closing_clause():
+    passage = ("Payments\nA Person must pay the fee to the Central Bank of the U.A.E. within 30 days. It must keep "
+               "a receipt.\n(2)\tIf it appears to the Regulator that a body—\n(a)\tis failing; or\n(b)\thas failed;\n"
+               "it may make an order revoking the Recognition Order.")
+    texts = [u.text for u in split_units(passage)]
+    assert texts[0] == "A Person must pay the fee to the Central Bank of the U.A.E. within 30 days."
+    assert texts[1] == "It must keep a receipt."
+    assert texts[2].startswith("If it appears to the Regulator that a body— (a) is failing; or (b) has failed; it may")
+    assert all(not is_broken_unit(t) for t in texts)
+
+
+def test_numbered_paragraph_loses_its_label():
+    units = split_units("(2)\tWhere the Regulator thinks it appropriate it may treat an application as new.")
+    assert [u.text for u in units] == ["Where the Regulator thinks it appropriate it may treat an application as new."]
+
+
+# -- relevance ordering and the 'not addressed' opening ------------------------------------------------------------
+
+PASSAGES = [
+    "A Fund Manager must keep records of every transaction for six years. Records must be kept in English. "
+    "The records must be available to the Regulator on request.",
+    "A Fund Manager must pay the annual fee by 31 January. A licence may be withdrawn for unpaid fees. "
+    "A Fund Manager must notify the Regulator within 10 business days of any change of its auditor.",
+]
+QUESTION = "Within how many business days must a Fund Manager notify the Regulator of a change of its auditor?"
+
+
+def answerer(**config) -> FocusedAnswerer:
+    return FocusedAnswerer(encode=bag_of_words, is_obligation=no_obligations, config=FocusedConfig(**config))
+
+
+def test_the_answer_is_the_third_unit_of_the_second_passage():
+    result = answerer().answer(QUESTION, PASSAGES, [1.0, 0.9])
+    best = max(result.scored, key=lambda s: s.score)
+    assert (best.unit.passage, best.unit.index) == (1, 2)
+    assert result.kept[0].unit is best.unit
+    assert result.text.startswith("A Fund Manager must notify the Regulator within 10 business days")
+    assert "[2]" in result.text and result.addressed
+    assert {s.number for s in result.kept} == {2}  # the question decides what is cited, not the passage order
+
+
+def test_word_budget_and_keep_ratio_limit_the_answer():
+    everything = answerer(max_words=1000, keep_ratio=0.0, min_score=0.0).answer(QUESTION, PASSAGES, [1.0, 0.9])
+    assert len(everything.kept) == 6
+    tight = answerer(max_words=20, keep_ratio=0.0, min_score=0.0).answer(QUESTION, PASSAGES, [1.0, 0.9])
+    assert len(tight.kept) == 1  # the first unit always fits; the next would pass the budget
+    assert words(tight.text) <= 20
+
+
+def test_passages_that_do_not_address_the_question_are_flagged_and_still_cited():
+    unrelated = ["An Insurer must hold base capital in the form of paid up ordinary shares and general reserves."]
+    result = answerer().answer("What must a Fund Manager publish about redemptions of Units?", unrelated, [1.0])
+    assert not result.addressed
+    assert result.text.startswith(NOT_ADDRESSED) and result.text.endswith("[1].")
+    assert is_flagged(result.text)
+    assert answerer().answer(QUESTION, PASSAGES, [1.0, 0.9]).addressed
+
+
+def test_the_frozen_scorer_matches_this_version():
+    from rirag.generation.focused import load_scorer
+
+    scorer = load_scorer()
+    assert scorer["unit"]["features"] == list(FEATURES)
+    assert len(scorer["unit"]["coef"]) == len(FEATURES)
+    assert 0.0 < scorer["selection"]["answerable_threshold"] < 1.0
+
+
+def test_bad_scorer_file_names_the_file(tmp_path):
+    from rirag.data import DataError
+
+    bad = tmp_path / "scorer.json"
+    bad.write_text("{not json")
+    with pytest.raises(DataError, match="scorer.json: not JSON"):
+        FocusedAnswerer(scorer=str(bad), encode=bag_of_words, is_obligation=no_obligations).answer("q x y", ["A b c d."])
+    with pytest.raises(DataError, match="is missing"):
+        FocusedAnswerer(scorer=str(tmp_path / "none.json")).scorer
+
+
+# -- metrics on hand-computed fixtures --------------------------------------------------------------------------
+
+
+def test_gold_citation_precision_and_recall():
+    assert gold_citation(["a", "b"], ["b", "c", "d"]) == (0.5, 1 / 3)
+    assert gold_citation([], ["b"]) == (0.0, 0.0)  # citing nothing: precision 0
+    assert cited_passages("X [2]. Y [1, 2]. Z [7].", ["p1", "p2", "p3"]) == ["p2", "p1"]  # [7] is out of range
+
+
+def test_shared_answers_count_only_questions_with_different_gold():
+    answers = ["Keep records [1].", "keep  records [2].", "Keep records [1].", "Pay fees [1].", ""]
+    golds = [["a"], ["b"], ["a"], ["c"], ["d"]]
+    # answers 0, 1 and 2 read the same; 0 and 2 share gold "a" but each also matches 1 (gold "b")
+    assert shared_answers(answers, golds) == 3
+    assert shared_answers(["Same [1].", "Same [1]."], [["a"], ["a"]]) == 0
+
+
+def test_broken_units_and_words():
+    answer = ("A firm must keep records [1]. (b) has failed to pay [2]. The Regulator may consider the "
+              "following: [1]. It must pay; or [2].")
+    assert answer_units(answer)[0] == "A firm must keep records."
+    assert broken_units(answer) == 3  # a bare item, a lead-in without its items, a list cut after "or"
+    assert broken_units(f"{NOT_ADDRESSED} A firm must keep records [1].") == 0
+    assert words("A firm must [1] keep records [2, 3].") == 5
+
+
+def test_answer_quality_aggregates():
+    answers = [f"{NOT_ADDRESSED} Keep records [1].", "Pay fees [2]. Keep records [1].", "Pay fees [1]."]
+    result = answer_quality(answers, [["a", "b"], ["a", "b"], ["c"]], [["a"], ["b"], ["d"]])
+    assert result["gold_citation_precision"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert result["gold_citation_recall"] == pytest.approx((1 + 1 + 0) / 3)
+    assert result["flag_rate"] == pytest.approx(1 / 3)
+    assert result["words_max"] == words(answers[0]) == len(NOT_ADDRESSED.split()) + 2
+    assert result["broken_units"] == 0
+    assert result["shared_answers"] == 0
+
+
+def test_evaluate_answers_reports_gold_citation_metrics_from_the_data(tiny_data_dir):
+    from rirag.scoring.answers import answer_quality_of
+
+    records = [{"QuestionID": "q1-a", "Answer": "Keep records for six years [1].", "RetrievedIDs": ["d1-p1", "d1-p2"]},
+               {"QuestionID": "q1-b", "Answer": "Keep records [1]. A report may be required [2].",
+                "RetrievedIDs": ["d1-p1", "d1-p2"]},
+               {"QuestionID": "u1", "Answer": "(b) unrelated [1].", "RetrievedIDs": ["d3-p1"]}]  # no gold
+    result = answer_quality_of(records, str(tiny_data_dir))
+    assert result["questions_with_gold"] == 2
+    # q1-a: cites its gold (P 1, R 1); q1-b: gold d1-p2 and d1-dup, cites d1-p1 and d1-p2 (P 0.5, R 0.5)
+    assert result["gold_citation_precision"] == pytest.approx(0.75)
+    assert result["gold_citation_recall"] == pytest.approx(0.75)
+    assert result["broken_units"] == 1 and result["per_question"]["u1"]["broken_units"] == 1
+    assert answer_quality_of(records[2:], str(tiny_data_dir))["gold_citation_precision"] is None

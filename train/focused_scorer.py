@@ -1,0 +1,232 @@
+"""Learn the focused answerer's scorer and freeze it in ``src/rirag/generation/focused_scorer.json``.
+
+* **Unit scorer** (logistic regression, standardised :data:`rirag.generation.focused.FEATURES`): every answer unit
+  of the retrieved, RIRAG-filtered passages of leakage-free ``train`` questions; a unit of one of the question's
+  gold passages is a positive. The passages come from ``retriever`` (default rank-fusion: ``rirag ask``'s default,
+  which needs no trained model).
+* **Answerability** (logistic regression over :data:`rirag.generation.focused.ANSWERABILITY_FEATURES`): each
+  train question with its own passages (positive) and with the passages of another train question whose gold
+  passages differ (negative).
+* **Selection options** (``keep_ratio``, ``min_score``) chosen on ``tune_split`` questions of ``tune_run`` outside
+  the generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`), by the mean of gold-citation
+  precision and recall among the settings whose median answer stays within ``median_words_max`` words; the
+  answerability threshold is the ``matched_flag_rate`` quantile of the matched tuning questions' answerability.
+  Never a test split.
+
+Usage:
+
+    python train/focused_scorer.py --config recipes/focused/offline.yaml
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rirag.constants import EVAL_K, RUN_DEPTH, SEED
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class FocusedScorerArguments:
+    data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default $RIRAG_DATA_DIR)."})
+    train_questions: int = field(default=2000, metadata={"help": "Train questions sampled (seeded)."})
+    retriever: str = field(default="rank-fusion", metadata={"help": "Retriever for the train questions' passages."})
+    tune_run: str = field(default="benchmarks/runs/validation.best.trec.gz", metadata={
+        "help": "Run whose filtered passages the selection options are chosen on."})
+    tune_split: str = field(default="validation", metadata={"help": "Questions of tune_run (never a test split)."})
+    keep_ratio_grid: str = field(default="0.3,0.5,0.7", metadata={"help": "keep_ratio values to choose among."})
+    min_score_grid: str = field(default="0.1,0.2,0.3", metadata={"help": "min_score values to choose among."})
+    max_words: int = field(default=120, metadata={"help": "The answer's word budget (FocusedConfig.max_words)."})
+    median_words_max: int = field(default=80, metadata={"help": "Settings with a longer median answer are out."})
+    matched_flag_rate: float = field(default=0.05, metadata={
+        "help": "Share of matched tuning questions allowed below the answerability threshold."})
+    regularisation: float = field(default=1.0, metadata={"help": "Inverse L2 strength C of both models."})
+    seed: int = field(default=SEED, metadata={"help": "Seed of the train sample and the mismatched pairing."})
+    output: str = field(default="src/rirag/generation/focused_scorer.json", metadata={"help": "The frozen scorer."})
+    results: str = field(default="benchmarks/results/focused_scorer.json", metadata={"help": "Results JSON."})
+
+
+def cached_encoder(name: str):
+    """texts -> normalised embeddings, each distinct text encoded once."""
+    from rirag.retrieval.dense import load_encoder
+
+    model = load_encoder(name)
+    cache: dict[str, np.ndarray] = {}
+
+    def encode(texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        if todo:
+            emb = model.encode(todo, normalize_embeddings=True, convert_to_numpy=True, batch_size=64,
+                               show_progress_bar=False)
+            cache.update(zip(todo, emb))
+        return np.stack([cache[t] for t in texts])
+
+    return encode
+
+
+def items_of(questions, run: dict, corpus) -> list[dict]:
+    """Each question with its filtered passages (texts, scores, ids) and gold ids; questions without any dropped."""
+    from rirag.generation.pipeline import select_passages
+
+    out = []
+    for q in questions:
+        passages = select_passages(run.get(q.id, {}), corpus, EVAL_K, True, where=q.id)
+        if passages and q.gold:
+            out.append({"id": q.id, "question": q.text, "texts": [p.text for p in passages],
+                        "scores": [p.score for p in passages], "ids": [p.id for p in passages], "gold": set(q.gold)})
+    return out
+
+
+def mismatched_partner(items: list[dict], seed: int) -> list[int]:
+    """For each item, another item whose gold passages differ (:func:`rirag.scoring.answer_quality.mismatched_partners`)."""
+    from rirag.scoring.answer_quality import mismatched_partners
+
+    return mismatched_partners([sorted(it["gold"]) for it in items], [it["texts"] for it in items], seed)
+
+
+def featurise(answerer, items: list[dict], desc: str) -> None:
+    """Add units, unit features, labels and answerability features (matched) to each item."""
+    from tqdm.auto import tqdm
+
+    for it in tqdm(items, desc=desc, unit="q"):
+        units, x, a = answerer.features(it["question"], it["texts"], it["scores"])
+        it["units"], it["x"], it["a"] = units, x, a
+        it["y"] = np.array([it["ids"][u.passage] in it["gold"] for u in units], dtype=int)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> dict:
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(0), x.std(0)
+    scale = np.where(scale > 0, scale, 1.0)
+    model = LogisticRegression(C=c, max_iter=2000, random_state=seed).fit((x - mean) / scale, y)
+    return {"coef": model.coef_[0].round(6).tolist(), "intercept": round(float(model.intercept_[0]), 6),
+            "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist()}
+
+
+def evaluate_selection(answerer, items: list[dict]) -> dict:
+    """Gold-citation precision/recall and answer length of the answerer's selection over featurised items."""
+    from rirag.generation.focused import ScoredUnit, _logistic
+
+    precision, recall, words = [], [], []
+    for it in items:
+        if not it["units"]:
+            continue
+        probs = _logistic(it["x"], answerer.scorer["unit"])
+        kept = answerer.select([ScoredUnit(u, float(p)) for u, p in zip(it["units"], probs)])
+        cited = {it["ids"][s.unit.passage] for s in kept}
+        hits = len(cited & it["gold"])
+        precision.append(hits / len(cited) if cited else 0.0)
+        recall.append(hits / len(it["gold"]))
+        words.append(sum(s.unit.words for s in kept))
+    return {"gold_citation_precision": float(np.mean(precision)), "gold_citation_recall": float(np.mean(recall)),
+            "words_median": float(np.median(words)), "words_p95": float(np.percentile(words, 95)),
+            "words_max": int(max(words)), "questions": len(precision)}
+
+
+def main(args: FocusedScorerArguments) -> dict:
+    from rirag.constants import OFFLINE_ENCODER
+    from rirag.data import load_obliqa
+    from rirag.evaluation import read_trec
+    from rirag.generation.extractive import modal_cue_obligations
+    from rirag.generation.focused import ANSWERABILITY_FEATURES, FEATURES, FocusedAnswerer, FocusedConfig
+    from rirag.io import atomic_write_json
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+    from rirag.splits import seeded_sample, split_questions
+
+    start = time.time()
+    obliqa = load_obliqa(args.data)
+    train = split_questions(obliqa, "train")
+    train = random.Random(args.seed).sample(train, min(args.train_questions, len(train)))
+    retriever = build_retriever(obliqa.corpus, RetrieverSpec(args.retriever))
+    run = retriever.search({q.id: q.text for q in train}, k=RUN_DEPTH, show_progress=True)
+    train_items = items_of(train, run, obliqa.corpus)
+    tune_run = read_trec(args.tune_run)
+    tune_questions = split_questions(obliqa, args.tune_split)
+    sample = {q.id for q in seeded_sample(tune_questions, tune_run)}
+    tune_items = items_of([q for q in tune_questions if q.id not in sample and q.id in tune_run], tune_run,
+                          obliqa.corpus)
+    logger.info("%d train questions (%s), %d tuning questions (%s, outside the %d-question benchmark sample)",
+                len(train_items), args.retriever, len(tune_items), args.tune_split, len(sample))
+
+    answerer = FocusedAnswerer(encode=cached_encoder(OFFLINE_ENCODER), is_obligation=modal_cue_obligations,
+                               scorer={})
+    featurise(answerer, train_items, "train features")
+    featurise(answerer, tune_items, "tuning features")
+
+    # unit scorer
+    x = np.concatenate([it["x"] for it in train_items if it["units"]])
+    y = np.concatenate([it["y"] for it in train_items if it["units"]])
+    unit_model = fit_logistic(x, y, args.regularisation, args.seed)
+
+    # answerability: matched vs mismatched contexts
+    def mismatched_features(items):
+        partner = mismatched_partner(items, args.seed)
+        return [answerer.features(it["question"], items[j]["texts"], items[j]["scores"])[2]
+                for it, j in zip(items, partner)]
+
+    train_mis = mismatched_features(train_items)
+    a = np.stack([it["a"] for it in train_items] + train_mis)
+    b = np.array([1] * len(train_items) + [0] * len(train_mis))
+    answerability_model = fit_logistic(a, b, args.regularisation, args.seed)
+
+    from rirag.generation.focused import _logistic
+
+    tune_mis = mismatched_features(tune_items)
+    matched_p = _logistic(np.stack([it["a"] for it in tune_items]), answerability_model)
+    mismatched_p = _logistic(np.stack(tune_mis), answerability_model)
+    threshold = float(np.quantile(matched_p, args.matched_flag_rate))
+
+    # selection options on the tuning questions
+    grid = []
+    for keep_ratio in (float(v) for v in args.keep_ratio_grid.split(",")):
+        for min_score in (float(v) for v in args.min_score_grid.split(",")):
+            answerer.config = FocusedConfig(max_words=args.max_words, keep_ratio=keep_ratio, min_score=min_score)
+            answerer._scorer = {"unit": unit_model, "selection": {}}
+            metrics = evaluate_selection(answerer, tune_items)
+            grid.append({"keep_ratio": keep_ratio, "min_score": min_score, **metrics})
+    eligible = [g for g in grid if g["words_median"] <= args.median_words_max] or grid
+    best = max(eligible, key=lambda g: (g["gold_citation_precision"] + g["gold_citation_recall"]) / 2)
+
+    command = "python train/focused_scorer.py " + " ".join(sys.argv[1:])
+    scorer = {
+        "source": f"{args.output} ({command})",
+        "unit": {"features": list(FEATURES), **unit_model},
+        "answerability": {"features": list(ANSWERABILITY_FEATURES), **answerability_model},
+        "selection": {"keep_ratio": best["keep_ratio"], "min_score": best["min_score"],
+                      "answerable_threshold": round(threshold, 6), "max_words": args.max_words},
+        "provenance": {"command": command, "train_questions": len(train_items), "train_retriever": args.retriever,
+                       "train_units": int(len(y)), "train_positive_share": round(float(y.mean()), 4),
+                       "encoder": OFFLINE_ENCODER, "obligations": "deontic cues",
+                       "tune_run": args.tune_run, "tune_questions": len(tune_items),
+                       "made": datetime.date.today().isoformat()},
+    }
+    atomic_write_json(args.output, scorer)
+    results = {"benchmark": "train/focused_scorer.py", "command": command, "seconds": round(time.time() - start, 1),
+               "selection": scorer["selection"], "tuning": {
+                   "chosen": best, "grid": grid,
+                   "matched_flag_rate": float(np.mean(matched_p < threshold)),
+                   "mismatched_flag_rate": float(np.mean(mismatched_p < threshold))},
+               "provenance": scorer["provenance"],
+               "unit_coefficients": dict(zip(FEATURES, unit_model["coef"])),
+               "answerability_coefficients": dict(zip(ANSWERABILITY_FEATURES, answerability_model["coef"]))}
+    atomic_write_json(args.results, results)
+    logger.info("chosen %s; mismatched flag rate on tuning %.3f (matched %.3f)", best,
+                results["tuning"]["mismatched_flag_rate"], results["tuning"]["matched_flag_rate"])
+    return results
+
+
+if __name__ == "__main__":
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    (arguments,) = TrlParser((FocusedScorerArguments,)).parse_args_and_config()
+    main(arguments)
