@@ -144,6 +144,30 @@ def test_extractive_teacher_cites_the_oracle_positions_and_abstains_without_it()
     assert [r["has_oracle"] for r in rows] == [True, False]
 
 
+def test_focused_teacher_answers_the_question_from_the_oracle_only():
+    from rirag.generation.focused import FocusedAnswerer, FocusedConfig
+    from rirag.generation.raft import FocusedTeacher
+    from test_focused import bag_of_words, no_obligations
+
+    texts = {"a": "A Fund Manager must pay the annual fee by 31 January. Records must be kept in English.",
+             "b": "A Fund Manager must notify the Regulator within 10 business days of a change of auditor.",
+             "c": "An Insurer must hold base capital of paid up ordinary shares.",
+             "d": "A Fund Manager must notify the Regulator of a change of auditor within 10 days of it."}
+    corpus = {p: Passage(p, 1, p, t) for p, t in texts.items()}
+    question = "When must a Fund Manager notify the Regulator of a change of auditor?"
+    inst = RaftInstance("q1", question, ("c", "a", "d", "b"), ("a", "b"))
+    answerer = FocusedAnswerer(encode=bag_of_words, is_obligation=no_obligations,
+                               config=FocusedConfig(keep_ratio=0.9, min_score=0.0))
+    rows, dropped = raft_rows([inst], corpus, FocusedTeacher(answerer))
+    answer, found = final_answer(rows[0]["completion"][0]["content"], FEW_SHOT_COT)
+    assert found and dropped == 0
+    # the oracle's unit that answers, cited with its number in the shuffled context (b is passage 4); never the
+    # distractor d, which says the same but is not oracle, nor a's unrelated units
+    assert answer.startswith("A Fund Manager must notify the Regulator within 10 business days") and "[4]" in answer
+    assert "[3]" not in answer and "annual fee" not in answer
+    assert rows[0]["completion"][0]["content"].startswith('Passage [4] says: "A Fund Manager must notify')
+
+
 def test_dataset_dict_and_card(mined, tmp_path):
     from datasets import load_from_disk
 
@@ -185,7 +209,7 @@ def test_builder_reads_its_keys_from_the_training_recipe():
     repo = Path(__file__).resolve().parents[1]
     builder = load_script("dataset_builders/raft.py", "raft_builder")
     args = builder.parse(["--config", str(repo / "recipes" / "raft" / "offline.yaml"), "--max_questions", "5"])
-    assert (args.teacher, args.retriever, args.max_questions) == ("extractive", "bm25", 5)
+    assert (args.teacher, args.retriever, args.max_questions) == ("focused", "bm25", 5)
     assert args.dataset_name == "artifacts/datasets/raft/offline"
     assert args.oracle_probability == ORACLE_PROBABILITY  # not retyped in the recipe: the module constant
     paper = builder.parse(["--config", str(repo / "recipes" / "raft" / "paper.yaml")])

@@ -178,6 +178,40 @@ class ExtractiveTeacher:
         return out
 
 
+class FocusedTeacher:
+    """Offline teacher: the question-focused answerer (:mod:`rirag.generation.focused`) over the oracle passages:
+    the units of the oracle that answer the question, cited with their numbers in the context; the evidence quotes
+    the start of each unit. The answerer is told nothing but the question and the oracle passages, so the target
+    reads the question the way the student must. Contexts without the oracle get
+    :func:`~rirag.generation.prompts.raft_no_oracle_reply`."""
+
+    name = "focused"
+
+    def __init__(self, answerer):
+        self.answerer = answerer
+        self.model = getattr(answerer, "classifier", None)
+
+    def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
+        from rirag.generation.focused import with_citation
+        from rirag.generation.prompts import RAFT_QUOTE, cot_reply, raft_no_oracle_reply
+
+        with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]
+        answers = self.answerer.answer_many(
+            [instances[i].question for i in with_oracle],
+            [[contexts[i][n - 1] for n in instances[i].oracle_numbers] for i in with_oracle])
+        out: list[str | None] = [raft_no_oracle_reply()] * len(instances)
+        for i, answer in zip(with_oracle, answers):
+            if not answer.kept:
+                out[i] = None
+                continue
+            numbers = instances[i].oracle_numbers
+            # the oracle passages answer by construction: the units without the "not addressed" opening
+            units = [(s.unit.text, numbers[s.unit.passage]) for s in answer.kept]
+            lines = [RAFT_QUOTE.format(number=n, quote=short_quote(text)) for text, n in units]
+            out[i] = cot_reply("\n".join(lines), " ".join(with_citation(text, n) for text, n in units))
+        return out
+
+
 class EndpointTeacher:
     """The paper recipe's teacher: a chat model (any :mod:`rirag.generation` generator, typically an
     OpenAI-compatible endpoint) prompted with :func:`~rirag.generation.prompts.raft_teacher_messages`. A reply
@@ -289,12 +323,13 @@ class RaftDataArguments:
     raft_seed: int = field(default=SEED, metadata={"help": "Seed of the oracle draws, distractors and shuffles."})
     held_out_fraction: float = field(default=HELD_OUT_FRACTION, metadata={
         "help": "Share of instances (training questions) held out as the 'held_out' split."})
-    teacher: str = field(default="extractive", metadata={
-        "help": "'extractive' (offline: the extractive composer over the oracle passages) or 'endpoint' (an "
+    teacher: str = field(default="focused", metadata={
+        "help": "'focused' (offline: the question-focused answerer over the oracle passages), 'extractive' (every "
+                "obligation sentence of the oracle passages: the earlier, question-blind teacher) or 'endpoint' (an "
                 "OpenAI-compatible chat endpoint, the paper's recipe)."})
     teacher_model: str = field(default="", metadata={
-        "help": "extractive: the obligation classifier (default artifacts/obligation_classifier); endpoint: the "
-                "served model name."})
+        "help": "focused / extractive: the obligation classifier (default artifacts/obligation_classifier; the "
+                "focused answerer uses deontic cues without it); endpoint: the served model name."})
     teacher_base_url: str = field(default="", metadata={"help": "endpoint teacher: the server's base URL."})
     teacher_batch_size: int = field(default=64, metadata={"help": "Instances per teacher call."})
 
@@ -309,6 +344,10 @@ def _subset(questions: list[Question], n: int | None, seed: int) -> list[Questio
 def build_teacher(args: RaftDataArguments) -> Teacher:
     from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec, build_generator
 
+    if args.teacher == "focused":
+        from rirag.generation.focused import FocusedAnswerer
+
+        return FocusedTeacher(FocusedAnswerer(args.teacher_model or DEFAULT_OBLIGATION_CLASSIFIER))
     if args.teacher == "extractive":
         from rirag.generation.extractive import ExtractiveComposer
 
@@ -318,7 +357,7 @@ def build_teacher(args: RaftDataArguments) -> Teacher:
             raise ValueError("teacher 'endpoint' needs teacher_model (the served model name)")
         options = {"base_url": args.teacher_base_url} if args.teacher_base_url else {}
         return EndpointTeacher(build_generator(GeneratorSpec(ENDPOINT, args.teacher_model, options)))
-    raise ValueError(f"unknown RAFT teacher {args.teacher!r}; choose 'extractive' or 'endpoint'")
+    raise ValueError(f"unknown RAFT teacher {args.teacher!r}; choose 'focused', 'extractive' or 'endpoint'")
 
 
 def build_raft_dataset(args: RaftDataArguments, teacher: Teacher | None = None, obliqa=None,
