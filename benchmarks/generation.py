@@ -1,17 +1,23 @@
 """Answer generation benchmark: one row per system on a fixed, seeded sample of leakage-free validation questions.
 
 Context: the committed best run (``benchmarks/runs/validation.best.trec.gz``), top 10, RIRAG score filtering. Rows
-(:data:`SYSTEMS`): the extractive composer; the base generator zero-shot, few-shot and few-shot + CoT; the
+(:data:`SYSTEMS`): the question-focused answerer (the default); the extractive composer ("all obligations", the
+question-blind baseline); the base generator zero-shot, few-shot and few-shot + CoT; the
 RAFT-LoRA adapter on the same base; and the closed-book control of the zero-shot and RAFT models (the question
 alone; their answers are scored against the same retrieved passages, which they never saw, as in the second seed
 paper's section 4.5).
 
-Two stages, each resumable and restartable per row:
+Stages, each resumable and restartable per row:
 
 * ``generate``: answers every sampled question not yet answered (each answer flushed as written, see
   ``rirag.generation.pipeline.AnswersFile``) into ``benchmarks/answers/<row>.json.gz`` (the shared-task layout plus
   ``Citations``) and records seconds per answer and generated tokens/s;
-* ``score``: RePASs with the local judge (E, C, OC, composite), the attribution metrics (citation precision and
+* ``quality``: the answer metrics that copying cannot game (``rirag.scoring.answer_quality``: gold-citation
+  precision and recall against the questions' qrels, words, answers shared by questions with different gold, broken
+  units, the flag rate), and for the passage generators (focused, extractive) the mismatched-context test: each
+  question answered from another question's passages, and the share of those answers that say so; no model needed
+  beyond the generator;
+* ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite), the attribution metrics (citation precision and
   recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the answers present.
 
 Results are merged into ``benchmarks/results/generation.json`` (``rows``: system name -> metrics); other rows are
@@ -31,7 +37,6 @@ import gzip
 import json
 import logging
 import os
-import random
 import shutil
 import sys
 import time
@@ -39,14 +44,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rirag.constants import EVAL_K, SEED
-from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, MAX_NEW_TOKENS
+from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS, PASSAGE_GENERATORS
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
+from rirag.splits import ANSWER_SAMPLE_SIZE
 
 logger = logging.getLogger(__name__)
 
-#: Row name -> (model: "extractive" | "base" | "raft", prompting strategy).
+#: Row name -> (model: "focused" | "extractive" | "base" | "raft", prompting strategy). "extractive" is the
+#: question-blind "all obligations" baseline.
 SYSTEMS: dict[str, tuple[str, str]] = {
+    "focused": (FOCUSED, ZERO_SHOT),
     "extractive": (EXTRACTIVE, ZERO_SHOT),
     "zero-shot": ("base", ZERO_SHOT),
     "few-shot": ("base", FEW_SHOT),
@@ -55,15 +63,20 @@ SYSTEMS: dict[str, tuple[str, str]] = {
     "zero-shot-closed-book": ("base", CLOSED_BOOK),
     "raft-closed-book": ("raft", CLOSED_BOOK),
 }
-#: Metric keys every scored row carries (issue 14).
+#: Metric keys every scored row carries: RePASs and its parts (local judge), NLI citation support, copying.
 QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", "citation_precision",
                 "citation_recall", "copy_ratio")
-SAMPLE_SIZE = 150
+#: Metrics that copying cannot game (rirag.scoring.answer_quality), computed without any model.
+ANSWER_KEYS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
+               "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate")
+SAMPLE_SIZE = ANSWER_SAMPLE_SIZE
 
 
 @dataclass
 class GenerationBenchArguments:
-    stage: str = field(default="all", metadata={"help": "generate | score | all"})
+    stage: str = field(default="all", metadata={
+        "help": "generate | quality (the model-free answer metrics, and the mismatched-context test of passage "
+                "generators) | score (quality + RePASs and attribution with the local judge) | all"})
     rows: str = field(default=",".join(SYSTEMS), metadata={"help": "Comma-separated rows to run."})
     limit: int | None = field(default=None, metadata={
         "help": "Only the first N questions of the fixed sample (the row records how many it covers)."})
@@ -92,11 +105,10 @@ class GenerationBenchArguments:
 
 
 def sample_questions(questions, run: dict, size: int, seed: int) -> list:
-    """A fixed, seeded sample of ``size`` questions that have a ranking in ``run`` (order is part of the sample)."""
-    eligible = sorted((q for q in questions if q.id in run), key=lambda q: q.id)
-    if len(eligible) < size:
-        raise ValueError(f"only {len(eligible)} questions have a ranking in the run; the sample needs {size}")
-    return random.Random(seed).sample(eligible, size)
+    """The benchmark's fixed, seeded sample (:func:`rirag.splits.seeded_sample`)."""
+    from rirag.splits import seeded_sample
+
+    return seeded_sample(questions, run, size, seed)
 
 
 def answers_path(args: GenerationBenchArguments, row: str) -> Path:
@@ -136,8 +148,8 @@ def _pack(plain: Path) -> Path:
 def build_row_generator(args: GenerationBenchArguments, model: str):
     from rirag.generation.base import GeneratorSpec, build_generator
 
-    if model == EXTRACTIVE:
-        return build_generator(GeneratorSpec(EXTRACTIVE, args.obligation_model))
+    if model in PASSAGE_GENERATORS:
+        return build_generator(GeneratorSpec(model, args.obligation_model))
     options = {"max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
     if model == "raft":
         if not Path(args.raft_adapter).exists():
@@ -201,6 +213,36 @@ def score_row(records: list[dict], repass_scorer, attribution_scorer) -> dict:
     return metrics
 
 
+def quality_row(records: list[dict], golds: dict[str, list[str]]) -> dict:
+    """The model-free answer metrics of one row (:func:`rirag.scoring.answer_quality.answer_quality`) against the
+    questions' gold passages."""
+    from rirag.scoring.answer_quality import answer_quality
+
+    result = answer_quality([r.get("Answer") or "" for r in records], [r["RetrievedIDs"] for r in records],
+                            [golds[r["QuestionID"]] for r in records])
+    return {k: result[k] for k in ANSWER_KEYS}
+
+
+def mismatched_flag_rate(records: list[dict], golds: dict[str, list[str]], generator, seed: int) -> dict:
+    """Answer each question from another question's passages (:func:`rirag.scoring.answer_quality.mismatched_partners`)
+    and measure how often the answer says they do not address it (a passage generator: no sampling, seconds)."""
+    from rirag.generation.pipeline import RetrievedPassage, answer_items
+    from rirag.scoring.answer_quality import is_flagged, mismatched_partners
+
+    partner = mismatched_partners([golds[r["QuestionID"]] for r in records], [r["RetrievedIDs"] for r in records],
+                                  seed)
+    items = []
+    for r, j in zip(records, partner):
+        other = records[j]
+        # the other question's passages with rank-order scores (their own retrieval scores are not in the record)
+        passages = [RetrievedPassage(pid, text, 1.0 - 0.01 * n)
+                    for n, (pid, text) in enumerate(zip(other["RetrievedIDs"], other["RetrievedPassages"]))]
+        items.append((r["QuestionID"], r["Question"], passages))
+    answers = answer_items(items, generator, ZERO_SHOT)
+    return {"flag_rate_mismatched": float(sum(is_flagged(a.text) for a in answers) / len(answers)),
+            "mismatched_questions": len(answers), "mismatched_seed": seed}
+
+
 def merge_results(path: str, rows: dict[str, dict], meta: dict) -> dict:
     """Merge ``rows`` into the results JSON (other rows kept; a row's keys updated), atomically."""
     from rirag.io import atomic_write_json
@@ -226,8 +268,8 @@ def main(args: GenerationBenchArguments) -> dict:
     unknown = [r for r in rows if r not in SYSTEMS]
     if unknown:
         raise ValueError(f"unknown row(s) {unknown}; choose from {', '.join(SYSTEMS)}")
-    if args.stage not in ("generate", "score", "all"):
-        raise ValueError(f"--stage must be generate, score or all, got {args.stage!r}")
+    if args.stage not in ("generate", "quality", "score", "all"):
+        raise ValueError(f"--stage must be generate, quality, score or all, got {args.stage!r}")
     if args.threads:
         import torch
 
@@ -237,6 +279,7 @@ def main(args: GenerationBenchArguments) -> dict:
     sample = sample_questions(split_questions(obliqa, args.split), run, args.sample_size, args.sample_seed)
     questions = sample[:args.limit] if args.limit else sample
     ids = [q.id for q in questions]
+    golds = {q.id: list(q.gold) for q in sample}
     meta = {"benchmark": "benchmarks/generation.py", "split": args.split, "context_run": args.run,
             "context": f"top {EVAL_K}, RIRAG score filtering", "sample_size": args.sample_size,
             "sample_seed": args.sample_seed, "judge": f"{LOCAL_JUDGE_LABEL}: {args.nli_model}",
@@ -248,7 +291,7 @@ def main(args: GenerationBenchArguments) -> dict:
     out: dict[str, dict] = {}
     for row in rows:
         model, strategy = SYSTEMS[row]
-        values: dict = {"model": model if model == EXTRACTIVE else
+        values: dict = {"model": model if model in PASSAGE_GENERATORS else
                         (args.base_model + (f" + {args.raft_adapter}" if model == "raft" else "")),
                         "strategy": strategy}
         if args.stage in ("generate", "all"):
@@ -259,13 +302,17 @@ def main(args: GenerationBenchArguments) -> dict:
             if "seconds_per_answer" in stats:
                 values["seconds_per_answer"] = stats["seconds_per_answer"]
                 values["generated_tokens_per_second"] = stats.get("generated_tokens_per_second")
-        if args.stage in ("score", "all"):
-            from rirag.scoring.repass import RePASsScorer
-
+        if args.stage in ("quality", "score", "all"):
             records = [r for r in read_answers(args, row) if r["QuestionID"] in set(ids)]
             if not records:
                 raise FileNotFoundError(f"row {row}: no answers for the selected questions; run --stage generate")
+            values |= quality_row(records, golds)
+            if model in PASSAGE_GENERATORS:
+                values |= mismatched_flag_rate(records, golds, build_row_generator(args, model), args.sample_seed)
+            values["quality_command"] = command
+        if args.stage in ("score", "all"):
             from rirag.scoring.attribution import AttributionConfig, AttributionScorer
+            from rirag.scoring.repass import RePASsScorer
 
             scorer = RePASsScorer(nli_model=args.nli_model, coverage_model=args.nli_model,
                                   obligation_model=args.obligation_model, workers=args.score_workers)
@@ -277,7 +324,7 @@ def main(args: GenerationBenchArguments) -> dict:
             values["score_command"] = command
         merge_results(args.results, {row: values}, meta)  # each row lands as soon as it is done
         out[row] = values
-        logger.info("%s: %s", row, {k: v for k, v in values.items() if k in QUALITY_KEYS})
+        logger.info("%s: %s", row, {k: v for k, v in values.items() if k in QUALITY_KEYS + ANSWER_KEYS})
     return out
 
 

@@ -18,7 +18,7 @@ import generation as bench  # noqa: E402
 
 
 def test_systems_cover_the_issue_rows():
-    assert set(bench.SYSTEMS) == {"extractive", "zero-shot", "few-shot", "few-shot-cot", "raft",
+    assert set(bench.SYSTEMS) == {"focused", "extractive", "zero-shot", "few-shot", "few-shot-cot", "raft",
                                   "zero-shot-closed-book", "raft-closed-book"}
     assert bench.SYSTEMS["raft-closed-book"] == ("raft", "closed-book")
 
@@ -40,6 +40,35 @@ def test_score_row_has_every_metric_key():
     assert set(bench.QUALITY_KEYS) <= set(metrics)
     assert metrics["citation_precision"] == 1.0 and metrics["citation_recall"] == 1.0
     assert metrics["mean_answer_words"] == 2.5 and metrics["empty_answers"] == 1 and metrics["scored_answers"] == 1
+
+
+def test_quality_row_and_the_mismatched_test():
+    """The model-free metrics against gold; the mismatched test answers each question from its partner's passages."""
+    records = [{"QuestionID": "a", "Question": "What must a firm file?", "Answer": "A firm must file [1].",
+                "RetrievedIDs": ["p1", "p2"], "RetrievedPassages": ["A firm must file.", "A firm may pay."]},
+               {"QuestionID": "b", "Question": "What may a firm pay?", "Answer": "A firm may pay [2].",
+                "RetrievedIDs": ["p3", "p4"], "RetrievedPassages": ["Fees are due.", "A firm may pay."]}]
+    golds = {"a": ["p1"], "b": ["p3", "p4"]}
+    metrics = bench.quality_row(records, golds)
+    assert set(bench.ANSWER_KEYS) <= set(metrics)
+    assert metrics["gold_citation_precision"] == 1.0 and metrics["gold_citation_recall"] == 0.75
+    assert metrics["words_max"] == 4 and metrics["broken_units"] == 0 and metrics["flag_rate"] == 0.0
+
+    seen = []
+
+    class _Flagger:  # flags everything and records what it was given
+        name = "flagger"
+
+        def answer_passages(self, questions, batch, scores):
+            seen.extend(zip(questions, batch))
+            from rirag.units import NOT_ADDRESSED
+
+            return [f"{NOT_ADDRESSED} x [1]." for _ in questions]
+
+    result = bench.mismatched_flag_rate(records, golds, _Flagger(), seed=42)
+    assert result["flag_rate_mismatched"] == 1.0 and result["mismatched_questions"] == 2
+    assert seen == [("What must a firm file?", records[1]["RetrievedPassages"]),
+                    ("What may a firm pay?", records[0]["RetrievedPassages"])]
 
 
 def test_merge_keeps_other_rows(tmp_path):
