@@ -78,6 +78,46 @@ def test_units_glue_abbreviation_fragments_and_keep_closing_clause():
     assert all(not is_broken_unit(t) for t in texts)
 
 
+def test_unit_offsets_point_at_their_own_text_and_abbreviations_do_not_split():
+    passage = "Heading\nThe Regulator may issue guidance. It must publish it under AAOIFI GSIFI No. (3) and keep it.\n" \
+              "A firm must comply."
+    units = split_units(passage)
+    assert [u.text for u in units] == ["The Regulator may issue guidance.",
+                                       "It must publish it under AAOIFI GSIFI No. (3) and keep it.",
+                                       "A firm must comply."]
+    assert all(passage[u.start:u.end] == u.text for u in units)
+    assert not is_broken_unit("No. 5 of 2015 applies to all Authorised Persons.")
+
+
+def test_headings_only_passages_have_no_unit_and_get_the_abstention_line():
+    from rirag.generation.prompts import NO_ANSWER
+
+    assert split_units("Part 1 General\nApplication") == [] and split_units("   ") == []
+    result = answerer().answer(QUESTION, ["Part 1 General\nApplication"], [1.0])
+    assert result.text == NO_ANSWER and not result.kept
+
+
+def test_a_mistyped_classifier_folder_is_an_error_not_a_silent_fallback(tmp_path):
+    from rirag.data import DataError
+
+    with pytest.raises(DataError, match="is not a folder"):
+        FocusedAnswerer(str(tmp_path / "no-such-classifier"))
+    assert FocusedAnswerer("modal-cues", encode=bag_of_words).obligation_source.startswith("deontic cues")
+
+
+def test_mismatched_partners_never_hold_the_question_gold():
+    from rirag.scoring.answer_quality import mismatched_partners
+
+    golds = [["a"], ["b"], ["c"], ["a", "d"]]
+    contexts = [["a", "x"], ["b", "a"], ["c"], ["d", "a"]]
+    partner = mismatched_partners(golds, contexts, seed=1)
+    for i, j in enumerate(partner):
+        assert j != i and not set(golds[j]) & set(golds[i]) and not set(contexts[j]) & set(golds[i])
+    assert partner[0] == 2  # 1 and 3 both hold "a"; only 2 qualifies
+    with pytest.raises(ValueError, match="no partner"):
+        mismatched_partners([["a"], ["a"]], [["a"], ["a"]], seed=1)
+
+
 def test_numbered_paragraph_loses_its_label():
     units = split_units("(2)\tWhere the Regulator thinks it appropriate it may treat an application as new.")
     assert [u.text for u in units] == ["Where the Regulator thinks it appropriate it may treat an application as new."]
@@ -155,8 +195,10 @@ def test_gold_citation_precision_and_recall():
 
 
 def test_shared_answers_count_only_questions_with_different_gold():
-    answers = ["Keep records [1].", "keep  records [2].", "Keep records [1].", "Pay fees [1].", ""]
-    golds = [["a"], ["b"], ["a"], ["c"], ["d"]]
+    from rirag.generation.prompts import NO_ANSWER
+
+    answers = ["Keep records [1].", "keep  records [2].", "Keep records [1].", "Pay fees [1].", "", NO_ANSWER, NO_ANSWER]
+    golds = [["a"], ["b"], ["a"], ["c"], ["d"], ["e"], ["f"]]  # the same abstention twice is not a shared answer
     # answers 0, 1 and 2 read the same; 0 and 2 share gold "a" but each also matches 1 (gold "b")
     assert shared_answers(answers, golds) == 3
     assert shared_answers(["Same [1].", "Same [1]."], [["a"], ["a"]]) == 0
@@ -168,6 +210,7 @@ def test_broken_units_and_words():
     assert answer_units(answer)[0] == "A firm must keep records."
     assert broken_units(answer) == 3  # a bare item, a lead-in without its items, a list cut after "or"
     assert broken_units(f"{NOT_ADDRESSED} A firm must keep records [1].") == 0
+    assert broken_units(f"{NOT_ADDRESSED} (b) has failed [1].") == 1  # the unit after the opening still counts
     assert words("A firm must [1] keep records [2, 3].") == 5
 
 

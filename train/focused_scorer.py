@@ -89,7 +89,7 @@ def mismatched_partner(items: list[dict], seed: int) -> list[int]:
     """For each item, another item whose gold passages differ (:func:`rirag.scoring.answer_quality.mismatched_partners`)."""
     from rirag.scoring.answer_quality import mismatched_partners
 
-    return mismatched_partners([sorted(it["gold"]) for it in items], [it["texts"] for it in items], seed)
+    return mismatched_partners([sorted(it["gold"]) for it in items], [it["ids"] for it in items], seed)
 
 
 def featurise(answerer, items: list[dict], desc: str) -> None:

@@ -14,7 +14,8 @@ Rules (documented, deterministic):
   labelled and has no lead-in is a numbered paragraph: its label is dropped and the rest is prose;
 * prose is split into sentences with Punkt (as RePASs); a "sentence" that starts in lower case or has fewer than
   :data:`MIN_UNIT_WORDS` words is glued to the previous one (Punkt cuts at abbreviations such as "U.A.E.");
-* a unit longer than :data:`MAX_SPLIT_CHARS` characters is not split by Punkt (length guard): it is kept whole.
+* a unit longer than :data:`MAX_SPLIT_CHARS` characters is not split by Punkt (length guard): it is kept whole;
+* a passage of headings only, or of fewer than :data:`MIN_UNIT_WORDS` words, has no unit.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ MIN_UNIT_WORDS = 4
 #: Prose longer than this (characters) is not given to the sentence splitter: it stays one unit.
 MAX_SPLIT_CHARS = 20_000
 #: A list label at the start of a line: (a) (iv) (2) (2A) a) ii. 1. 1.2 • - –
+#: (Unbracketed letter labels are one letter or a roman numeral, so that "No.", "Mr." or "Co." never are.)
 LIST_LABEL = re.compile(
-    r"^\s*(?:\(\s*(?:[a-z]{1,3}|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)\s*\)|(?:[a-z]{1,2}|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)[.)]"
+    r"^\s*(?:\(\s*(?:[a-z]{1,3}|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)\s*\)|(?:[a-z]|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)[.)]"
     r"|\d{1,3}(?:\.\d{1,3})+\.?|[•▪●◦·\-–])(?=\s)", re.IGNORECASE)
+#: Abbreviations Punkt cuts after ("AAOIFI GSIFI No. (3)"): a piece after one of them is glued back.
+_ABBREVIATION_END = re.compile(r"\b(?:No|Nos|Art|para|paras|p|pp|Ref|Vol|cf|e\.g|i\.e)\.$", re.IGNORECASE)
 _CLOSING = re.compile(r"[.:;,!?—–\-)\]]\s*$")
 #: Deontic cues: a sentence with one states (or forbids) something; the untrained stand-in for the obligation
 #: classifier, and never part of a heading.
@@ -51,8 +55,9 @@ Splitter = Callable[[str], Sequence[str]]
 @dataclass(frozen=True)
 class Unit:
     """One answer unit of one passage: ``text`` (whitespace-normalised), ``passage`` (0-based position in the
-    passage list), ``index`` (order within the passage), ``start``/``end`` (character offsets in the passage) and
-    ``is_list`` (a lead-in with its items)."""
+    passage list), ``index`` (order within the passage), ``start``/``end`` (character offsets of the unit's text in
+    the passage: ``passage[start:end]`` is ``text`` up to whitespace and a dropped paragraph label) and ``is_list``
+    (a lead-in with its items)."""
 
     text: str
     passage: int
@@ -112,7 +117,8 @@ def _sentences(text: str, split: Splitter) -> list[str]:
     for s in (s.strip() for s in split(text)):
         if not s:
             continue
-        if out and (s[:1].islower() or len(s.split()) < MIN_UNIT_WORDS or len(out[-1].split()) < MIN_UNIT_WORDS):
+        if out and (s[:1].islower() or len(s.split()) < MIN_UNIT_WORDS or len(out[-1].split()) < MIN_UNIT_WORDS
+                    or _ABBREVIATION_END.search(out[-1])):
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)
@@ -194,13 +200,26 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
         else:
             units.append((items_text, block["items"][0][0], end, True))
     out = []
+    cursor = offset
     for text, start, end, is_list in units:
         if len(text.split()) < MIN_UNIT_WORDS:
             continue
+        found = _locate(passage, text, max(cursor, start))
+        if found:
+            start, end = found
+            cursor = end
         out.append(Unit(text, passage_index, len(out), start, end, is_list))
-    if not out and passage.strip():  # a passage too short to split: itself, whole
-        out.append(Unit(normalise(passage), passage_index, 0, 0, len(passage), False))
-    return out
+    return out  # a passage of headings only (or of fewer than MIN_UNIT_WORDS words) has no unit
+
+
+def _locate(passage: str, text: str, cursor: int) -> tuple[int, int] | None:
+    """Character offsets of ``text`` (whitespace-normalised, perhaps without its paragraph label) in ``passage``
+    from ``cursor`` on; ``None`` when it cannot be found (the block's offsets are kept then)."""
+    words = text.split()
+    if not words or len(words) > 2000:
+        return None
+    match = re.compile(r"\s+".join(re.escape(w) for w in words)).search(passage, cursor)
+    return (match.start(), match.end()) if match else None
 
 
 #: An answer unit "ends inside a list" when it stops on a lead-in or between items.

@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rirag.generation.base import FOCUSED
+from rirag.generation.prompts import NO_ANSWER
 from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, split_units
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,9 @@ class FocusedConfig:
     """Selection options (defaults: the frozen scorer's, chosen on validation questions outside the benchmark
     sample; never on a test split)."""
 
-    max_words: int = field(default=120, metadata={"help": "Word budget of an answer (the first unit always fits "
-                                                          "unless longer than max_unit_words)."})
+    max_words: int | None = field(default=None, metadata={
+        "help": "Word budget of an answer (the first unit always fits unless longer than max_unit_words; default: "
+                "the scorer's)."})
     max_unit_words: int = field(default=300, metadata={"help": "A unit longer than this is never used (a list "
                                                                "that long is not an answer; its passage is cited "
                                                                "through a shorter unit or not at all)."})
@@ -114,9 +116,10 @@ def load_scorer(path: str | None = None) -> dict:
     for key in ("unit", "answerability", "selection"):
         if key not in data:
             raise DataError(f"{path}: missing field {key!r}")
-    if list(data["unit"]["features"]) != list(FEATURES):
-        raise DataError(f"{path}: unit features {data['unit']['features']} differ from this version's {FEATURES}; "
-                        "retrain it")
+    for key, names in (("unit", FEATURES), ("answerability", ANSWERABILITY_FEATURES)):
+        if list(data[key].get("features", [])) != list(names):
+            raise DataError(f"{path}: {key} features {data[key].get('features')} differ from this version's "
+                            f"{names}; retrain it")
     return data
 
 
@@ -132,10 +135,7 @@ def _bm25_and_lexical(question: str, texts: list[str]) -> tuple[np.ndarray, np.n
     from rirag.retrieval.lexical import LexicalOverlap
 
     index = BM25Index().index([str(i) for i in range(len(texts))], texts, log=False)
-    try:
-        bm25 = np.asarray(index.score_all({"q": question}), dtype=np.float64).reshape(-1)
-    except Exception:  # noqa: BLE001 - a question with no known term scores 0 everywhere
-        bm25 = np.zeros(len(texts))
+    bm25 = np.asarray(index.score_all({"q": question}), dtype=np.float64).reshape(-1)
     lexical = LexicalOverlap(index, texts).features(question, list(range(len(texts))))
     return bm25, lexical
 
@@ -196,7 +196,14 @@ class FocusedAnswerer:
         from rirag.constants import OFFLINE_ENCODER
         from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER
 
+        from rirag.generation.extractive import MODAL_CUES
+
         self.config = config or FocusedConfig()
+        if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir():
+            from rirag.data import DataError
+
+            raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "
+                            f"{DEFAULT_OBLIGATION_CLASSIFIER} when trained (else deontic cues), or pass {MODAL_CUES}")
         self.classifier = classifier or DEFAULT_OBLIGATION_CLASSIFIER
         self.encoder = encoder or OFFLINE_ENCODER
         self.device = device
@@ -260,9 +267,11 @@ class FocusedAnswerer:
         units = self.units(passages)
         if scores is None or len(scores) != len(passages):  # no retrieval scores: rank order only
             scores = [1.0] * len(passages)
-        elif any(not 0.0 <= s <= 1.0 for s in scores):  # raw scores (BM25, unfiltered): max-normalised
-            top = max(scores)
-            scores = [s / top if top > 0 else 0.0 for s in scores]
+        else:
+            scores = [0.0 if s is None or math.isnan(s) else float(s) for s in scores]
+            if any(not 0.0 <= s <= 1.0 for s in scores):  # raw scores (BM25, unfiltered): min-max, as the pipeline
+                low, high = min(scores), max(scores)
+                scores = [(s - low) / (high - low) if high > low else 1.0 for s in scores]
         if not units:
             return units, np.zeros((0, len(FEATURES))), np.zeros(len(ANSWERABILITY_FEATURES))
         x, a = unit_features(question, units, list(scores), len(passages), self.encode, self.is_obligation)
@@ -274,16 +283,17 @@ class FocusedAnswerer:
 
         cfg = self.config
         usable = [s for s in scored if s.unit.words <= cfg.max_unit_words and not is_broken_unit(s.unit.text)]
-        if not usable:  # every unit is a bare lead-in or too long: the shortest, so that something is cited
-            usable = sorted(scored, key=lambda s: s.unit.words)[:1]
+        if not usable:  # every unit is a bare lead-in or too long: one unit, whole ones first, then the shortest
+            usable = sorted(scored, key=lambda s: (is_broken_unit(s.unit.text), s.unit.words))[:1]
         ranked = sorted(usable, key=lambda s: -s.score)
         keep_ratio, min_score = self._option("keep_ratio"), self._option("min_score")
+        max_words = self._option("max_words")
         kept: list[ScoredUnit] = []
         words = 0
         for s in ranked:
             if kept and (s.score < min_score or s.score < keep_ratio * kept[0].score):
                 break
-            if kept and words + s.unit.words > cfg.max_words:
+            if kept and words + s.unit.words > max_words:
                 continue
             if any(fuzz.ratio(s.unit.text, k.unit.text) >= cfg.dedup_min_ratio for k in kept):
                 continue
@@ -303,8 +313,8 @@ class FocusedAnswerer:
         out = []
         for question, passages, item_scores in zip(questions, batch, scores):
             units, x, a = self.features(question, passages, item_scores)
-            if not units:
-                out.append(FocusedAnswer(question, [], [], 0.0, False, ""))
+            if not units:  # nothing but headings (or nothing) to quote
+                out.append(FocusedAnswer(question, [], [], 0.0, False, NO_ANSWER))
                 continue
             probs = _logistic(x, self.scorer["unit"])
             scored = [ScoredUnit(u, float(p)) for u, p in zip(units, probs)]

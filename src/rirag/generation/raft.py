@@ -182,7 +182,8 @@ class FocusedTeacher:
     """Offline teacher: the question-focused answerer (:mod:`rirag.generation.focused`) over the oracle passages:
     the units of the oracle that answer the question, cited with their numbers in the context; the evidence quotes
     the start of each unit. The answerer is told nothing but the question and the oracle passages, so the target
-    reads the question the way the student must. Contexts without the oracle get
+    reads the question the way the student must. The oracle passages carry no retrieval score (each counts as
+    retrieved with score 1.0, in oracle order). Contexts without the oracle get
     :func:`~rirag.generation.prompts.raft_no_oracle_reply`."""
 
     name = "focused"

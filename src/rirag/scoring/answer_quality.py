@@ -9,7 +9,8 @@ question's qrels):
 * ``gold_citation_recall``: of the question's gold passages, the share the answer cites;
 * ``words_median`` / ``words_p95`` / ``words_max``: answer length in words, citation markers removed;
 * ``shared_answers``: answers whose text (whitespace- and case-normalised, markers removed) is also the answer to
-  another question whose gold passages differ (identical answers to different questions did not read them);
+  another question whose gold passages differ (identical answers to different questions did not read them); the
+  bare abstention line is left to ``flag_rate``;
 * ``broken_units`` / ``answers_with_broken_units``: answer units (:func:`rirag.units.answer_units`: the text up to
   each citation) that start with a bare list label or end inside a list (:func:`rirag.units.is_broken_unit`);
 * ``flag_rate``: share of answers that say their passages do not address the question (the focused answerer's
@@ -71,10 +72,12 @@ def is_flagged(answer: str | None) -> bool:
 
 def shared_answers(answers: Sequence[str | None], golds: Sequence[Sequence[str]]) -> int:
     """How many non-empty answers are identical (normalised) to the answer of a question with different gold."""
+    from rirag.generation.prompts import NO_ANSWER
+
     by_text: dict[str, list[int]] = {}
     for i, a in enumerate(answers):
         key = plain(a).lower()
-        if key:
+        if key and key != NO_ANSWER.lower():  # the same abstention line is counted by flag_rate, not here
             by_text.setdefault(key, []).append(i)
     count = 0
     for members in by_text.values():
@@ -85,12 +88,15 @@ def shared_answers(answers: Sequence[str | None], golds: Sequence[Sequence[str]]
 
 
 def broken_units(answer: str | None) -> int:
-    return sum(is_broken_unit(u) for u in answer_units(answer or "") if not u.startswith(NOT_ADDRESSED))
+    """Broken units of an answer (the :data:`NOT_ADDRESSED` opening is not a unit; the unit after it is)."""
+    units = [u[len(NOT_ADDRESSED):].strip() if u.startswith(NOT_ADDRESSED) else u for u in answer_units(answer or "")]
+    return sum(is_broken_unit(u) for u in units if u)
 
 
 def mismatched_partners(golds: Sequence[Sequence[str]], contexts: Sequence[Sequence[str]], seed: int) -> list[int]:
-    """For each question, another question whose gold passages share none of its own and whose context differs (a
-    seeded derangement): answering from the partner's context is the mismatched-context test of ``flag_rate``."""
+    """For each question, another question (seeded: the next one in a shuffled order that qualifies) whose gold
+    passages share none of its own and whose context (passage ids) holds none of its gold passages: answering from
+    the partner's context is the mismatched-context test of ``flag_rate``. Several questions may share a partner."""
     import random
 
     order = list(range(len(golds)))
@@ -101,7 +107,8 @@ def mismatched_partners(golds: Sequence[Sequence[str]], contexts: Sequence[Seque
         pos = position[i]
         for step in range(1, len(order)):
             j = order[(pos + step) % len(order)]
-            if not set(golds[j]) & set(golds[i]) and list(contexts[j]) != list(contexts[i]):
+            if not set(golds[j]) & set(golds[i]) and not set(contexts[j]) & set(golds[i]) \
+                    and list(contexts[j]) != list(contexts[i]):
                 partner.append(j)
                 break
         else:

@@ -355,7 +355,8 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
         obliqa = load_obliqa(data)
         gold = {q.id: list(q.gold) for questions in obliqa.splits.values() for q in questions if q.gold}
     qids = [str(r["QuestionID"]) for r in records]
-    golds = [gold.get(q, []) for q in qids]
+    # without RetrievedIDs no citation can be mapped to a passage: the gold metrics are n/a for that answer
+    golds = [gold.get(q, []) if r.get("RetrievedIDs") else [] for q, r in zip(qids, records)]
     result = answer_quality([r.get("Answer") or "" for r in records], [r.get("RetrievedIDs") or [] for r in records],
                             golds if any(golds) else None)
     per = result.pop("per_item")
@@ -367,8 +368,9 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
 def run_answers(args: Any) -> dict[str, Any] | int:
     """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
 
-    A model that is missing (an untrained local folder, or a Hub id offline) ends the command with one line saying
-    how to get it, and exit status 2, before anything is written.
+    The model-free answer metrics (:func:`answer_quality_of`) are printed and written first
+    (``<csv>.quality.json``); a model that is missing then (an untrained local folder, or a Hub id offline) ends the
+    command with one line saying how to get it, and exit status 2, before any score is written.
     """
     from rirag.scoring.answer_quality import format_quality
     from rirag.scoring.models import MissingModelError
