@@ -28,6 +28,7 @@ demo: install
 	$(BIN)/python scripts/demo.py --artifacts $(ARTIFACTS)
 
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 # Every offline artifact the README's best paths use, in dependency order; skips what is current (scripts/models.py).

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rirag.io import provenance
 from rirag.constants import EVAL_K, LEARNED_FUSION_MEMORY_DEPTH, SEED
+from rirag.io import provenance
 
 logger = logging.getLogger("benchmarks.learned_fusion_cv")
 

@@ -45,8 +45,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rirag.cli import format_table
-from rirag.constants import (ALPHA_GRID, DENSE_MAX_SEQ_LENGTH, EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, HYBRID_ALPHA,
-                             OFFLINE_ENCODER, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RUN_DEPTH, SEED)
+from rirag.constants import (
+    ALPHA_GRID,
+    DENSE_MAX_SEQ_LENGTH,
+    EVAL_K,
+    FILTER_MAX_DROP,
+    FILTER_MIN_SCORE,
+    HYBRID_ALPHA,
+    OFFLINE_ENCODER,
+    RANK_FUSION_DOC_WEIGHT,
+    RERANK_DEPTH,
+    RUN_DEPTH,
+    SEED,
+)
 from rirag.data import DataError, load_obliqa
 from rirag.evaluation import evaluate_run, metric_names, write_trec
 from rirag.io import atomic_write_json, merge_results_file, merge_rows, provenance

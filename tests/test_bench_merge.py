@@ -11,14 +11,13 @@ import copy
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from _scripts import load_script
 from rirag.data import DataError
 from rirag.io import merge_results_file, merge_rows
-from _scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "benchmarks" / "results" / "retrieval.json"

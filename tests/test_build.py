@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 
 from rirag.data import DataError
-from rirag.dataset_build import (AustralianBuildConfig, BuildConfig, australian_splits, build, build_australian,
-                                 read_australian_legalqa)
+from rirag.dataset_build import (
+    AustralianBuildConfig,
+    BuildConfig,
+    australian_splits,
+    build,
+    build_australian,
+    read_australian_legalqa,
+)
 
 
 def _digest(folder: Path) -> dict:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _scripts import load_script
 
+from _scripts import load_script
 from rirag import build_models as bm
 
 REPO = Path(__file__).resolve().parents[1]

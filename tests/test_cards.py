@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 from huggingface_hub import DatasetCard, ModelCard
 
-from rirag.cards import (CardError, LOCAL_JUDGE_LABEL, SEED_PAPERS_BIBTEX, check_card, collect_results, model_index,
-                         render_card)
+from rirag.cards import (
+    LOCAL_JUDGE_LABEL,
+    SEED_PAPERS_BIBTEX,
+    CardError,
+    check_card,
+    collect_results,
+    model_index,
+    render_card,
+)
 from rirag.hub import Manifest, assemble, load_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,8 +209,6 @@ def test_a_trainers_own_card_gets_its_model_index_and_citation(tmp_path):
 def test_nli_dataset_card_counts_the_saved_rows(tmp_path):
     """The NLI data card's table and configs come from the saved DatasetDict (dataset_builders/nli.py's layout)."""
     from datasets import Dataset, DatasetDict
-
-    from rirag.hub import Entry
 
     rows = {"train": [("snli", "entailment")] * 3 + [("sick", "neutral")] * 2, "test": [("snli", "neutral"), ("rte", "entailment")]}
     ds = DatasetDict({split: Dataset.from_list([{"premise": "p", "hypothesis": "h", "label": label, "source": source}

@@ -5,8 +5,16 @@ import os
 import pytest
 
 from rirag.data import DataError
-from rirag.retrieval.fusion import (HybridRetriever, RankFusionRetriever, RRFRetriever, hybrid_fusion,
-                                    max_normalise, min_max_normalise, rank_fusion, rrf)
+from rirag.retrieval.fusion import (
+    HybridRetriever,
+    RankFusionRetriever,
+    RRFRetriever,
+    hybrid_fusion,
+    max_normalise,
+    min_max_normalise,
+    rank_fusion,
+    rrf,
+)
 
 
 def test_max_normalise_uses_epsilon():

@@ -99,10 +99,9 @@ def test_sample_is_fixed_and_validation_only(real_obliqa):
 
 @pytest.mark.slow
 def test_generate_is_resumable_and_gzipped(real_obliqa, tmp_path):
-    from tiny_causal_lm import tiny_causal_lm
-
     from rirag.evaluation import read_trec
     from rirag.splits import split_questions
+    from tiny_causal_lm import tiny_causal_lm
 
     base = tiny_causal_lm(tmp_path / "lm")
     args = bench.GenerationBenchArguments(stage="generate", rows="zero-shot,zero-shot-closed-book", limit=2,

@@ -61,8 +61,14 @@ def _raft(root: Path) -> None:
 
     from raft import RaftTrainingArguments, main
     from rirag.data import Passage
-    from rirag.generation.raft import (ExtractiveTeacher, RaftDataArguments, RaftInstance, raft_rows,
-                                       save_raft_dataset, split_rows)
+    from rirag.generation.raft import (
+        ExtractiveTeacher,
+        RaftDataArguments,
+        RaftInstance,
+        raft_rows,
+        save_raft_dataset,
+        split_rows,
+    )
 
     class Composer:
         def compose_many(self, batch):

@@ -4,6 +4,7 @@ import gzip
 import json
 
 import pytest
+
 from _scoring_fixtures import NLI_LABELS, tiny_bert
 from _scripts import load_script
 

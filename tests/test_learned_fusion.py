@@ -8,8 +8,18 @@ import numpy as np
 import pytest
 
 from rirag.data import DataError, Passage
-from rirag.retrieval.learned_fusion import (CONFIG_FILE, FEATURE_VERSION, RANKER_FILE, FeatureBuilder, FusionFeatures,
-                                            LearnedFusionRetriever, QuestionMemory, feature_names, rank, train_ranker)
+from rirag.retrieval.learned_fusion import (
+    CONFIG_FILE,
+    FEATURE_VERSION,
+    RANKER_FILE,
+    FeatureBuilder,
+    FusionFeatures,
+    LearnedFusionRetriever,
+    QuestionMemory,
+    feature_names,
+    rank,
+    train_ranker,
+)
 from rirag.retrieval.lexical import LEXICAL_FEATURES
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
@@ -224,7 +234,6 @@ def _check_update_rows(data, tmp_path, retriever, memory):
     their runs; a row whose ranker is missing stays as it was."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import retrieval as bench
-
     from rirag.constants import RUN_DEPTH
     from rirag.data import load_obliqa
     from rirag.evaluation import evaluate_run, read_trec

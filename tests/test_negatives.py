@@ -55,7 +55,6 @@ def test_contrastive_columns_with_mined_negatives(tiny_data_dir):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
     import contrastive_tuning as ct
-
     from rirag.data import load_obliqa
     from rirag.splits import split_questions
 

@@ -3,11 +3,10 @@
 import json
 
 import pytest
-from _scoring_fixtures import NLI_LABELS, tiny_bert
 
-from rirag.scoring import nli_data
+from _scoring_fixtures import tiny_bert
 from _scripts import load_script
-
+from rirag.scoring import nli_data
 
 
 def fake_nli_root(tmp_path, n=10):

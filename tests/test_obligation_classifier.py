@@ -3,9 +3,9 @@
 import json
 
 import pytest
+
 from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
 from _scripts import load_script
-
 
 
 def load_train_script(name):

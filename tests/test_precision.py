@@ -7,8 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _scripts import load_script
 
+from _scripts import load_script
 from rirag import precision as P
 from rirag import training as T
 
@@ -202,9 +202,10 @@ def test_remove_checkpoints_keeps_the_model(tmp_path):
 
 
 def test_obligation_classifier_with_epoch_checkpoints_leaves_only_the_model(tmp_path):
+    from transformers import TrainingArguments
+
     from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
     from _scripts import load_script
-    from transformers import TrainingArguments
 
     script = load_script("train/obligation_classifier.py")
     base = tiny_bert("obl_ckpt", OBLIGATION_LABELS, seed=5, head_scale=1.0)

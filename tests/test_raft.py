@@ -7,8 +7,8 @@ import json
 import random
 
 import pytest
-from _scripts import load_script
 
+from _scripts import load_script
 from rirag.data import DataError, Passage, Question
 from rirag.generation.prompts import FEW_SHOT_COT, NO_ANSWER, final_answer, passages_from_messages
 from rirag.generation.raft import (

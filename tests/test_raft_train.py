@@ -14,10 +14,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "train"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from tiny_causal_lm import tiny_causal_lm  # noqa: E402
-
 from rirag.data import Passage  # noqa: E402
 from rirag.generation.raft import ExtractiveTeacher, RaftInstance, raft_rows, save_raft_dataset, split_rows  # noqa: E402
+from tiny_causal_lm import tiny_causal_lm  # noqa: E402
 
 
 class _Composer:

@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 
 import pytest
-from _scoring_fixtures import tiny_models
 
+from _scoring_fixtures import tiny_models
 from rirag.scoring.repass import RePASsScorer
 
 MODULE_DIR = str(Path(__file__).resolve().parents[1] / "evaluate_scripts" / "repass")

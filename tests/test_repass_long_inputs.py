@@ -2,8 +2,8 @@
 otherwise cut on the answer side only, never the obligation, and counted."""
 
 import pytest
-from _scoring_fixtures import NLI_LABELS, all_obligations_model, tiny_bert, tiny_relative_deberta
 
+from _scoring_fixtures import NLI_LABELS, all_obligations_model, tiny_bert, tiny_relative_deberta
 from rirag.scoring.constants import COVERAGE_JOIN
 from rirag.scoring.repass import RePASsScorer
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from _scoring_fixtures import NLI_LABELS, fake_scorer, tiny_bert, tiny_deberta, tiny_models
 
+from _scoring_fixtures import fake_scorer, tiny_bert, tiny_deberta, tiny_models
 from rirag.scoring.repass import RePASsConfig, RePASsScorer, normalise_inputs
 from rirag.scoring.sentences import punkt_split
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from _scoring_fixtures import NLI_LABELS, FakeClassifier, all_obligations_model, tiny_bert, tiny_models
 
+from _scoring_fixtures import NLI_LABELS, FakeClassifier, all_obligations_model, tiny_bert, tiny_models
 from rirag.scoring import core
 from rirag.scoring.repass import PROBABILITY_CACHE, RePASsConfig, RePASsScorer, auto_batch_rows, clear_caches
 

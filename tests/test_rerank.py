@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rirag.data import DataError, Passage, load_obliqa
-from rirag.retrieval.rerank import RerankRetriever, rerank_run
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
+from rirag.retrieval.rerank import RerankRetriever, rerank_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
 from _scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]

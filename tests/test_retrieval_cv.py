@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from rirag.data import Question
 from _scripts import load_script
-
+from rirag.data import Question
 
 
 def _load(name: str):

@@ -5,8 +5,8 @@ import csv
 import json
 
 import pytest
-from _scoring_fixtures import fake_scorer
 
+from _scoring_fixtures import fake_scorer
 from rirag.scoring import answers as answers_mod
 from rirag.scoring.constants import CSV_COLUMNS
 

@@ -29,7 +29,6 @@ overrides; unknown keys fail.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random

@@ -24,8 +24,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
-                             LEARNED_FUSION_VOTE_DEPTH, OFFLINE_ENCODER, PASSAGE_PREFIX, QUERY_PREFIX, SEED)
+from rirag.constants import (
+    DENSE_MAX_SEQ_LENGTH,
+    LEARNED_FUSION_CANDIDATE_DEPTH,
+    LEARNED_FUSION_MEMORY_DEPTH,
+    LEARNED_FUSION_VOTE_DEPTH,
+    OFFLINE_ENCODER,
+    PASSAGE_PREFIX,
+    QUERY_PREFIX,
+    SEED,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +86,16 @@ def main(args: LearnedFusionArguments) -> dict:
     from rirag.data import load_obliqa
     from rirag.evaluation import evaluate_run, metric_names
     from rirag.io import atomic_write_json
-    from rirag.retrieval.learned_fusion import (CONFIG_FILE, FEATURE_VERSION, MEMORY_FILE, RANKER_FILE,
-                                                FeatureBuilder, QuestionMemory, rank, train_ranker)
+    from rirag.retrieval.learned_fusion import (
+        CONFIG_FILE,
+        FEATURE_VERSION,
+        MEMORY_FILE,
+        RANKER_FILE,
+        FeatureBuilder,
+        QuestionMemory,
+        rank,
+        train_ranker,
+    )
     from rirag.splits import qrels_of, split_questions
     from rirag.training import require_artifacts
 

@@ -206,7 +206,6 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
     import torch
 
     from rirag.cards import render_card
-
     from rirag.precision import hardware_record
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints
 
@@ -294,7 +293,6 @@ if __name__ == "__main__":
     from trl import ModelConfig, SFTConfig, TrlParser
 
     from rirag.generation.raft import RaftDataArguments
-
     from rirag.training import run_trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

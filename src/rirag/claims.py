@@ -28,10 +28,10 @@ _VERBS = {
     "be", "apply", "applies", "require", "requires", "required", "ensure", "notify", "provide", "submit", "report",
     "maintain", "comply", "include", "consider", "obtain", "take", "make", "use", "have", "keep", "do", "conduct",
     "establish", "assess", "determine", "disclose", "file", "seek", "demonstrate", "meet", "pay", "hold", "treat",
-    "calculate", "prepare", "apply", "follow", "handle", "address", "manage", "approve", "exercise", "issue",
+    "calculate", "prepare", "follow", "handle", "address", "manage", "approve", "exercise", "issue",
     "identify", "implement", "inform", "appoint", "deal", "document", "record", "retain", "allow", "permit",
     "need", "needs", "expect", "mean", "define", "refer", "affect", "impose", "exempt", "rely", "carry", "act",
-    "become", "cease", "continue", "give", "grant", "register", "review", "verify", "monitor", "notify",
+    "become", "cease", "continue", "give", "grant", "register", "review", "verify", "monitor",
 }
 _PRONOUNS = {"it", "they", "this", "there", "he", "she", "we", "you", "i", "one", "someone", "anyone"}
 _DETERMINERS = {"a", "an", "the", "this", "that", "these", "those", "its", "their", "any", "each", "every", "all",

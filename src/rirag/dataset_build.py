@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rirag import __version__
-from rirag.constants import AUDIT_COSINE_MIN, OFFLINE_ENCODER, SEED, SPLIT_FRACTIONS
+from rirag.constants import OFFLINE_ENCODER, SEED, SPLIT_FRACTIONS
 from rirag.data import ObliQA, Question, load_obliqa
 from rirag.io import atomic_dir, atomic_write_json, atomic_write_text
 

@@ -195,7 +195,6 @@ class FocusedAnswerer:
                  split: Callable[[str], Sequence[str]] | None = None):
         from rirag.constants import OFFLINE_ENCODER
         from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER
-
         from rirag.generation.extractive import MODAL_CUES
 
         self.config = config or FocusedConfig()

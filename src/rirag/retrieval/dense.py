@@ -182,8 +182,9 @@ class DenseRetriever:
         logger.info("encoding %d passages with %s", len(self.ids), self.model_name)
         emb = self.encode(self.texts, self.passage_prefix, show_progress=show_progress)
         if path is not None:
-            from rirag.io import atomic_write_bytes
             import io
+
+            from rirag.io import atomic_write_bytes
 
             buf = io.BytesIO()
             np.save(buf, emb)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from rirag.constants import HYBRID_ALPHA, HYBRID_EPSILON, RANK_FUSION_DOC_WEIGHT, RRF_K, RUN_DEPTH
 from rirag.data import DataError
 from rirag.evaluation import ranked
-from rirag.constants import HYBRID_ALPHA, HYBRID_EPSILON, RANK_FUSION_DOC_WEIGHT, RRF_K, RUN_DEPTH
 
 Run = dict[str, dict[str, float]]
 

@@ -39,8 +39,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rirag.constants import (DENSE_MAX_SEQ_LENGTH, LEARNED_FUSION_CANDIDATE_DEPTH, LEARNED_FUSION_MEMORY_DEPTH,
-                             LEARNED_FUSION_VOTE_DEPTH, RUN_DEPTH)
+from rirag.constants import (
+    DENSE_MAX_SEQ_LENGTH,
+    LEARNED_FUSION_CANDIDATE_DEPTH,
+    LEARNED_FUSION_MEMORY_DEPTH,
+    LEARNED_FUSION_VOTE_DEPTH,
+    RUN_DEPTH,
+)
 from rirag.data import DataError, Passage, read_json
 from rirag.retrieval.lexical import LEXICAL_FEATURES
 

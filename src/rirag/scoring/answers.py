@@ -36,8 +36,8 @@ from typing import Any
 from rirag.io import atomic_write_json
 from rirag.scoring.constants import (
     CSV_COLUMNS,
-    LOCAL_JUDGE_LABEL,
     DEFAULT_BATCH_SIZE,
+    LOCAL_JUDGE_LABEL,
     MAX_ANSWER_CHARS,
     MODES,
     OFFICIAL_COVERAGE_MODEL,
@@ -246,8 +246,8 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
 
 def is_official(args_or_config: Any) -> bool:
     """Whether the official NLI and coverage models are in use (otherwise numbers are 'RePASs (local judge)')."""
-    return (getattr(args_or_config, "nli_model") == OFFICIAL_NLI_MODEL
-            and getattr(args_or_config, "coverage_model") == OFFICIAL_COVERAGE_MODEL)
+    return (args_or_config.nli_model == OFFICIAL_NLI_MODEL
+            and args_or_config.coverage_model == OFFICIAL_COVERAGE_MODEL)
 
 
 def format_summary(averages: dict[str, Any], official: bool) -> str:
