@@ -17,6 +17,7 @@ in the ablation) on a seeded sample of questions, reported next to the hybrid on
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -72,7 +73,7 @@ def _rerank_rows(config: Config, rows: list, split: str, model: str, questions, 
     for name in config.rerankers:
         rr = RerankRetriever(corpus, None, name, RERANK_DEPTH)
         runs[(name, f"+reranker (hybrid top {RERANK_DEPTH})")] = rerank_run(
-            head, queries, corpus, lambda p: rr.score_pairs(p, show_progress=True), RERANK_DEPTH)
+            head, queries, corpus, functools.partial(rr.score_pairs, show_progress=True), RERANK_DEPTH)
     for (reranker, label), run in runs.items():
         m = evaluate_run(qrels, run)
         rows.append({"split": split, "model": model, "retriever": label, "alpha": HYBRID_ALPHA,
@@ -94,7 +95,7 @@ def main(config: Config) -> dict:
         qrels, queries = qrels_of(questions), {q.id: q.text for q in questions}
         bm25_run = bm25.search(queries, k=RUN_DEPTH)
 
-        def add(model, retriever, run, alpha=None):
+        def add(model, retriever, run, alpha=None, *, qrels=qrels, split=split):  # this split's, bound now
             m = evaluate_run(qrels, run)
             rows.append({"split": split, "model": model, "retriever": retriever, "alpha": alpha,
                          **{n: round(m[n], 4) for n in names}})

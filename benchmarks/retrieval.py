@@ -35,6 +35,7 @@ the test run.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import platform
@@ -405,8 +406,10 @@ def ablation(config: Config) -> dict:
             add(protocol, split, f"hybrid (zero-shot, α={HYBRID_ALPHA})", zs, questions)
         # α chosen on leakage-free validation R@10 (then MRR@10) over ALPHA_GRID, applied unchanged elsewhere
         if split == "validation":
-            def _score(a):
-                m = evaluate_run(qrels_of(questions), truncate(hybrid_fusion(dense_runs[final], bm25_run, a), EVAL_K))
+            val_qrels = qrels_of(questions)
+
+            def _score(a, *, qrels=val_qrels, dense_run=dense_runs[final], bm25_run=bm25_run):
+                m = evaluate_run(qrels, truncate(hybrid_fusion(dense_run, bm25_run, a), EVAL_K))
                 return (round(m[f"recall@{EVAL_K}"], 6), round(m[f"mrr@{EVAL_K}"], 6))
             tuned_alpha["value"] = max(ALPHA_GRID, key=_score)
         if "value" in tuned_alpha and tuned_alpha["value"] != HYBRID_ALPHA:
@@ -459,7 +462,7 @@ def ablation(config: Config) -> dict:
 
             try:
                 reranked = rerank_run({q: hyb[q] for q in subq}, subq, corpus,
-                                      lambda p: rr.score_pairs(p, show_progress=True), config.rerank_depth)
+                                      functools.partial(rr.score_pairs, show_progress=True), config.rerank_depth)
             except (DataError, OSError) as err:  # an unloadable model: report it, keep the other rows
                 rows.append({"protocol": protocol, "split": split, "row": "+reranker", "status": "error",
                              "note": str(err)})
