@@ -17,8 +17,9 @@ Stages, each resumable and restartable per row:
   units, the flag rate), and for the passage generators (focused, extractive) the mismatched-context test: each
   question answered from another question's passages, and the share of those answers that say so; no model needed
   beyond the generator;
-* ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite), the attribution metrics (citation precision and
-  recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the answers present.
+* ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite), the attribution metrics (citation
+  precision and recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the answers
+  present.
 
 Results are merged into ``benchmarks/results/generation.json`` (``rows``: system name -> metrics); other rows are
 kept. A row measured on fewer questions than the sample (``--limit``, or generation not finished) says so in its
@@ -98,7 +99,8 @@ class GenerationBenchArguments:
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "New tokens per answer."})
     threads: int | None = field(default=None, metadata={"help": "torch threads (default: torch's choice)."})
     score_workers: str = field(default="auto", metadata={
-        "help": "RePASs/attribution worker processes for the score stage (RePASsConfig.workers; 'auto': one per core)."})
+        "help": "RePASs/attribution worker processes for the score stage (RePASsConfig.workers; "
+                "'auto': one per core)."})
 
 
 # -- the sample and its context ---------------------------------------------------------------------------------

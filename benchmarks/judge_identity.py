@@ -8,7 +8,8 @@ benchmark scores them) against itself with the RePASs NLI classifier (same loadi
 scoring) and reports the mean entailment and contradiction per sentence-length bucket.
 
 Usage:
-    python benchmarks/judge_identity.py [--answers benchmarks/answers/extractive.json.gz] [--nli_model artifacts/nli_judge]
+    python benchmarks/judge_identity.py [--answers benchmarks/answers/extractive.json.gz] \
+        [--nli_model artifacts/nli_judge]
 
 Writes benchmarks/results/judge_identity.json.
 """

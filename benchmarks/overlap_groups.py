@@ -56,7 +56,8 @@ def group_rows(questions, seen: set[str], runs: dict[str, dict]) -> list[dict]:
     recall = names[0]
     groups = {g: [q for q in questions if group_of(q.gold, seen) == g] for g in GROUPS}
     groups["every question"] = list(questions)
-    per_query = {name: evaluate_run(qrels_of(questions), run, per_query=True)["per_query"] for name, run in runs.items()}
+    per_query = {name: evaluate_run(qrels_of(questions), run, per_query=True)["per_query"]
+                 for name, run in runs.items()}
     baseline = next(iter(runs))
     total = {name: sum(per_query[name][q.id][recall] - per_query[baseline][q.id][recall] for q in questions)
              for name in runs}

@@ -9,11 +9,11 @@ are built (seeded) from the real gold passages of ObliQA dev questions, in three
 
 Answers the reference loop cannot score (it crashes where a coverage input exceeds an absolute-position model's table,
 which ours cuts on the answer side) are listed in ``reference_failed`` and left out of the comparison, whose size is
-``n_compared``; ``mean_scores_ours`` is over the compared answers. Reports per field the maximum absolute difference between the two implementations, the share of answers whose four
-values are identical, the mean scores per implementation and per shape, the time of each (ours is timed cold, once
-before and once after the reference loop, to bracket load drift on a shared machine), and the forward passes and
-tokens (padding included) each implementation ran per model. Numbers from the local stand-in models are
-"RePASs (local judge)".
+``n_compared``; ``mean_scores_ours`` is over the compared answers. Reports per field the maximum absolute difference
+between the two implementations, the share of answers whose four values are identical, the mean scores per
+implementation and per shape, the time of each (ours is timed cold, once before and once after the reference loop, to
+bracket load drift on a shared machine), and the forward passes and tokens (padding included) each implementation ran
+per model. Numbers from the local stand-in models are "RePASs (local judge)".
 
 Usage (one command; refuses to overwrite an existing result unless --overwrite):
 
@@ -66,8 +66,10 @@ class SpeedArguments:
     questions_path: str = field(default="../shared/data/obliqa/ObliQA_dev.json",
                                 metadata={"help": "ObliQA questions with gold passages (dev: nothing is chosen here)."})
     n_answers: int = field(default=200, metadata={"help": "Answers to score (shapes in turn)."})
-    min_passage_chars: int = field(default=150, metadata={"help": "Questions whose gold passages are shorter are skipped."})
-    max_passage_chars: int = field(default=2500, metadata={"help": "... and longer (bounds the reference loop's time)."})
+    min_passage_chars: int = field(default=150, metadata={
+        "help": "Questions whose gold passages are shorter are skipped."})
+    max_passage_chars: int = field(default=2500, metadata={
+        "help": "... and longer (bounds the reference loop's time)."})
     nli_model: str = field(default=LOCAL_NLI_JUDGE, metadata={"help": "NLI model (E, C)."})
     coverage_model: str = field(default=LOCAL_NLI_JUDGE, metadata={"help": "Coverage NLI model."})
     obligation_model: str = field(default=LOCAL_OBLIGATION_CLASSIFIER, metadata={"help": "Obligation classifier."})
@@ -252,7 +254,8 @@ def main(args: SpeedArguments) -> dict:
         logger.info("ours, %d worker(s) (cold, before the reference loop): %.1f s; work %s", w, runs_before[w][1],
                     runs_before[w][2])
     ours, _, work_ours = runs_before[worker_counts[0]]
-    cache_stats = {"entries": len(PROBABILITY_CACHE), "hits": PROBABILITY_CACHE.hits, "misses": PROBABILITY_CACHE.misses}
+    cache_stats = {"entries": len(PROBABILITY_CACHE), "hits": PROBABILITY_CACHE.hits,
+                   "misses": PROBABILITY_CACHE.misses}
     counter.take()
 
     clear_caches()
@@ -331,7 +334,8 @@ def main(args: SpeedArguments) -> dict:
         "ours_seconds": round(ours_seconds, 2),
         "speedup": round(ref_seconds / ours_seconds, 2),
         "by_workers": {str(w): {"seconds": round(v["mean"], 2),
-                                "seconds_before_and_after_reference": [round(t, 2) for t in v["before_and_after_reference"]],
+                                "seconds_before_and_after_reference": [round(t, 2)
+                                                                       for t in v["before_and_after_reference"]],
                                 "speedup": round(ref_seconds / v["mean"], 2)} for w, v in seconds_by_workers.items()},
         "ours_repeat_identical": repeat_identical,
         "fast_mode": fast if fast is not None else "not measured (--fast false)",

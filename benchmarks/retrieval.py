@@ -8,12 +8,12 @@ Usage:
     python benchmarks/retrieval.py --update-memory-row [--artifacts artifacts] [--runs-dir benchmarks/runs]
     python benchmarks/retrieval.py --update-learned-fusion-rows [--protocols leakage-free,original] [--runs-dir ...]
 
-Plain mode (``make bench``) evaluates registry retrievers without models (BM25) on every split. ``--ablation`` evaluates, for each protocol, the rows
-BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET), +ET+CT, +hybrid (α=0.8 and α tuned on
-validation), RIRAG rank fusion, RRF, +learned fusion (a LightGBM ranker over all of these signals), +reranker (hybrid
-top 50), +learned fusion with a question memory (original protocol) and the score-filtered hybrid (its encoder, CT or
-ET+CT, is the one with the better leakage-free validation R@10), with the models that ``benchmarks/ablation.sh``
-trains into ``artifacts/``:
+Plain mode (``make bench``) evaluates registry retrievers without models (BM25) on every split. ``--ablation``
+evaluates, for each protocol, the rows BM25, zero-shot base encoder, +ET, +CT (from the base: the control for ET),
++ET+CT, +hybrid (α=0.8 and α tuned on validation), RIRAG rank fusion, RRF, +learned fusion (a LightGBM ranker over all
+of these signals), +reranker (hybrid top 50), +learned fusion with a question memory (original protocol) and the
+score-filtered hybrid (its encoder, CT or ET+CT, is the one with the better leakage-free validation R@10), with the
+models that ``benchmarks/ablation.sh`` trains into ``artifacts/``:
 
 * protocol ``leakage-free``: models trained on ``train``; reported on ``validation`` and ``test``;
 * protocol ``original``: models trained on ``original-dev``; reported on ``original-test``.
@@ -509,7 +509,8 @@ def parse_args(argv=None) -> Config:
     p.add_argument("--protocols", default="leakage-free,original")
     p.add_argument("--artifacts", default=Config.artifacts)
     p.add_argument("--base-model", default=OFFLINE_ENCODER)
-    p.add_argument("--rerank-queries", type=int, default=0, help="rerank a seeded sample of this many questions (0: all)")
+    p.add_argument("--rerank-queries", type=int, default=0,
+                   help="rerank a seeded sample of this many questions (0: all)")
     p.add_argument("--rerank-depth", type=int, default=RERANK_DEPTH)
     p.add_argument("--update-memory-row", action="store_true",
                    help="re-evaluate only the original protocol's question-memory row and replace it in --out")

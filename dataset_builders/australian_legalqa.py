@@ -21,7 +21,8 @@ from rirag.dataset_build import AustralianBuildConfig, build_australian
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for f in fields(AustralianBuildConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", default=f.default, type=type(f.default) if f.default is not None else str)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", default=f.default,
+                            type=type(f.default) if f.default is not None else str)
     config = AustralianBuildConfig(**vars(parser.parse_args(argv)))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     summary = build_australian(config)

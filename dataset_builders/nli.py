@@ -21,7 +21,8 @@ from rirag.constants import SEED
 
 @dataclass
 class NLIBuilderArguments:
-    data_dir: str = field(default="../shared/data/nli", metadata={"help": "Folder holding the NLI sources (SOURCES.md)."})
+    data_dir: str = field(default="../shared/data/nli",
+                          metadata={"help": "Folder holding the NLI sources (SOURCES.md)."})
     output_dir: str = field(default="artifacts/datasets/nli", metadata={"help": "Where to save the DatasetDict."})
     test_per_source: int = field(default=500, metadata={"help": "Held-out rows per source (at most 20% of it)."})
     max_train_per_source: int | None = field(default=None, metadata={"help": "Cap on training rows per source."})

@@ -333,8 +333,10 @@ def render_judge_headline(judge: dict | None, speed: dict | None) -> str:
         per = judge.get("per_source", {})
         negation = judge.get("probe", {}).get("per_type", {}).get("negation", {}).get("accuracy")
         parts.append(table([{
-            "mnli accuracy": (per.get("mnli") or {}).get("accuracy"), "snli accuracy": (per.get("snli") or {}).get("accuracy"),
-            "overall accuracy": judge.get("overall_3way_accuracy"), "probe accuracy": judge.get("probe", {}).get("accuracy"),
+            "mnli accuracy": (per.get("mnli") or {}).get("accuracy"),
+            "snli accuracy": (per.get("snli") or {}).get("accuracy"),
+            "overall accuracy": judge.get("overall_3way_accuracy"),
+            "probe accuracy": judge.get("probe", {}).get("accuracy"),
             "negation accuracy": negation, "train minutes": round(judge["train_seconds"] / 60, 1)
             if judge.get("train_seconds") else None, "command": f"`{judge.get('command')}`"}],
             headers={"mnli accuracy": "judge held-out: MNLI", "snli accuracy": "SNLI",

@@ -6,13 +6,13 @@ Usage:
     python hub_push/push.py --manifest hub_push/manifest.yaml --only nli-judge     # assemble and push one entry
     python hub_push/push.py --manifest hub_push/manifest.yaml --namespace my-org --private --create-pr
 
-The manifest maps each artifact (the folder a trainer or builder wrote) to a kind (dataset, model, adapter, metric-space,
-app-space) and a repo under one namespace ($RIRAG_HUB_NAMESPACE or --namespace override it). Upload folders are
-written to ``artifacts/hub/<repo>/`` (copies: editing them never edits the repository); each is then loaded exactly as
-its card's usage snippet says, the repo id replaced by the folder (``load`` column; ``--no-load-check`` skips it). A
-dry run stops there and prints the table (repo, kind, files, bytes, card status, load); otherwise each folder whose
-card parses and that loads is uploaded with huggingface_hub (token: $HF_TOKEN or ``hf auth login``, checked with the
-Hub before anything is assembled). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not
+The manifest maps each artifact (the folder a trainer or builder wrote) to a kind (dataset, model, adapter,
+metric-space, app-space) and a repo under one namespace ($RIRAG_HUB_NAMESPACE or --namespace override it). Upload
+folders are written to ``artifacts/hub/<repo>/`` (copies: editing them never edits the repository); each is then loaded
+exactly as its card's usage snippet says, the repo id replaced by the folder (``load`` column; ``--no-load-check`` skips
+it). A dry run stops there and prints the table (repo, kind, files, bytes, card status, load); otherwise each folder
+whose card parses and that loads is uploaded with huggingface_hub (token: $HF_TOKEN or ``hf auth login``, checked with
+the Hub before anything is assembled). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not
 errors. No token, no network, a bad manifest: one line on stderr, exit 2.
 """
 

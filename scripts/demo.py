@@ -8,8 +8,8 @@ split and the original test split, TREC runs written to ARTIFACTS/runs, and the 
 passages (document title and PassageID) for three questions of RIRAG_Unseen_Questions.json; (4) one of those
 questions answered with citations by the focused answerer (the passage units that answer the question; the wheel's
 MiniLM and, for obligation-ness, ARTIFACTS/obligation_classifier when it is trained, else deontic cues: no trained
-model needed), so a fresh clone ends with a cited answer in seconds. ``--answer-generator smollm2-135m-instruct`` answers with the
-offline LM instead (about a minute on 2 cores; at 135M parameters it often cites nothing).
+model needed), so a fresh clone ends with a cited answer in seconds. ``--answer-generator smollm2-135m-instruct``
+answers with the offline LM instead (about a minute on 2 cores; at 135M parameters it often cites nothing).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def main(config: DemoConfig) -> None:
         if "audit" in info:
             a = info["audit"]
             sem = a["semantic"].get("pairs", "skipped")
-            out(f"overlap audit (train vs validation+test): exact {a['exact']['pairs']}, fuzzy≥85 {a['fuzzy']['pairs']}, "
+            out(f"overlap audit (train vs validation+test): exact {a['exact']['pairs']}, "
+                f"fuzzy≥85 {a['fuzzy']['pairs']}, "
                 f"cosine≥0.85 {sem}  (details: {info['path']}/audit.json)\n")
 
     out(f"\n# 2. Retrieval: {config.retriever}\n")

@@ -55,8 +55,8 @@ def write_tiny_obliqa(root: Path, n_docs: int = 6) -> Path:
         (dev if d % 2 else test).extend([single, multi])
     # one question spanning two documents: discarded by the leakage-free split unless both land together
     cross = {"QuestionID": "q-cross", "Question": "Which records and reports apply across rulebooks?",
-             "Passages": [{"DocumentID": 1, "PassageID": "1.1", "Passage": json.loads((docs / "1.json").read_text())[0]["Passage"]},
-                          {"DocumentID": 2, "PassageID": "1.1", "Passage": json.loads((docs / "2.json").read_text())[0]["Passage"]}],
+             "Passages": [{"DocumentID": d, "PassageID": "1.1",
+                           "Passage": json.loads((docs / f"{d}.json").read_text())[0]["Passage"]} for d in (1, 2)],
              "Group": 3}
     dev.append(cross)
     (root / "ObliQA_dev.json").write_text(json.dumps(dev))

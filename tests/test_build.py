@@ -78,8 +78,9 @@ AULQA = [
     {"question": "What did the court decide in Smith v Jones?", "answer": "dup", "text": "dup text",
      "prompt": "", "source": {"citation": "Smith v Jones [2001] NSWSC 1"}},
 ] + [
-    {"question": f"What does regulation {i} require?", "answer": f"Answer {i}.", "text": f"Regulation {i} requires filing.",
-     "prompt": "", "source": {"citation": f"Regulation {i % 5} [200{i % 5}]"}} for i in range(20)
+    {"question": f"What does regulation {i} require?", "answer": f"Answer {i}.",
+     "text": f"Regulation {i} requires filing.", "prompt": "",
+     "source": {"citation": f"Regulation {i % 5} [200{i % 5}]"}} for i in range(20)
 ]
 
 

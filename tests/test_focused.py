@@ -79,8 +79,8 @@ def test_units_glue_abbreviation_fragments_and_keep_closing_clause():
 
 
 def test_unit_offsets_point_at_their_own_text_and_abbreviations_do_not_split():
-    passage = "Heading\nThe Regulator may issue guidance. It must publish it under AAOIFI GSIFI No. (3) and keep it.\n" \
-              "A firm must comply."
+    passage = "Heading\nThe Regulator may issue guidance. It must publish it under AAOIFI GSIFI No. (3) and " \
+              "keep it.\nA firm must comply."
     units = split_units(passage)
     assert [u.text for u in units] == ["The Regulator may issue guidance.",
                                        "It must publish it under AAOIFI GSIFI No. (3) and keep it.",
@@ -180,9 +180,10 @@ def test_bad_scorer_file_names_the_file(tmp_path):
     bad = tmp_path / "scorer.json"
     bad.write_text("{not json")
     with pytest.raises(DataError, match="scorer.json: not JSON"):
-        FocusedAnswerer(scorer=str(bad), encode=bag_of_words, is_obligation=no_obligations).answer("q x y", ["A b c d."])
+        FocusedAnswerer(scorer=str(bad), encode=bag_of_words,
+                        is_obligation=no_obligations).answer("q x y", ["A b c d."])
     with pytest.raises(DataError, match="is missing"):
-        FocusedAnswerer(scorer=str(tmp_path / "none.json")).scorer
+        _ = FocusedAnswerer(scorer=str(tmp_path / "none.json")).scorer
 
 
 # -- metrics on hand-computed fixtures --------------------------------------------------------------------------
@@ -197,7 +198,8 @@ def test_gold_citation_precision_and_recall():
 def test_shared_answers_count_only_questions_with_different_gold():
     from rirag.generation.prompts import NO_ANSWER
 
-    answers = ["Keep records [1].", "keep  records [2].", "Keep records [1].", "Pay fees [1].", "", NO_ANSWER, NO_ANSWER]
+    answers = ["Keep records [1].", "keep  records [2].", "Keep records [1].", "Pay fees [1].", "", NO_ANSWER,
+               NO_ANSWER]
     golds = [["a"], ["b"], ["a"], ["c"], ["d"], ["e"], ["f"]]  # the same abstention twice is not a shared answer
     # answers 0, 1 and 2 read the same; 0 and 2 share gold "a" but each also matches 1 (gold "b")
     assert shared_answers(answers, golds) == 3

@@ -212,7 +212,8 @@ def test_submit_writes_both_deliverables(tiny_data_dir, tmp_path, classifier):
     assert plain[0]["RetrievedIDs"] == answers[0]["RetrievedIDs"]
 
 
-def test_endpoint_error_mid_run_keeps_answers_and_resumes(tiny_data_dir, bm25_run, tmp_path, scripted_server):
+def test_endpoint_error_mid_run_keeps_answers_and_resumes(tiny_data_dir, bm25_run, tmp_path,
+                                                          scripted_server):  # noqa: F811 (the imported fixture)
     url, handler = scripted_server
     handler.script = [(200, _completion("First [1].")), (200, _completion("Second [1]."))] + \
         [(500, b'{"error": {"message": "down"}}')] * 2

@@ -93,7 +93,8 @@ def project(tmp_path):
         {"name": "enc", "kind": "model", "source": "artifacts/enc", "repo": "enc-repo",
          "card": "sentence_transformer.md.j2", "context": ENCODER_CONTEXT},
         {"name": "ds", "kind": "dataset", "source": "artifacts/ds", "repo": "ds-repo"},
-        {"name": "metric", "kind": "metric-space", "source": "space", "repo": "metric-repo", "vendor": {"lib/pkg": "pkg"},
+        {"name": "metric", "kind": "metric-space", "source": "space", "repo": "metric-repo",
+         "vendor": {"lib/pkg": "pkg"},
          "space_variables": {"RIRAG_DEMO_GENERATOR_MODEL": "enc", "PLAIN": "x"}},
         {"name": "gone", "kind": "adapter", "source": "artifacts/not-trained-yet", "repo": "gone-repo"},
     ], private=True, create_pr=True)

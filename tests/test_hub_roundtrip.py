@@ -35,7 +35,8 @@ LOADED = {
     "nli-judge-data": "ok (DatasetDict)", "encoder-ct-leakage-free": "ok (SentenceTransformer)",
     "learned-fusion-leakage-free": "ok (LearnedFusionRetriever, 4 passages ranked)",
     "reranker-leakage-free": "ok (CrossEncoder)", "obligation-classifier": "ok (TextClassificationPipeline)",
-    "nli-judge": "ok (CrossEncoder)", "raft-adapter": "ok (PeftModelForCausalLM)", "raft-merged": "ok (LlamaForCausalLM)",
+    "nli-judge": "ok (CrossEncoder)", "raft-adapter": "ok (PeftModelForCausalLM)",
+    "raft-merged": "ok (LlamaForCausalLM)",
     "repass-metric": "ok (Repass)", "demo": "ok (Blocks, vendored rirag)",
 }
 

@@ -12,7 +12,8 @@ from _scripts import load_script
 def test_identity_pairs_are_judged_once_per_sentence_and_bucketed(tmp_path):
     module = load_script("benchmarks/judge_identity.py")
     answers = tmp_path / "answers.json.gz"
-    records = [{"QuestionID": "a", "RetrievedPassages": ["x"], "Answer": "Firms must keep records [1]. Firms must report [2]."},
+    records = [{"QuestionID": "a", "RetrievedPassages": ["x"],
+                "Answer": "Firms must keep records [1]. Firms must report [2]."},
                {"QuestionID": "b", "RetrievedPassages": ["x"], "Answer": "Firms must keep records [3]."},
                {"QuestionID": "c", "RetrievedPassages": ["x"], "Answer": ""}]
     with gzip.open(answers, "wt", encoding="utf-8") as f:

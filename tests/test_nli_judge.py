@@ -55,7 +55,8 @@ def test_splits_hold_out_per_source_and_rte_is_test_only(tmp_path):
 def add_lingnli(root, premises, n_own=12):
     """A LingNLI-like source whose premises partly repeat other sources' premises (as LingNLI's come from MNLI)."""
     (root / "lingnli").mkdir()
-    rows = [{"premise": p.upper(), "hypothesis": f"Borrowed claim {i}.", "label": "neutral"} for i, p in enumerate(premises)]
+    rows = [{"premise": p.upper(), "hypothesis": f"Borrowed claim {i}.", "label": "neutral"}
+            for i, p in enumerate(premises)]
     rows += [{"premise": f"Own premise {i // 3}.", "hypothesis": f"Own claim {i}.", "label": "entailment"}
              for i in range(n_own)]
     (root / "lingnli" / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -73,7 +74,8 @@ def test_held_out_parts_are_disjoint_from_training_across_sources_and_stable(tmp
     borrowed = [r for r in splits["train"] if r["source"] == "lingnli" and r["hypothesis"].startswith("Borrowed")]
     held_snli = {norm(r["premise"]) for r in splits["test"] if r["source"] == "snli"}
     held_ling = {norm(r["premise"]) for r in splits["test"] if r["source"] == "lingnli"}
-    assert held_snli and {norm(r["premise"]) for r in borrowed} == {norm(r["premise"]) for r in snli} - held_snli - held_ling
+    assert held_snli
+    assert {norm(r["premise"]) for r in borrowed} == {norm(r["premise"]) for r in snli} - held_snli - held_ling
     # same seed, same parts; a source's part does not move when another source is left out; another seed differs
     again = nli_data.build_splits(str(root), sources=("snli", "lingnli", "anli"), test_per_source=6, seed=3)
     assert again == splits
@@ -87,7 +89,8 @@ def test_conflicting_labels_are_dropped_and_caps_apply(tmp_path):
     root = fake_nli_root(tmp_path, n=40)
     add_lingnli(root, [], n_own=30)
     with open(root / "lingnli" / "train.jsonl", "a") as f:
-        f.write(json.dumps({"premise": "Own premise 0.", "hypothesis": "Own claim 0.", "label": "contradiction"}) + "\n")
+        f.write(json.dumps({"premise": "Own premise 0.", "hypothesis": "Own claim 0.",
+                            "label": "contradiction"}) + "\n")
     rows = nli_data.load_source(str(root), "lingnli")
     assert len(rows) == 29 and not any(r["hypothesis"] == "Own claim 0." for r in rows)
     splits = nli_data.build_splits(str(root), sources=("lingnli", "snli"), test_per_source=3, train_caps="lingnli=5")
@@ -117,7 +120,8 @@ def test_length_grouped_batches_have_similar_lengths():
     module = load_judge_module()
     lengths = [5, 100] * 1000
     factory = module.length_grouped_batch_sampler(lengths)
-    sampler = factory(list(range(len(lengths))), batch_size=8, drop_last=False, generator=torch.Generator().manual_seed(0))
+    sampler = factory(list(range(len(lengths))), batch_size=8, drop_last=False,
+                      generator=torch.Generator().manual_seed(0))
     batches = list(sampler)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     # random batches of 8 would almost all mix 5 and 100; length-grouped ones mix only at megabatch boundaries

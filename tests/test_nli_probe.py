@@ -63,10 +63,12 @@ def test_paraphrase_keeps_meaning_words_and_changes_the_surface():
     assert not kept - content_words(para)  # every word that is not a synonym-table key survives
     assert "must" in para and " not " not in f" {para} "
     trailing = "A Person may apply to the Regulator for a waiver, if the rule is unduly burdensome for it."
-    assert P.paraphrase(trailing) == "If the rule is unduly burdensome for it, a Person may apply to the Regulator for a waiver."
+    assert P.paraphrase(trailing) == ("If the rule is unduly burdensome for it, a Person may apply to the Regulator "
+                                      "for a waiver.")
     # without a comma the clause boundary is not certain: no reordering (and no synonym here), so no paraphrase
     assert P.paraphrase(trailing.replace(", if", " if")) is None
-    assert P.paraphrase("The Board shall review the remuneration policy of the firm at least once in every year.") is None
+    assert P.paraphrase("The Board shall review the remuneration policy of the firm at least once in every "
+                        "year.") is None
 
 
 def test_triples_types_labels_and_unrelated_from_another_document():

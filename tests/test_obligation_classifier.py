@@ -21,7 +21,8 @@ def test_binary_metrics_hand_computed():
 
 def test_bad_record_names_file_index_and_field(tmp_path):
     bad = tmp_path / "obl.json"
-    bad.write_text(json.dumps([{"Text": "Firms must keep records.", "Obligation": True}, {"Text": "", "Obligation": False}]))
+    bad.write_text(json.dumps([{"Text": "Firms must keep records.", "Obligation": True},
+                               {"Text": "", "Obligation": False}]))
     with pytest.raises(ValueError, match=r"obl.json: record 1: field 'Text'"):
         load_train_script("obligation_classifier").load_records(str(bad))
 

@@ -80,7 +80,7 @@ def test_without_native_bf16_every_recipe_trains_in_fp32(monkeypatch, tmp_path, 
         assert not training_args.bf16 and not training_args.fp16 and training_args.mixed_precision == "no"
     configure_precision = load_script("train/raft.py").configure_precision
 
-    for recipe, data_args, script_args, training_args, model_args in raft:
+    for recipe, _data_args, script_args, training_args, model_args in raft:
         if not cuda:
             script_args.qlora = "auto"  # the paper's QLoRA needs CUDA (refused on a CPU: test_raft_train)
         configure_precision(script_args, training_args, model_args, cuda=cuda)

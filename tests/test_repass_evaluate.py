@@ -97,7 +97,8 @@ def test_non_string_items_are_type_errors_naming_the_index(metric):
 @pytest.mark.parametrize("order", ["list-then-string", "string-then-list"])
 def test_mixed_passage_formats_are_normalised_item_by_item(metric, order):
     preds = ["Firms must keep records for six years.", "Client money must be held separately."]
-    passages = [[PASSAGE_A, PASSAGE_B], PASSAGE_B] if order == "list-then-string" else [PASSAGE_A, [PASSAGE_B, PASSAGE_A]]
+    passages = ([[PASSAGE_A, PASSAGE_B], PASSAGE_B] if order == "list-then-string"
+                else [PASSAGE_A, [PASSAGE_B, PASSAGE_A]])
     out = metric.compute(predictions=preds, passages=passages)
     as_lists = [p if isinstance(p, list) else [p] for p in passages]
     assert out["per_item"] == _library(preds, as_lists)["per_item"]

@@ -97,7 +97,8 @@ def test_empty_answers_are_skipped_and_means_ignore_them():
 def test_empty_passages_score_one_third():
     scorer, _ = fake_scorer()
     out = scorer.score(["Firms must keep records."], [[]])
-    assert out["per_item"] == {"entailment": [0.0], "contradiction": [0.0], "obligation_coverage": [0], "repass": [0.33333]}
+    assert out["per_item"] == {"entailment": [0.0], "contradiction": [0.0], "obligation_coverage": [0],
+                               "repass": [0.33333]}
 
 
 def test_bad_inputs_raise_clear_errors():

@@ -37,7 +37,8 @@ def test_coverage_short_circuit_never_changes_a_score(reference):
             cov_per_item.append((obligations, candidates, [[(a, o) for a in candidates] for o in obligations]))
             tensors.append(probs.astype(np.float32))  # what a classifier returns
         lookup = {(cov_per_item[i][1][j], cov_per_item[i][0][k]): tensors[i][k, j]
-                  for i in range(n_items) for k in range(len(cov_per_item[i][0])) for j in range(len(cov_per_item[i][1]))}
+                  for i in range(n_items) for k in range(len(cov_per_item[i][0]))
+                  for j in range(len(cov_per_item[i][1]))}
         fake = FakeClassifier(NLI_LABELS, lambda a, o, lookup=lookup: lookup[(a, o)])
         scorer = RePASsScorer(RePASsConfig(coverage_model="cov", mode="reference" if reference else "paper",
                                            show_progress=False))

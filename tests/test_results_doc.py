@@ -27,7 +27,8 @@ def test_regenerating_gives_the_committed_files_byte_for_byte():
 def test_the_readme_starts_with_the_two_commands_and_stays_short():
     lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
     assert lines[:6] == ["# rirag", "", "```bash",
-                         "make demo   # end-to-end on the offline defaults: build the datasets, retrieve, evaluate, show sources",
+                         "make demo   # end-to-end on the offline defaults: build the datasets, retrieve, evaluate, "
+                         "show sources",
                          "make test   # the test suite (offline, tiny models, real data where cheap)", "```"]
     assert len(lines) <= 130
 

@@ -15,7 +15,8 @@ PASSAGE = "Firms must keep records for six years. The sky is blue."
 
 def write_answers(path, n=5):
     records = [{"QuestionID": f"q{i}", "Question": "?", "RetrievedPassages": [PASSAGE], "RetrievedIDs": ["x"],
-                "Answer": ("" if i == 2 else ("Firms must keep records for six years." if i % 2 else "The sky is not blue."))}
+                "Answer": ("" if i == 2 else ("Firms must keep records for six years." if i % 2
+                                              else "The sky is not blue."))}
                for i in range(n)]
     path.write_text(json.dumps(records))
     return records
@@ -83,7 +84,8 @@ def test_bad_answer_files_name_record_and_field(tmp_path):
     import gzip
 
     packed = tmp_path / "answers.json.gz"  # the benchmarks commit their answers gzipped
-    packed.write_bytes(gzip.compress(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p", "Answer": "a"}]).encode()))
+    packed.write_bytes(gzip.compress(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p",
+                                                  "Answer": "a"}]).encode()))
     assert [r["QuestionID"] for r in answers_mod.read_answers(str(packed))] == ["q1"]
     not_gzip = tmp_path / "plain.json.gz"
     not_gzip.write_text("[]")
@@ -150,7 +152,8 @@ def test_citation_markers_are_removed_before_repass_unless_kept(tmp_path):
     averages = answers_mod.score_answers_file(str(src), str(tmp_path / "b.csv"), kept, strip_citation_markers=False)
     assert kept.seen == [r["Answer"] for r in records] and averages["citation_markers"] == "kept"
     assert answers_mod.repass_text(None) is None
-    assert answers_mod.repass_text("Rule 1 : a firm must act .") == "Rule 1 : a firm must act ."  # no marker: as written
+    # no marker: as written
+    assert answers_mod.repass_text("Rule 1 : a firm must act .") == "Rule 1 : a firm must act ."
 
 
 def _with_huge_answer(path, size=5_000_000):

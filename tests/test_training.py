@@ -22,7 +22,8 @@ def _bert_weights(folder):
 
 
 def _changed(before: dict, after: dict) -> int:
-    return sum(1 for k, v in after.items() if k in before and v.shape == before[k].shape and not torch.equal(v, before[k]))
+    return sum(1 for k, v in after.items()
+               if k in before and v.shape == before[k].shape and not torch.equal(v, before[k]))
 
 
 def test_entailment_tuning_two_steps(tiny_data_dir, tmp_path):

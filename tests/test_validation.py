@@ -398,7 +398,8 @@ def test_os_errors_read_as_words():
     line = validation.error_line(PermissionError(errno.EACCES, "Permission denied", "/x/answers.json"))
     assert line == "/x/answers.json: permission denied (this account may not read or write it)"
     assert "Errno" not in validation.error_line(OSError(errno.ENOSPC, "No space left on device", "/x/run.trec"))
-    assert validation.error_line(FileExistsError(errno.EEXIST, "File exists", "a", None, "b")) == "a → b: already exists"
+    exists = FileExistsError(errno.EEXIST, "File exists", "a", None, "b")
+    assert validation.error_line(exists) == "a → b: already exists"
     assert validation.error_line(OSError(errno.ENOLINK, "Link has been severed")) == "link has been severed"
     assert validation.error_line(ConnectionError("refused")) == "ConnectionError: refused"
     assert validation.error_line(validation.UsageError("--k: bad\n value")) == "--k: bad value"

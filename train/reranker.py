@@ -2,9 +2,9 @@
 
 Training questions: the protocol's training split. Positives: each question's gold passages (label 1). Negatives:
 ``negatives_per_question`` passages drawn (seeded) from a first-stage retriever's top ``negatives_depth`` that are
-not gold and do not repeat a gold passage's text (label 0, ``rirag.retrieval.negatives``); the first stage is any registry retriever (default: the hybrid with the contrastive-tuned
-encoder, the one whose ranking is reranked). Binary cross-entropy on one logit. Saved as a sentence-transformers
-``CrossEncoder`` with a model card.
+not gold and do not repeat a gold passage's text (label 0, ``rirag.retrieval.negatives``); the first stage is any
+registry retriever (default: the hybrid with the contrastive-tuned encoder, the one whose ranking is reranked). Binary
+cross-entropy on one logit. Saved as a sentence-transformers ``CrossEncoder`` with a model card.
 
 Usage:
 

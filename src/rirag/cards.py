@@ -157,7 +157,8 @@ def _rows_results(data: dict, artifact: str, source: str) -> list[Result]:
     for row in rows:
         if not isinstance(row, dict) or row.get("status", "ok") != "ok":
             continue
-        if not any(_same_artifact(row.get(k), artifact) for k in ("model", "reranker", "adapter", "generator", "ranker")):
+        if not any(_same_artifact(row.get(k), artifact)
+                   for k in ("model", "reranker", "adapter", "generator", "ranker")):
             continue
         split = row.get("split", data.get("split"))
         if not split:

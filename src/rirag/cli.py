@@ -33,7 +33,8 @@ def _add_split_option(p: argparse.ArgumentParser) -> None:
 
 
 def format_table(rows: list[dict], columns: list[str]) -> str:
-    """A plain Markdown table; floats with 4 decimals, as the benchmarks store them (docs/results.md prints the same)."""
+    """A plain Markdown table; floats with 4 decimals, as the benchmarks store them (docs/results.md prints
+    the same)."""
     def cell(v):
         return f"{v:.4f}" if isinstance(v, float) else str(v)
 

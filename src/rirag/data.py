@@ -169,7 +169,8 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): {err.msg}") from err
+        raise DataError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): "
+                        f"{err.msg}") from err
 
 
 def _records(path: Path, required: Iterable[str]) -> list[dict]:

@@ -166,7 +166,8 @@ def build(config: BuildConfig, obliqa: ObliQA | None = None) -> dict:
                            fingerprint=split.fingerprint(), audit=audit,
                            description=("The second seed paper's document-level re-split: all published "
                                         f"questions ({split.pooled_questions}) pooled, the "
-                                        f"{sum(len(d) for d in split.documents.values())} documents shuffled under the seed and assigned 80/15/5 % to "
+                                        f"{sum(len(d) for d in split.documents.values())} documents shuffled "
+                                        "under the seed and assigned 80/15/5 % to "
                                         "train/validation/test; a question is kept only when all its gold "
                                         "passages lie in one split's documents. The corpus is the whole corpus "
                                         f"for every split. Discarded: {split.discarded_multi_document} "
@@ -179,7 +180,8 @@ def build(config: BuildConfig, obliqa: ObliQA | None = None) -> dict:
             if "audit" in extra:
                 atomic_write_json(tmp / "audit.json", extra["audit"])
         logger.info("wrote %s", target)
-        summary[scheme] = {"path": str(target), "statistics": statistics, **({"audit": extra["audit"]} if extra else {})}
+        summary[scheme] = {"path": str(target), "statistics": statistics,
+                           **({"audit": extra["audit"]} if extra else {})}
         if config.push_to_hub:
             push_to_hub(target, f"{config.push_to_hub}", scheme)
     return summary
@@ -224,7 +226,8 @@ def read_australian_legalqa(data: str | None = None) -> list[dict]:
         try:
             path = Path(hf_hub_download(data or AULQA_HUB_ID, AULQA_FILE, repo_type="dataset"))
         except Exception as err:
-            raise DataError(f"could not fetch {data or AULQA_HUB_ID} from the Hub ({err}); pass a local qa.jsonl") from err
+            raise DataError(f"could not fetch {data or AULQA_HUB_ID} from the Hub ({err}); "
+                            "pass a local qa.jsonl") from err
     if path.is_dir():
         path = path / AULQA_FILE
     if not path.exists():
@@ -268,12 +271,13 @@ def australian_splits(records: list[dict], seed: int = SEED, train_fraction: flo
     corpus: dict[str, Passage] = {}
     for rec in kept:
         pid = hashlib.sha1(rec["text"].encode("utf-8")).hexdigest()[:16]
-        corpus.setdefault(pid, Passage(pid, doc_index[rec["source"]["citation"]], rec["source"]["citation"], rec["text"]))
+        corpus.setdefault(pid, Passage(pid, doc_index[rec["source"]["citation"]], rec["source"]["citation"],
+                                       rec["text"]))
     shuffled = list(citations)
     random.Random(seed).shuffle(shuffled)
     train_groups = set(shuffled[: round(train_fraction * len(shuffled))])
     splits: dict[str, list[Question]] = {"train": [], "test": []}
-    for i, rec in enumerate(kept):
+    for rec in kept:
         pid = hashlib.sha1(rec["text"].encode("utf-8")).hexdigest()[:16]
         q = Question(f"aulqa-{hashlib.sha1(rec['question'].encode('utf-8')).hexdigest()[:12]}", rec["question"],
                      (pid,), None, (doc_index[rec["source"]["citation"]],))

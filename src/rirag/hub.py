@@ -184,7 +184,8 @@ def _copy(src: Path, dst: Path) -> None:
 def gitattributes(folder: Path) -> str | None:
     """LFS rules for the binary and large files of an upload folder (None when there are none)."""
     lines = []
-    exts = sorted({p.suffix.lstrip(".") for p in folder.rglob("*") if p.is_file() and p.suffix.lstrip(".") in LFS_EXTENSIONS})
+    exts = sorted({p.suffix.lstrip(".") for p in folder.rglob("*")
+                   if p.is_file() and p.suffix.lstrip(".") in LFS_EXTENSIONS})
     lines += [f"*.{ext} filter=lfs diff=lfs merge=lfs -text" for ext in exts]
     for p in sorted(folder.rglob("*")):
         if p.is_file() and p.suffix.lstrip(".") not in LFS_EXTENSIONS and p.stat().st_size >= LFS_MIN_BYTES:
@@ -232,7 +233,8 @@ def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> d
                 "top features by gain": ", ".join(n for n, _ in config.get("top_features_by_gain", [])[:5]),
                 "train seconds": config.get("train_seconds")}
     return {"encoders": encoders, "feature_version": config.get("feature_version"),
-            "memory": bool(config.get("memory_depth")), "settings": {k: v for k, v in settings.items() if v is not None},
+            "memory": bool(config.get("memory_depth")),
+            "settings": {k: v for k, v in settings.items() if v is not None},
             "recorded_command": config.get("command")}
 
 

@@ -116,7 +116,8 @@ def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
 
 
 def _retrieve_command(code: str) -> tuple[list[str], dict[str, str]]:
-    """The ``rirag retrieve`` argv of a bash snippet and the ``hf download REPO --local-dir DIR`` folders (DIR -> REPO)."""
+    """The ``rirag retrieve`` argv of a bash snippet and the ``hf download REPO --local-dir DIR`` folders
+    (DIR -> REPO)."""
     joined = code.replace("\\\n", " ")
     downloads, argv = {}, []
     for line in joined.splitlines():

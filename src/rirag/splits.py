@@ -171,7 +171,8 @@ def overlap_audit(
 
     fuzzy_pairs = []
     if train_text and eval_text:
-        scores = process.cdist(eval_text, train_text, scorer=fuzz.ratio, score_cutoff=fuzzy_min, dtype=np.uint8, workers=-1)
+        scores = process.cdist(eval_text, train_text, scorer=fuzz.ratio, score_cutoff=fuzzy_min, dtype=np.uint8,
+                               workers=-1)
         for j, i in zip(*np.nonzero(scores)):
             fuzzy_pairs.append((train[i].id, evaluation[j].id, int(scores[j, i])))
     report["fuzzy"] = {"threshold": fuzzy_min, "pairs": len(fuzzy_pairs), "examples": fuzzy_pairs[:max_listed]}

@@ -67,8 +67,8 @@ class Generator(Protocol):
 
 @dataclass
 class GeneratorSpec:
-    """What to build: ``name`` (focused | extractive | endpoint | a model id/path), ``model`` (classifier for focused/extractive,
-    served model name for endpoint) and keyword options of the backend."""
+    """What to build: ``name`` (focused | extractive | endpoint | a model id/path), ``model`` (classifier for
+    focused/extractive, served model name for endpoint) and keyword options of the backend."""
 
     name: str = DEFAULT_GENERATOR
     model: str | None = None

@@ -196,9 +196,9 @@ def build_messages(question: str, passages: Sequence[str], strategy: str = ZERO_
 def final_answer(text: str, strategy: str = ZERO_SHOT) -> tuple[str, bool]:
     """The answer part of a generated reply, and whether it was found as the strategy expects.
 
-    For ``few-shot-cot`` and ``raft`` this is what follows the last line starting with ``Answer:``; a reply without such a line
-    is returned whole (stripped) with ``False`` so the caller can record the fallback. Other strategies return the
-    stripped text and ``True``.
+    For ``few-shot-cot`` and ``raft`` this is what follows the last line starting with ``Answer:``; a reply without such
+    a line is returned whole (stripped) with ``False`` so the caller can record the fallback. Other strategies return
+    the stripped text and ``True``.
     """
     text = (text or "").strip()
     if strategy not in ANSWER_LINE_STRATEGIES:

@@ -128,7 +128,8 @@ def _rerank(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
 
     own, _ = _split_options(spec, ("reranker", "rerank_depth", "alpha", "depth", "rerank_batch_size"))
     if not own.get("reranker"):
-        raise DataError("retriever 'rerank' needs option reranker=PATH (a trained cross-encoder, see train/reranker.py)")
+        raise DataError("retriever 'rerank' needs option reranker=PATH "
+                        "(a trained cross-encoder, see train/reranker.py)")
     first = _hybrid(corpus, RetrieverSpec("hybrid", spec.model, {k: v for k, v in spec.options.items()
                                                                     if k in _DENSE_OPTIONS or k in ("alpha", "depth")}))
     return RerankRetriever(corpus, first, own["reranker"], int(own.get("rerank_depth", RERANK_DEPTH)),

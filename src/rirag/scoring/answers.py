@@ -77,9 +77,11 @@ def read_answers(path: str) -> list[dict[str, Any]]:
         answer, passages = item["Answer"], item["RetrievedPassages"]
         if answer is not None and not isinstance(answer, str):
             raise ValueError(f"{path}: record {i} (QuestionID {qid!r}): field 'Answer' must be a string or null")
-        if not isinstance(passages, (str, list)) or (isinstance(passages, list) and not all(isinstance(p, str) for p in passages)):
+        if not isinstance(passages, (str, list)) or (isinstance(passages, list)
+                                                     and not all(isinstance(p, str) for p in passages)):
             raise ValueError(
-                f"{path}: record {i} (QuestionID {qid!r}): field 'RetrievedPassages' must be a string or a list of strings"
+                f"{path}: record {i} (QuestionID {qid!r}): field 'RetrievedPassages' must be a string or a list "
+                "of strings"
             )
     return data
 

@@ -20,7 +20,8 @@ LOCAL_OBLIGATION_CLASSIFIER = "artifacts/obligation_classifier"
 #: How to make each local model (one line each; quoted by error messages when the folder is missing).
 TRAIN_COMMANDS = {
     LOCAL_NLI_JUDGE: "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
-    LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py --config recipes/obligation_classifier/offline.yaml",
+    LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py "
+                                 "--config recipes/obligation_classifier/offline.yaml",
 }
 #: How any number computed with the local stand-in judge must be labelled.
 LOCAL_JUDGE_LABEL = "RePASs (local judge)"
@@ -97,4 +98,4 @@ REGNLP_BIBTEX = """\
     eprint = "2409.05677",
     archivePrefix = "arXiv",
 }
-"""
+"""  # noqa: E501 (the paper's title on one line, as the cards print it)

@@ -46,7 +46,8 @@ def coverage_hits(
     """
     probabilities = np.asarray(probabilities)
     if probabilities.ndim != 3:
-        raise ValueError(f"coverage probabilities must be 3-D (obligations, answer sentences, labels), got {probabilities.shape}")
+        raise ValueError("coverage probabilities must be 3-D (obligations, answer sentences, labels), "
+                         f"got {probabilities.shape}")
     entail = probabilities[..., entailment_index]
     hits = entail > threshold
     if require_top_label:

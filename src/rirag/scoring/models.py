@@ -110,7 +110,8 @@ def max_length_of(tokenizer: Any, model: Any, positions_only: bool = False) -> i
 
     ``positions_only`` ignores ``model_max_length`` and keeps only the position-table bound.
     """
-    limit = FALLBACK_MAX_LENGTH if positions_only else (getattr(tokenizer, "model_max_length", None) or FALLBACK_MAX_LENGTH)
+    limit = FALLBACK_MAX_LENGTH if positions_only else (getattr(tokenizer, "model_max_length", None)
+                                                        or FALLBACK_MAX_LENGTH)
     if limit > 100_000:
         limit = FALLBACK_MAX_LENGTH
     positions = getattr(model.config, "max_position_embeddings", None)

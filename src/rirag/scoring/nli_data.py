@@ -46,7 +46,8 @@ def _row(premise, hypothesis, label, source):
 
 def _csv(path, delimiter=",", encoding="utf-8"):
     with open(path, encoding=encoding, newline="") as f:
-        yield from csv.DictReader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE)
+        yield from csv.DictReader(f, delimiter=delimiter,
+                                  quoting=csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE)
 
 
 def _jsonl(path):
@@ -82,16 +83,21 @@ def iter_source(root: str, source: str) -> Iterator[dict]:
         raise FileNotFoundError(f"NLI source {source!r}: folder {d} not found (see data/nli/SOURCES.md)")
     raw: Iterator[tuple]
     if source in ("snli", "mnli"):
-        raw = ((r["sentence1"], r["sentence2"], r["label"]) for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f)))
+        raw = ((r["sentence1"], r["sentence2"], r["label"])
+               for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f)))
     elif source == "sick":
-        raw = ((r["sentence_A"], r["sentence_B"], r["entailment_judgment"]) for r in _csv(os.path.join(d, "SICK.txt"), "\t"))
+        raw = ((r["sentence_A"], r["sentence_B"], r["entailment_judgment"])
+               for r in _csv(os.path.join(d, "SICK.txt"), "\t"))
     elif source == "rte":
-        raw = ((r["sentence1"], r["sentence2"], r["label"]) for f in ("train.tsv", "dev.tsv") for r in _csv(os.path.join(d, f), "\t"))
+        raw = ((r["sentence1"], r["sentence2"], r["label"])
+               for f in ("train.tsv", "dev.tsv") for r in _csv(os.path.join(d, f), "\t"))
     elif source == "xnli-en":
         names = {"0": "entailment", "1": "neutral", "2": "contradiction"}
-        raw = ((r["premise"], r["hypothesis"], names[r["label"]]) for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f), "\t"))
+        raw = ((r["premise"], r["hypothesis"], names[r["label"]])
+               for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f), "\t"))
     elif source == "anli":
-        raw = ((r["context"], r["hypothesis"], r["label"]) for rnd in ("R1", "R2", "R3") for f in ("dev.jsonl", "test.jsonl")
+        raw = ((r["context"], r["hypothesis"], r["label"])
+               for rnd in ("R1", "R2", "R3") for f in ("dev.jsonl", "test.jsonl")
                for r in _jsonl(os.path.join(d, rnd, f)))
     elif source in ("control", "lingnli"):
         files = [os.path.join(dp, f) for dp, _, fs in sorted(os.walk(d)) for f in sorted(fs) if f.endswith(".jsonl")]
@@ -102,7 +108,8 @@ def iter_source(root: str, source: str) -> Iterator[dict]:
         names = {"0": "refute", "1": "support", "2": "unrelated"}
         # The label says whether the will's statement is valid under the law given the conditions: premise = the
         # conditions then the law (conditions first, so truncation keeps them), hypothesis = the statement.
-        raw = ((f'{r["conditions"].strip()} {r["law"].strip()}', r["statement"], names[str(r["classification"]).strip()])
+        raw = ((f'{r["conditions"].strip()} {r["law"].strip()}', r["statement"],
+                names[str(r["classification"]).strip()])
                for state in sorted(os.listdir(d)) for f in sorted(os.listdir(os.path.join(d, state)))
                for r in _csv(os.path.join(d, state, f), encoding="utf-8-sig"))
     elif source == "contract-nli":
@@ -184,7 +191,8 @@ def hold_out(rows: list[dict], n_test: int, seed: int, source: str) -> tuple[lis
 
 
 def build_splits(root: str, sources=SOURCES, test_per_source: int = 500, max_train_per_source: int | None = None,
-                 seed: int = 42, train_caps: str | dict | None = None, test_fraction_max: float = 0.2) -> dict[str, list[dict]]:
+                 seed: int = 42, train_caps: str | dict | None = None,
+                 test_fraction_max: float = 0.2) -> dict[str, list[dict]]:
     """Hold out a seeded test part per source (``test_per_source`` rows, at most ``test_fraction_max`` of it).
 
     * The test part is chosen by premise group (:func:`hold_out`), so no premise of a test pair is trained on.

@@ -60,8 +60,8 @@ _SYN_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(SYNONYMS, ke
                      re.IGNORECASE)
 _LEADS = ("if", "where", "when", "unless", "subject to", "in addition to", "without limiting", "for the purposes of",
           "notwithstanding", "in the case of")
-_LEAD_RE = re.compile(r"^(" + "|".join(re.escape(w) for w in _LEADS) + r")\b(?P<lead>[^,;:]*),\s+(?P<main>.+?)(?P<end>[.;:]?)$",
-                      re.IGNORECASE)
+_LEAD_RE = re.compile(r"^(" + "|".join(re.escape(w) for w in _LEADS)
+                      + r")\b(?P<lead>[^,;:]*),\s+(?P<main>.+?)(?P<end>[.;:]?)$", re.IGNORECASE)
 _TRAIL_RE = re.compile(r"^(?P<main>.+?),\s+(?P<kw>if|where|when|unless)\b(?P<trail>[^,;:]+?)(?P<end>[.;:]?)$")
 
 

@@ -58,9 +58,12 @@ Input = tuple[str, str | None]
 @dataclass
 class RePASsConfig:
     nli_model: str = field(default=OFFICIAL_NLI_MODEL, metadata={"help": "NLI cross-encoder for E and C."})
-    coverage_model: str = field(default=OFFICIAL_COVERAGE_MODEL, metadata={"help": "NLI model for obligation coverage."})
-    obligation_model: str = field(default=OFFICIAL_OBLIGATION_MODEL, metadata={"help": "Obligation sentence classifier."})
-    sentence_splitter: Any = field(default="punkt", metadata={"help": "'punkt', 'nltk' or a callable str -> sentences."})
+    coverage_model: str = field(default=OFFICIAL_COVERAGE_MODEL,
+                                metadata={"help": "NLI model for obligation coverage."})
+    obligation_model: str = field(default=OFFICIAL_OBLIGATION_MODEL,
+                                  metadata={"help": "Obligation sentence classifier."})
+    sentence_splitter: Any = field(default="punkt",
+                                   metadata={"help": "'punkt', 'nltk' or a callable str -> sentences."})
     batch_size: Any = field(default=DEFAULT_BATCH_SIZE, metadata={
         "help": "Inputs per forward pass, or 'auto' (a token budget per pass, see rirag.scoring.constants)."})
     device: Any = field(default=None, metadata={"help": "'cpu', 'cuda', 'cuda:1', a CUDA ordinal, or None (auto)."})
@@ -103,7 +106,8 @@ def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, 
     """
     if isinstance(predictions, str):
         predictions = [predictions]
-        if isinstance(passages, str) or (isinstance(passages, (list, tuple)) and all(isinstance(p, str) for p in passages)):
+        if isinstance(passages, str) or (isinstance(passages, (list, tuple))
+                                         and all(isinstance(p, str) for p in passages)):
             passages = [passages]
     if predictions is None or isinstance(predictions, (bytes, dict)) or not hasattr(predictions, "__iter__"):
         raise TypeError(f"predictions must be a list of strings, got {type(predictions).__name__}")
@@ -313,7 +317,8 @@ class _Classifier:
         for i in order:
             length = lengths[i]  # the longest so far: inputs come in ascending length
             rows = len(current) + 1
-            fits = current and rows <= self._rows(length) and rows * length - (real + length) <= self.max_padding * (real + length)
+            fits = (current and rows <= self._rows(length)
+                    and rows * length - (real + length) <= self.max_padding * (real + length))
             if current and not fits:
                 batches.append(current)
                 current, real = [], 0

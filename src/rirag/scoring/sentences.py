@@ -112,7 +112,8 @@ def get_splitter(splitter: str | Splitter | None = "punkt") -> Splitter:
     try:
         return SPLITTERS[splitter]
     except KeyError:
-        raise ValueError(f"unknown sentence_splitter {splitter!r}; choose one of {sorted(SPLITTERS)} or pass a callable")
+        raise ValueError(
+            f"unknown sentence_splitter {splitter!r}; choose one of {sorted(SPLITTERS)} or pass a callable") from None
 
 
 def clear_split_caches() -> None:
