@@ -89,10 +89,8 @@ class NLIJudgeArguments(RunArguments):
         default=None,
         metadata={"help": "Tokens per pair when the judge is used (held-out evaluation, RePASs), saved as the "
                           "tokenizer's model_max_length; empty = the training length (with --eval_only: the "
-                          "max_length of results_path's record, else the saved judge's length). Measured on the "
-                          "held-out parts "
-                          "(benchmarks/results/nli_judge.inference512.json): judging at 512 tokens a judge trained "
-                          "at 128 loses 0.016 overall (NLI4Wills 0.72 -> 0.50): it does not extrapolate."},
+                          "max_length of results_path's record, else the saved judge's length). A judge does not "
+                          "extrapolate past its training length (benchmarks/results/nli_judge.inference512.json)."},
     )
     save_model: bool = field(
         default=True,

@@ -316,7 +316,7 @@ def add_answers_parser(subparsers: Any) -> Any:
                         f"{MAX_ANSWER_CHARS}, at most {limits['max_answer_chars'][0]})")
     p.add_argument("--workers", type=_workers, default="auto",
                    help="CPU processes for the forward passes (1 torch thread each; at most the CPU cores); 'auto' "
-                        "(the default): one per core (measured 1.6x faster than one process on 2 cores, same scores)")
+                        "(the default): one per core; the scores do not depend on the count")
     p.add_argument("--device", default=None)
     p.add_argument("--keep-citation-markers", action="store_true",
                    help="score answers with their [n] citation markers (default: removed before RePASs, since they "
