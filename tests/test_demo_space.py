@@ -54,9 +54,9 @@ def tiny_backend(generator=None) -> Backend:
 
     generator = generator or ExtractiveComposer(is_obligation=must_or_shall)
     corpus = {f"p{i}": Passage(f"p{i}", d, pid, t) for i, (d, pid, t) in enumerate(PASSAGES)}
-    return Backend(DemoSettings(top_k=3, generator_model="must/shall rule"), corpus=corpus, title=TITLES.__getitem__,
-                   examples=["Who must keep records of customer due diligence?"], retriever=passage_index(corpus),
-                   generator=generator)
+    return Backend(DemoSettings(top_k=3, generator="extractive", generator_model="must/shall rule"), corpus=corpus,
+                   title=TITLES.__getitem__, examples=["Who must keep records of customer due diligence?"],
+                   retriever=passage_index(corpus), generator=generator)
 
 
 # -- the engine ------------------------------------------------------------------------------------
@@ -256,8 +256,8 @@ def test_bad_input_gives_a_readable_message_in_the_page(page, question, message,
 @needs_browser
 @pytest.mark.slow
 def test_the_demo_on_real_obliqa_with_its_offline_defaults(real_data_dir):
-    """The whole corpus, BM25 and the extractive answer, as `python spaces/demo/app.py` runs it (with the trained
-    obligation classifier when artifacts/ has it, else the tiny must/shall rule)."""
+    """The whole corpus, BM25 and the focused answer, as `python spaces/demo/app.py` runs it (with the trained
+    obligation classifier when artifacts/ has it, else the tiny must/shall rule in the extractive composer)."""
     from rirag.generation.extractive import ExtractiveComposer
 
     trained = REPO / "artifacts" / "obligation_classifier"
