@@ -148,7 +148,7 @@ def _pack(plain: Path) -> Path:
 
 
 def build_row_generator(args: GenerationBenchArguments, model: str):
-    from rirag.generation.base import GeneratorSpec, build_generator
+    from rirag.generation.registry import GeneratorSpec, build_generator
 
     if model in PASSAGE_GENERATORS:
         return build_generator(GeneratorSpec(model, args.obligation_model))

@@ -26,11 +26,12 @@ from rirag.constants import EVAL_K, RUN_DEPTH, SEED
 from rirag.data import load_obliqa
 from rirag.dataset_build import BuildConfig, build
 from rirag.evaluation import evaluate_run, metric_names, write_trec
-from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS, GeneratorSpec, build_generator
+from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS, GeneratorSpec
 from rirag.generation.commands import format_answer
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.pipeline import answer_question
 from rirag.generation.prompts import FEW_SHOT
+from rirag.generation.registry import build_generator
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import qrels_of, split_questions
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from rirag.generation.base import GenerationError, GeneratorSpec, build_generator
+from rirag.generation.base import GenerationError, GeneratorSpec
 from rirag.generation.hf import TransformersGenerator, resolve_generator
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, ZERO_SHOT, build_messages
+from rirag.generation.registry import build_generator
 from tests.tiny_causal_lm import tiny_causal_lm
 
 BATCH = [

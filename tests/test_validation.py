@@ -18,6 +18,7 @@ import pytest
 
 from rirag import validation
 from rirag.cli import main
+from rirag.retrieval.registry import retriever_options
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -326,10 +327,10 @@ def test_option_types_and_ranges():
             validation.option_pair(bad)
     # an option another retriever takes is refused by this one; required options are required
     with pytest.raises(validation.UsageError, match="unknown option"):
-        validation.retriever_options("bm25", {"alpha": 0.5})
+        retriever_options("bm25", {"alpha": 0.5})
     with pytest.raises(validation.UsageError, match="ranker"):
-        validation.retriever_options("learned-fusion", {})
-    assert validation.retriever_options("hybrid", [("alpha", "0.3"), ("depth", "20")]) == {"alpha": 0.3, "depth": 20}
+        retriever_options("learned-fusion", {})
+    assert retriever_options("hybrid", [("alpha", "0.3"), ("depth", "20")]) == {"alpha": 0.3, "depth": 20}
 
 
 def test_the_library_checks_options_too(tiny_data_dir):

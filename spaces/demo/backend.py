@@ -1,7 +1,7 @@
 """The demo's engine: question -> retrieved ObliQA passages -> cited answer, configured by environment variables.
 
 Everything heavy (the corpus, the index, models) is built on first use, once. The retriever comes from
-``rirag.retrieval.registry`` and the generator from ``rirag.generation.base`` (any name they know, any Hub model by
+``rirag.retrieval.registry`` and the generator from ``rirag.generation.registry`` (any name they know, any Hub model by
 configuration); the answer from rirag's pipeline (:func:`rirag.generation.pipeline.answer_question`: retrieve,
 RIRAG score filter, generate, parse the citations), as ``rirag ask`` does.
 """
@@ -132,7 +132,7 @@ class Backend:
                 spec = RetrieverSpec(self.settings.retriever, self.settings.model, dict(self.settings.options))
                 self._retriever = build_retriever(self._corpus, spec)
             if self._generator is None:
-                from rirag.generation.base import GeneratorSpec, build_generator
+                from rirag.generation.registry import GeneratorSpec, build_generator
 
                 self._generator = build_generator(GeneratorSpec(self.settings.generator, self.settings.generator_model))
 

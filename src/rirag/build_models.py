@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from rirag.constants import OFFLINE_ENCODER
-from rirag.scoring.constants import LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER, TRAIN_COMMANDS
+from rirag.constants import LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER, OFFLINE_ENCODER, TRAIN_COMMANDS
 
 logger = logging.getLogger(__name__)
 

@@ -72,12 +72,12 @@ def cmd_data_build(args) -> int:
 def cmd_retrieve(args) -> int:
     from rirag.data import load_obliqa
     from rirag.evaluation import write_trec
-    from rirag.retrieval.registry import build_retriever
+    from rirag.retrieval.registry import build_retriever, retriever_spec
     from rirag.splits import check_split_name, split_questions
 
     # every check before the corpus loads, a model loads or a passage is embedded
     check_split_name(args.split)
-    spec = check.retriever_spec(args.retriever, args.model, args.option)
+    spec = retriever_spec(args.retriever, args.model, args.option)
     check.output_file(args.out, "--out")
     obliqa = load_obliqa(args.data)
     # the default depth shrinks to a smaller corpus; a --k above the corpus size is an error

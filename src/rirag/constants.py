@@ -66,3 +66,14 @@ LEARNED_FUSION_VOTE_DEPTH = 20
 #: Question memory (optional, original protocol): the gold passages of a query's MEMORY_DEPTH nearest training
 #: questions join the candidates.
 LEARNED_FUSION_MEMORY_DEPTH = 20
+
+#: RePASs' offline stand-in models, trained in this repository (relative to the repository root); re-exported by
+#: :mod:`rirag.scoring.constants`. Here because the model builder and the validators need them too.
+LOCAL_NLI_JUDGE = "artifacts/nli_judge"
+LOCAL_OBLIGATION_CLASSIFIER = "artifacts/obligation_classifier"
+#: How to make each local model (one line each; quoted by error messages when the folder is missing).
+TRAIN_COMMANDS = {
+    LOCAL_NLI_JUDGE: "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
+    LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py "
+                                 "--config recipes/obligation_classifier/offline.yaml",
+}

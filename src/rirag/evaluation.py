@@ -17,6 +17,7 @@ from rirag.io import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
+#: A ranked run: query id -> {passage id: score} (the one definition; retrieval imports it from here).
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 

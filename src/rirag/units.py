@@ -104,7 +104,7 @@ def passage_body(passage: str) -> str:
 
 
 def _default_splitter() -> Splitter:
-    from rirag.scoring.sentences import punkt_split
+    from rirag.sentences import punkt_split
 
     return punkt_split
 

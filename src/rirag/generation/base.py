@@ -1,4 +1,5 @@
-"""The generator interface and the registry that builds generators by name.
+"""The generator interface: what a generator is, what to build (:class:`GeneratorSpec`), the names and defaults.
+:func:`rirag.generation.registry.build_generator` builds one by name; this module imports no backend.
 
 A generator turns a batch of chat conversations into one text each::
 
@@ -73,27 +74,3 @@ class GeneratorSpec:
     name: str = DEFAULT_GENERATOR
     model: str | None = None
     options: dict = field(default_factory=dict)
-
-
-def build_generator(spec: GeneratorSpec) -> Generator:
-    """Build (lazily loading) the generator ``spec`` names."""
-    if spec.name == FOCUSED:
-        from rirag.generation.focused import FocusedAnswerer
-
-        return FocusedAnswerer(spec.model, **spec.options)
-    if spec.name == EXTRACTIVE:
-        from rirag.generation.extractive import ExtractiveComposer
-
-        return ExtractiveComposer(spec.model or DEFAULT_OBLIGATION_CLASSIFIER, **spec.options)
-    if spec.name == ENDPOINT:
-        from rirag.generation.endpoint import EndpointGenerator
-
-        if not spec.model:
-            raise ValueError("generator 'endpoint' needs the served model name (--generator-model NAME)")
-        return EndpointGenerator(spec.model, **spec.options)
-    from rirag.generation.hf import TransformersGenerator
-
-    if spec.model:
-        raise ValueError(f"generator {spec.name!r} is a model name itself; --generator-model applies to "
-                         f"'{FOCUSED}', '{EXTRACTIVE}' and '{ENDPOINT}' only")
-    return TransformersGenerator(spec.name, **spec.options)

@@ -1,110 +1,15 @@
-"""Citations ``[n]`` in generated answers: parse them, attach them to sentences, map them back to passage ids.
+"""Citations ``[n]`` in generated answers: defined in :mod:`rirag.answer_record` (the scorers read them too),
+re-exported here."""
 
-Accepted forms: ``[1]``, ``[1, 2]`` (also ``;`` as separator) and adjacent markers ``[1][3]``. Numbers are
-1-based positions in the prompt's passage list. A number outside the list is kept as an *invalid* citation
-(``passage_id`` is ``None``), never dropped. A marker at the very start of a sentence (``... rule. [2] Next``)
-belongs to the previous sentence, as writers put it after the full stop.
-"""
-
-from __future__ import annotations
-
-import re
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
-
-#: One bracketed citation group: ``[1]``, ``[1, 2]``, ``[1; 2]``.
-CITATION_PATTERN = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
-_LEADING_MARKERS = re.compile(r"^(?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])+")
-
-
-@dataclass(frozen=True)
-class Citation:
-    """One cited number in one sentence: ``number`` as written, ``passage_id`` (``None`` when out of range)."""
-
-    number: int
-    sentence: int
-    passage_id: str | None
-
-    @property
-    def valid(self) -> bool:
-        return self.passage_id is not None
-
-    def as_dict(self) -> dict:
-        return {"n": self.number, "sentence": self.sentence, "ID": self.passage_id, "valid": self.valid}
-
-
-@dataclass
-class ParsedAnswer:
-    """An answer split into sentences (citation markers kept in :attr:`sentences`, removed in :attr:`claims`)."""
-
-    sentences: list[str]
-    claims: list[str]
-    citations: list[Citation] = field(default_factory=list)
-
-    @property
-    def invalid(self) -> list[Citation]:
-        return [c for c in self.citations if not c.valid]
-
-    @property
-    def cited_ids(self) -> list[str]:
-        """Valid cited passage ids, each once, in order of first citation."""
-        return list(dict.fromkeys(c.passage_id for c in self.citations if c.valid))
-
-    def sentence_citations(self, index: int) -> list[Citation]:
-        return [c for c in self.citations if c.sentence == index]
-
-    def as_dict(self) -> dict:
-        return {"sentences": self.sentences, "citations": citation_records(self)}
-
-
-def numbers_in(marker_text: str) -> list[int]:
-    """Every cited number in ``marker_text``, in order, repeats kept."""
-    return [int(n) for group in CITATION_PATTERN.findall(marker_text) for n in re.split(r"\s*[,;]\s*", group)]
-
-
-def strip_citations(text: str) -> str:
-    """The text without citation markers (and without the space before them)."""
-    return re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s*" + CITATION_PATTERN.pattern, "", text)).strip()
-
-
-def _default_splitter() -> Callable[[str], Sequence[str]]:
-    from rirag.scoring.sentences import punkt_split
-
-    return punkt_split
-
-
-def parse_citations(answer: str, passage_ids: Sequence[str],
-                    split: Callable[[str], Sequence[str]] | None = None) -> ParsedAnswer:
-    """Split ``answer`` into sentences and map each ``[n]`` to ``passage_ids[n - 1]``.
-
-    A citation repeated in one sentence counts once for that sentence; the same number in two sentences is two
-    citations. ``split`` defaults to the Punkt splitter RePASs uses.
-    """
-    split = split or _default_splitter()
-    raw = [s.strip() for s in split(answer or "") if s.strip()]
-    sentences: list[str] = []
-    for s in raw:
-        lead = _LEADING_MARKERS.match(s)
-        if lead and sentences:  # "... rule. [2] Next sentence": the marker closes the previous sentence
-            sentences[-1] = f"{sentences[-1]} {lead.group(0).strip()}"
-            s = s[lead.end():].strip()
-            if not s:
-                continue
-        sentences.append(s)
-    citations: list[Citation] = []
-    for i, sentence in enumerate(sentences):
-        for n in dict.fromkeys(numbers_in(sentence)):
-            pid = passage_ids[n - 1] if 1 <= n <= len(passage_ids) else None
-            citations.append(Citation(n, i, pid))
-    claims = [strip_citations(s) for s in sentences]
-    return ParsedAnswer(sentences, claims, citations)
-
-
-def citation_records(parsed: ParsedAnswer) -> list[dict]:
-    """The ``Citations`` field of an answer record: one object per citation (``n``, ``sentence``, ``ID``,
-    ``valid``)."""
-    return [c.as_dict() for c in parsed.citations]
-
+from rirag.answer_record import (  # noqa: F401
+    CITATION_PATTERN,
+    Citation,
+    ParsedAnswer,
+    citation_records,
+    numbers_in,
+    parse_citations,
+    strip_citations,
+)
 
 __all__ = ["CITATION_PATTERN", "Citation", "ParsedAnswer", "citation_records", "numbers_in", "parse_citations",
            "strip_citations"]

@@ -42,10 +42,10 @@ from rirag.generation.base import (
     PASSAGE_GENERATORS,
     GenerationError,
     GeneratorSpec,
-    build_generator,
 )
 from rirag.generation.pipeline import ASK_RETRIEVER
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
+from rirag.generation.registry import build_generator
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,9 @@ def _option_items(args: Any) -> list[tuple[str, Any]]:
 
 def retriever_spec_from_args(args: Any):
     """The checked retriever spec (typed options, a model where needed); cheap: nothing loads."""
-    return check.retriever_spec(args.retriever, args.model, _option_items(args))
+    from rirag.retrieval.registry import retriever_spec
+
+    return retriever_spec(args.retriever, args.model, _option_items(args))
 
 
 def retriever_from_args(args: Any, corpus):

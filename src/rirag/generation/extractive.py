@@ -109,7 +109,7 @@ class ExtractiveComposer:
 
     def _sentences(self, passage: str) -> list[str]:
         if self._split is None:
-            from rirag.scoring.sentences import punkt_split
+            from rirag.sentences import punkt_split
 
             self._split = punkt_split
         return [normalise_whitespace(s) for s in self._split(passage_body(passage)) if s.strip()]

@@ -21,6 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+# NO_ANSWER, the reply when the passages do not settle the question, is part of the answer record; re-exported here
+from rirag.answer_record import NO_ANSWER
+
 Messages = list[dict[str, str]]
 
 ZERO_SHOT = "zero-shot"
@@ -35,8 +38,6 @@ GROUNDED_STRATEGIES = (ZERO_SHOT, FEW_SHOT, FEW_SHOT_COT, RAFT)
 #: Strategies whose reply reasons first and ends in an ``Answer:`` line (read back by :func:`final_answer`).
 ANSWER_LINE_STRATEGIES = (FEW_SHOT_COT, RAFT)
 
-#: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle).
-NO_ANSWER = "The provided passages do not answer this question."
 #: The line that introduces the final answer in chain-of-thought replies.
 ANSWER_PREFIX = "Answer:"
 

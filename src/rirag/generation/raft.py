@@ -343,7 +343,8 @@ def _subset(questions: list[Question], n: int | None, seed: int) -> list[Questio
 
 
 def build_teacher(args: RaftDataArguments) -> Teacher:
-    from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec, build_generator
+    from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec
+    from rirag.generation.registry import build_generator
 
     if args.teacher == "focused":
         from rirag.generation.focused import FocusedAnswerer

@@ -16,6 +16,7 @@ import numpy as np
 
 from rirag.constants import BM25_B, BM25_K1, BM25_METHOD, RUN_DEPTH, STEMMER_LANGUAGE, STOPWORDS
 from rirag.data import DataError, Passage
+from rirag.evaluation import Run
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +28,6 @@ def _bm25s():
 
     logging.getLogger("bm25s").setLevel(logging.NOTSET)
     return bm25s
-
-Run = dict[str, dict[str, float]]
 
 
 @dataclass

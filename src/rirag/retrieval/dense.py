@@ -18,10 +18,10 @@ import numpy as np
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
 from rirag.data import DataError, Passage
+from rirag.evaluation import Run
 
 logger = logging.getLogger(__name__)
 
-Run = dict[str, dict[str, float]]
 
 CACHE_ENV_VAR = "RIRAG_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path(".cache") / "rirag"

@@ -18,9 +18,7 @@ from typing import Mapping, Sequence
 
 from rirag.constants import HYBRID_ALPHA, HYBRID_EPSILON, RANK_FUSION_DOC_WEIGHT, RRF_K, RUN_DEPTH
 from rirag.data import DataError
-from rirag.evaluation import ranked
-
-Run = dict[str, dict[str, float]]
+from rirag.evaluation import Run, ranked
 
 
 def _top(results: Mapping[str, float], depth: int | None) -> dict[str, float]:

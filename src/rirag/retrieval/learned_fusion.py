@@ -47,11 +47,11 @@ from rirag.constants import (
     RUN_DEPTH,
 )
 from rirag.data import DataError, Passage, read_json
+from rirag.evaluation import Run
 from rirag.retrieval.lexical import LEXICAL_FEATURES
 
 logger = logging.getLogger(__name__)
 
-Run = dict[str, dict[str, float]]
 
 #: Files of a saved ranker folder.
 RANKER_FILE = "ranker.txt"

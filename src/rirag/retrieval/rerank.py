@@ -12,11 +12,9 @@ from typing import Mapping
 
 from rirag.constants import RERANK_DEPTH, RUN_DEPTH
 from rirag.data import Passage
-from rirag.evaluation import ranked
+from rirag.evaluation import Run, ranked
 
 logger = logging.getLogger(__name__)
-
-Run = dict[str, dict[str, float]]
 
 
 def load_cross_encoder(name: str, device: str | None = None, max_length: int | None = 256):

@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rirag.answer_record import NO_ANSWER, numbers_in
 from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit
 
 METRICS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
@@ -44,8 +45,6 @@ def words(answer: str | None) -> int:
 
 def cited_passages(answer: str | None, retrieved_ids: Sequence[str]) -> list[str]:
     """The passage ids an answer cites (valid markers, each once, in order of first citation)."""
-    from rirag.generation.citations import numbers_in
-
     ids = []
     for n in numbers_in(answer or ""):
         if 1 <= n <= len(retrieved_ids):
@@ -64,16 +63,12 @@ def gold_citation(cited: Sequence[str], gold: Sequence[str]) -> tuple[float, flo
 
 def is_flagged(answer: str | None) -> bool:
     """Whether an answer says its passages do not address the question, or abstains."""
-    from rirag.generation.prompts import NO_ANSWER
-
     text = (answer or "").strip()
     return text.startswith(NOT_ADDRESSED) or text.startswith(NO_ANSWER)
 
 
 def shared_answers(answers: Sequence[str | None], golds: Sequence[Sequence[str]]) -> int:
     """How many non-empty answers are identical (normalised) to the answer of a question with different gold."""
-    from rirag.generation.prompts import NO_ANSWER
-
     by_text: dict[str, list[int]] = {}
     for i, a in enumerate(answers):
         key = plain(a).lower()

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import json
 import logging
 import os
 import sys
@@ -33,6 +32,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from rirag.answer_record import REQUIRED_FIELDS, read_answers  # noqa: F401 - part of this module's API
 from rirag.io import atomic_write_json
 from rirag.scoring.constants import (
     CSV_COLUMNS,
@@ -46,44 +46,6 @@ from rirag.scoring.constants import (
 )
 
 logger = logging.getLogger(__name__)
-
-REQUIRED_FIELDS = ("QuestionID", "RetrievedPassages", "Answer")
-
-
-def read_answers(path: str) -> list[dict[str, Any]]:
-    """Load and validate the answer JSON (``.json``, or gzipped ``.json.gz`` as the benchmarks commit them); errors
-    name the file, the record and the field."""
-    import gzip
-
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
-            raise ValueError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a JSON list of answer records, got {type(data).__name__}")
-    seen = set()
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise ValueError(f"{path}: record {i} is not an object")
-        for key in REQUIRED_FIELDS:
-            if key not in item:
-                raise ValueError(f"{path}: record {i} (QuestionID {item.get('QuestionID')!r}) lacks field {key!r}")
-        qid = str(item["QuestionID"])
-        if qid in seen:
-            raise ValueError(f"{path}: record {i}: duplicate QuestionID {qid!r}")
-        seen.add(qid)
-        answer, passages = item["Answer"], item["RetrievedPassages"]
-        if answer is not None and not isinstance(answer, str):
-            raise ValueError(f"{path}: record {i} (QuestionID {qid!r}): field 'Answer' must be a string or null")
-        if not isinstance(passages, (str, list)) or (isinstance(passages, list)
-                                                     and not all(isinstance(p, str) for p in passages)):
-            raise ValueError(
-                f"{path}: record {i} (QuestionID {qid!r}): field 'RetrievedPassages' must be a string or a list "
-                "of strings"
-            )
-    return data
 
 
 def _repair_and_read_ids(csv_path: str) -> set[str]:
@@ -127,7 +89,7 @@ def repass_text(answer: str | None, strip_citation_markers: bool = True) -> str 
     false (``None`` stays ``None``)."""
     if answer is None or not strip_citation_markers:
         return answer
-    from rirag.generation.citations import CITATION_PATTERN, strip_citations
+    from rirag.answer_record import CITATION_PATTERN, strip_citations
 
     return strip_citations(answer) if CITATION_PATTERN.search(answer) else answer  # no marker: the text as written
 

@@ -31,7 +31,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from rirag.answer_record import NO_ANSWER, parse_citations, read_answers, strip_citations
 from rirag.scoring.constants import ENTAILMENT, LOCAL_NLI_JUDGE
+from rirag.sentences import punkt_split
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +52,6 @@ def premise_windows(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[st
     """The passage itself when short, else consecutive whole-sentence windows of at most ``max_chars``."""
     if len(passage) <= max_chars:
         return [passage]
-    from rirag.scoring.sentences import punkt_split
-
     windows, current = [], ""
     for sentence in punkt_split(passage):
         if current and len(current) + 1 + len(sentence) > max_chars:
@@ -66,8 +66,6 @@ def premise_windows(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[st
 
 def premises(passage: str, max_chars: int = PREMISE_MAX_CHARS) -> list[str]:
     """Everything a citation of ``passage`` is judged against: its windows, then each of its sentences."""
-    from rirag.scoring.sentences import punkt_split
-
     return list(dict.fromkeys([*premise_windows(passage, max_chars), *punkt_split(passage)]))
 
 
@@ -77,8 +75,6 @@ def tokens(text: str) -> list[str]:
 
 def copy_ratio(answer: str, passages: Sequence[str], min_span: int = MIN_COPY_SPAN) -> float:
     """Share of the answer's tokens inside a verbatim span of ``min_span``+ tokens of one passage (0 when empty)."""
-    from rirag.generation.citations import strip_citations
-
     words = tokens(strip_citations(answer))
     if not words:
         return 0.0
@@ -107,12 +103,12 @@ def nli_judge(config: AttributionConfig) -> EntailFn:
     """``[(premise, hypothesis)] -> [entails]`` by the NLI model of ``config``, through RePASs' classifier (same
     loading and truncation, no padding, the shared probability cache)."""
     from rirag.scoring.models import label_index, resolve_device
-    from rirag.scoring.repass import PAIR, _Classifier
+    from rirag.scoring.repass import PAIR, Classifier
     from rirag.scoring.workers import resolve_workers
 
     device = resolve_device(config.device)
-    classifier = _Classifier(config.nli_model, device, config.batch_size, config.show_progress, PAIR,
-                             workers=resolve_workers(config.workers, device))
+    classifier = Classifier(config.nli_model, device, config.batch_size, config.show_progress, PAIR,
+                            workers=resolve_workers(config.workers, device))
     e_idx = label_index(classifier.config, ENTAILMENT)
 
     def entails(pairs: list[tuple[str, str]]) -> list[bool]:
@@ -141,9 +137,6 @@ class AttributionScorer:
 
     def score(self, answers: Sequence[str | None], passages: Sequence[Sequence[str]]) -> dict[str, Any]:
         """Per-answer metrics (``None`` where undefined or skipped) and their means."""
-        from rirag.generation.citations import parse_citations
-        from rirag.generation.prompts import NO_ANSWER
-
         if len(answers) != len(passages):
             raise ValueError(f"{len(answers)} answers but {len(passages)} passage lists")
         per: dict[str, list] = {m: [] for m in METRICS}
@@ -198,8 +191,6 @@ class AttributionScorer:
 def score_answers_file(path: str, scorer: AttributionScorer) -> dict[str, Any]:
     """Attribution metrics of a shared-task answers JSON (citations re-parsed from each ``Answer``, numbered by
     the order of ``RetrievedPassages``); per-question values keyed by QuestionID."""
-    from rirag.scoring.answers import read_answers
-
     data = read_answers(path)
     result = scorer.score([r["Answer"] for r in data], [r["RetrievedPassages"] for r in data])
     qids = [str(r["QuestionID"]) for r in data]

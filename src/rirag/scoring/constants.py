@@ -3,6 +3,10 @@
 Everything else (the library, the ``evaluate`` module, the trainers, the benchmark) imports from here.
 """
 
+# The offline stand-ins trained in this repository (LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER) and how to make
+# each (TRAIN_COMMANDS) are defined in rirag.constants, since the model builder below this package needs them too.
+from rirag.constants import LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER, TRAIN_COMMANDS  # noqa: F401
+
 #: An obligation counts as covered when the entailment probability is strictly above this value.
 COVERAGE_THRESHOLD = 0.7
 #: Entailment, contradiction and the composite score are rounded to this many decimals (as the reference does).
@@ -14,15 +18,6 @@ OFFICIAL_NLI_MODEL = "cross-encoder/nli-deberta-v3-xsmall"
 OFFICIAL_COVERAGE_MODEL = "microsoft/deberta-large-mnli"
 OFFICIAL_OBLIGATION_MODEL = "artifacts/obligation_classifier"
 
-#: Offline stand-ins trained in this repository (relative to the repository root).
-LOCAL_NLI_JUDGE = "artifacts/nli_judge"
-LOCAL_OBLIGATION_CLASSIFIER = "artifacts/obligation_classifier"
-#: How to make each local model (one line each; quoted by error messages when the folder is missing).
-TRAIN_COMMANDS = {
-    LOCAL_NLI_JUDGE: "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
-    LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py "
-                                 "--config recipes/obligation_classifier/offline.yaml",
-}
 #: How any number computed with the local stand-in judge must be labelled.
 LOCAL_JUDGE_LABEL = "RePASs (local judge)"
 

@@ -35,7 +35,7 @@ class ReferenceRePASs:
         from transformers import pipeline
 
         from rirag.scoring.models import label_index, load_classifier, obligation_index
-        from rirag.scoring.sentences import get_splitter
+        from rirag.sentences import get_splitter
 
         self.torch = torch
         self.device = device

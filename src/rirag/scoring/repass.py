@@ -139,7 +139,7 @@ def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, 
     return items
 
 
-#: How a classifier turns an input key into tokens (see ``_Classifier``).
+#: How a classifier turns an input key into tokens (see :class:`Classifier`).
 SINGLE, PAIR, JOINED, PAIR_KEEP_SECOND = "single", "pair", "joined", "pair-keep-second"
 #: Truncation codes stored with each cached probability vector.
 NOT_TRUNCATED, CUT_FIRST, CUT_SECOND = 0, 1, 2
@@ -187,7 +187,7 @@ PROBABILITY_CACHE = ProbabilityCache()
 
 def clear_caches() -> None:
     """Empty the probability cache and the sentence-split caches (benchmarks time cold runs with this)."""
-    from rirag.scoring.sentences import clear_split_caches
+    from rirag.sentences import clear_split_caches
 
     PROBABILITY_CACHE.clear()
     clear_split_caches()
@@ -199,7 +199,7 @@ def auto_batch_rows(length: int, device: str) -> int:
     return max(1, min(MAX_BATCH_ROWS, budget // max(1, length)))
 
 
-class _Classifier:
+class Classifier:
     """One sequence classifier: cached probabilities over input keys, computed in exact-length buckets.
 
     Encodings of an input key ``(first, second)``:
@@ -399,6 +399,10 @@ class _Classifier:
         return self._cuts.get(key, NOT_TRUNCATED)
 
 
+#: The former private name of :class:`Classifier`.
+_Classifier = Classifier
+
+
 def _truncation(classifier: Any, key: Input) -> int:
     getter = getattr(classifier, "truncation", None)
     return NOT_TRUNCATED if getter is None else getter(key)
@@ -411,10 +415,10 @@ class RePASsScorer:
         self.config = config or RePASsConfig(**kwargs)
         if config is not None and kwargs:
             self.config = RePASsConfig(**{**asdict(config), **kwargs})
-        self._classifiers: dict[str, _Classifier] = {}
+        self._classifiers: dict[str, Classifier] = {}
 
     # -- models -------------------------------------------------------------------------------------------------
-    def _classifier(self, name: str, role: str) -> _Classifier:
+    def _classifier(self, name: str, role: str) -> Classifier:
         """The classifier of ``role`` (``nli``, ``obligation`` or ``coverage``), built on first use."""
         key = f"{role}:{name}"
         if key not in self._classifiers:
@@ -427,9 +431,9 @@ class RePASsScorer:
             from rirag.scoring.workers import resolve_workers
 
             device = resolve_device(self.config.device)
-            self._classifiers[key] = _Classifier(name, device, self.config.batch_size, self.config.show_progress,
-                                                 encoding=encoding, precision=self.config.precision,
-                                                 workers=resolve_workers(self.config.workers, device))
+            self._classifiers[key] = Classifier(name, device, self.config.batch_size, self.config.show_progress,
+                                                encoding=encoding, precision=self.config.precision,
+                                                workers=resolve_workers(self.config.workers, device))
         return self._classifiers[key]
 
     def load_models(self) -> None:
@@ -468,7 +472,7 @@ class RePASsScorer:
         coverage cut.
         """
         from rirag.scoring.models import label_index, obligation_index
-        from rirag.scoring.sentences import get_splitter
+        from rirag.sentences import get_splitter
 
         cfg = self.config
         items = normalise_inputs(predictions, passages)
