@@ -29,6 +29,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # Every offline artifact the README's best paths use, in dependency order; skips what is current (scripts/models.py).
