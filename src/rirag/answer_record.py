@@ -78,6 +78,16 @@ def strip_citations(text: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s*" + CITATION_PATTERN.pattern, "", text)).strip()
 
 
+def with_citation(sentence: str, number: int) -> str:
+    """``sentence`` (whitespace-normalised) with ``[n]`` before its closing full stop (appended when it has none):
+    how the extractive answerers cite."""
+    sentence = " ".join(sentence.split())
+    match = re.search(r"([.!?])[\"')\]]*$", sentence)
+    if match:
+        return f"{sentence[:match.start()].rstrip()} [{number}]{sentence[match.start():]}"
+    return f"{sentence} [{number}]"
+
+
 def _default_splitter() -> Callable[[str], Sequence[str]]:
     from rirag.sentences import punkt_split
 

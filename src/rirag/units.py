@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from rirag.answer_record import CITATION_PATTERN
+
 #: The sentence that opens an answer whose retrieved passages do not address the question (then the closest
 #: provisions follow, cited).
 NOT_ADDRESSED = "The retrieved provisions do not directly address this question; the closest ones are cited below."
@@ -224,7 +226,7 @@ def _locate(passage: str, text: str, cursor: int) -> tuple[int, int] | None:
 
 #: An answer unit "ends inside a list" when it stops on a lead-in or between items.
 _ENDS_INSIDE_LIST = re.compile(r"(?:[:;,—–]|\b(?:and|or))\s*$", re.IGNORECASE)
-_MARKER_GROUP = re.compile(r"(?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])+")
+_MARKER_GROUP = re.compile(rf"(?:\s*{CITATION_PATTERN.pattern})+")
 
 
 def answer_units(answer: str) -> list[str]:

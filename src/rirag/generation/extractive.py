@@ -17,9 +17,9 @@ passages directly (the RAFT builder's offline teacher).
 from __future__ import annotations
 
 import logging
-import re
 from typing import Callable, Sequence
 
+from rirag.answer_record import with_citation
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE
 from rirag.generation.prompts import Messages, normalise_whitespace, passages_from_messages
 from rirag.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
@@ -71,15 +71,6 @@ def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, dev
         return out
 
     return classify
-
-
-def _with_citation(sentence: str, number: int) -> str:
-    """``sentence`` with ``[n]`` before its final full stop (or appended when it has none)."""
-    sentence = normalise_whitespace(sentence)
-    match = re.search(r"([.!?])[\"')\]]*$", sentence)
-    if match:
-        return f"{sentence[:match.start()].rstrip()} [{number}]{sentence[match.start():]}"
-    return f"{sentence} [{number}]"
 
 
 class ExtractiveComposer:
@@ -134,7 +125,7 @@ class ExtractiveComposer:
             if not kept and item and item[0]:
                 logger.debug("no obligation sentence in %d passages: first sentences of the top passage", len(item))
                 kept = [(s, 1) for s in item[0][: self.fallback_sentences]]
-            answers.append(" ".join(_with_citation(s, n) for s, n in kept))
+            answers.append(" ".join(with_citation(s, n) for s, n in kept))
         return answers
 
     def compose(self, passages: Sequence[str]) -> str:

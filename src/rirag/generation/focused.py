@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from rirag.answer_record import with_citation
 from rirag.generation.base import FOCUSED
 from rirag.generation.prompts import NO_ANSWER
 from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, split_units
@@ -169,16 +170,6 @@ def unit_features(question: str, units: Sequence[Unit], scores: Sequence[float],
     answerability = np.array([cos.max(), lex["query_coverage"].max(), lex["idf_coverage"].max(),
                               lex["bigram_coverage"].max(), math.log1p(float(bm25.max())), float(top3.mean())])
     return x, answerability
-
-
-def with_citation(text: str, number: int) -> str:
-    """``text`` with ``[n]`` before its closing full stop (appended when it has none)."""
-    import re
-
-    match = re.search(r"([.!?])[\"')\]]*$", text)
-    if match:
-        return f"{text[:match.start()].rstrip()} [{number}]{text[match.start():]}"
-    return f"{text} [{number}]"
 
 
 class FocusedAnswerer:

@@ -193,7 +193,7 @@ class FocusedTeacher:
         self.model = getattr(answerer, "classifier", None)
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
-        from rirag.generation.focused import with_citation
+        from rirag.answer_record import with_citation
         from rirag.generation.prompts import RAFT_QUOTE, cot_reply, raft_no_oracle_reply
 
         with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]

@@ -26,12 +26,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rirag.answer_record import NO_ANSWER, numbers_in
+from rirag.answer_record import CITATION_PATTERN, NO_ANSWER, numbers_in
 from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit
 
 METRICS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
            "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate")
-_MARKERS = re.compile(r"\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
+#: A citation marker with the space before it (the space before punctuation is kept, unlike strip_citations).
+_MARKERS = re.compile(r"\s*" + CITATION_PATTERN.pattern)
 
 
 def plain(answer: str | None) -> str:
