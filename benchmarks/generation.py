@@ -165,7 +165,7 @@ def build_row_generator(args: GenerationBenchArguments, model: str):
 
 def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict, corpus, generator=None) -> dict:
     """Answer the row's missing questions (resumable); returns the generation stats of this call."""
-    from rirag.generation.commands import answer_all
+    from rirag.generation.pipeline import answer_all
 
     model, strategy = SYSTEMS[row]
     plain = answers_path(args, row)

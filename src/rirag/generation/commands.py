@@ -43,7 +43,7 @@ from rirag.generation.base import (
     GenerationError,
     GeneratorSpec,
 )
-from rirag.generation.pipeline import ASK_RETRIEVER
+from rirag.generation.pipeline import ASK_RETRIEVER, answer_all, read_questions
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.generation.registry import build_generator
 
@@ -162,73 +162,6 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     options = {name: getattr(args, name, None) for name in _generator_option_names()
                if name not in RUNTIME_GENERATOR_OPTIONS and name not in ("generator", "strategy")}
     return {"generator": args.generator, "generator_options": options}
-
-
-def read_questions(path: str | Path) -> list[tuple[str, str]]:
-    """``[(QuestionID, Question)]`` from a JSON list of records (the RIRAG_Unseen_Questions.json layout)."""
-    from rirag.data import read_json
-
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of {{QuestionID, Question}} records, got {type(data).__name__}")
-    out, seen = [], set()
-    for i, rec in enumerate(data):
-        if not isinstance(rec, dict):
-            raise DataError(f"{path}: record {i}: expected an object, got {type(rec).__name__}")
-        for key in ("QuestionID", "Question"):
-            if key not in rec:
-                raise DataError(f"{path}: record {i} (id {rec.get('QuestionID')}): missing field {key!r}")
-            if not isinstance(rec[key], str):
-                raise DataError(f"{path}: record {i}: field {key!r} must be a string, got {type(rec[key]).__name__}")
-        if rec["QuestionID"] in seen:
-            raise DataError(f"{path}: record {i}: QuestionID {rec['QuestionID']!r} occurs twice")
-        seen.add(rec["QuestionID"])
-        out.append((rec["QuestionID"], rec["Question"]))
-    if not out:
-        raise DataError(f"{path}: no questions")
-    return out
-
-
-# -- the shared answering loop ------------------------------------------------------------------------------------
-
-
-def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, strategy: str, out: str | Path,
-               k: int = EVAL_K, filtered: bool = True, batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
-    """Answer every question not yet in ``out`` (resumable), flushing each answer; returns a summary.
-
-    A :class:`GenerationError` stops the loop after writing everything answered so far; it is re-raised.
-    """
-    from collections import Counter
-
-    from tqdm.auto import tqdm
-
-    from rirag.generation.pipeline import AnswersFile, answer_items, select_passages
-
-    answers = AnswersFile(out)
-    todo = [(qid, text) for qid, text in questions if qid not in answers]
-    done_before = len(questions) - len(todo)
-    if done_before:
-        logger.info("%s: %d of %d questions already answered; answering the other %d", out, done_before,
-                    len(questions), len(todo))
-    name = getattr(generator, "name", str(generator))
-    warnings: Counter = Counter()
-    n_citations = 0
-    try:
-        with tqdm(total=len(todo), desc=f"answering ({name})", unit="q") as bar:
-            for start in range(0, len(todo), batch_size):
-                chunk = todo[start:start + batch_size]
-                items = [(qid, text, select_passages(run.get(qid, {}), corpus, k, filtered, where=f"{where}, {qid}"))
-                         for qid, text in chunk]
-                for answer in answer_items(items, generator, strategy):
-                    answers.write(answer.to_record())
-                    warnings.update(w.split(":")[0] for w in answer.warnings)
-                    n_citations += len(answer.parsed.citations) if answer.parsed else 0
-                bar.update(len(chunk))
-    finally:
-        answers.finalize([qid for qid, _ in questions])
-    return {"answered": len(todo), "already_done": done_before, "total": len(answers), "out": str(out),
-            "citations": n_citations, "warnings": dict(warnings)}
 
 
 def _summary(summary: dict, generator=None) -> str:

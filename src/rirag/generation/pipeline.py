@@ -3,6 +3,8 @@
 :func:`answer_question` is the one-call entry point (``rirag ask``, the Gradio demo); :func:`answer_items` answers
 a batch of questions whose passages are known (``rirag answer``/``submit``, the benchmark). Passages go through
 the RIRAG score filter (:mod:`rirag.retrieval.filtering`) on scores normalised per question (:func:`normalise`).
+:func:`answer_all` answers a list of questions into a resumable answers file (:class:`AnswersFile`), and
+:func:`read_questions` reads a questions file (the RIRAG_Unseen_Questions.json layout).
 
 Documented fallbacks, each recorded in the answer's ``warnings`` (the ``Warnings`` field of its record):
 
@@ -25,6 +27,7 @@ from typing import Iterable, Mapping, Sequence
 
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
 from rirag.data import DataError, Passage
+from rirag.generation.base import BATCH_SIZE
 from rirag.generation.citations import ParsedAnswer, citation_records, parse_citations
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT, build_messages, final_answer
 
@@ -285,3 +288,69 @@ class AnswersFile:
         atomic_write_json(self.out, [self.records[q] for q in order + rest])
         self.journal.unlink(missing_ok=True)
         return self.out
+
+
+# -- questions files and the shared answering loop ----------------------------------------------------------------
+
+
+def read_questions(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """``[(QuestionID, Question)]`` from a JSON list of records (the RIRAG_Unseen_Questions.json layout)."""
+    from rirag.data import read_json
+
+    path = Path(path)
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"{path}: expected a JSON list of {{QuestionID, Question}} records, got {type(data).__name__}")
+    out, seen = [], set()
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise DataError(f"{path}: record {i}: expected an object, got {type(rec).__name__}")
+        for key in ("QuestionID", "Question"):
+            if key not in rec:
+                raise DataError(f"{path}: record {i} (id {rec.get('QuestionID')}): missing field {key!r}")
+            if not isinstance(rec[key], str):
+                raise DataError(f"{path}: record {i}: field {key!r} must be a string, got {type(rec[key]).__name__}")
+        if rec["QuestionID"] in seen:
+            raise DataError(f"{path}: record {i}: QuestionID {rec['QuestionID']!r} occurs twice")
+        seen.add(rec["QuestionID"])
+        out.append((rec["QuestionID"], rec["Question"]))
+    if not out:
+        raise DataError(f"{path}: no questions")
+    return out
+
+
+def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, strategy: str, out: str | os.PathLike,
+               k: int = EVAL_K, filtered: bool = True, batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
+    """Answer every question not yet in ``out`` (resumable), flushing each answer; returns a summary.
+
+    A :class:`~rirag.generation.base.GenerationError` stops the loop after writing everything answered so far; it is
+    re-raised.
+    """
+    from collections import Counter
+
+    from tqdm.auto import tqdm
+
+    answers = AnswersFile(out)
+    todo = [(qid, text) for qid, text in questions if qid not in answers]
+    done_before = len(questions) - len(todo)
+    if done_before:
+        logger.info("%s: %d of %d questions already answered; answering the other %d", out, done_before,
+                    len(questions), len(todo))
+    name = getattr(generator, "name", str(generator))
+    warnings: Counter = Counter()
+    n_citations = 0
+    try:
+        with tqdm(total=len(todo), desc=f"answering ({name})", unit="q") as bar:
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start:start + batch_size]
+                items = [(qid, text, select_passages(run.get(qid, {}), corpus, k, filtered, where=f"{where}, {qid}"))
+                         for qid, text in chunk]
+                for answer in answer_items(items, generator, strategy):
+                    answers.write(answer.to_record())
+                    warnings.update(w.split(":")[0] for w in answer.warnings)
+                    n_citations += len(answer.parsed.citations) if answer.parsed else 0
+                bar.update(len(chunk))
+    finally:
+        answers.finalize([qid for qid, _ in questions])
+    return {"answered": len(todo), "already_done": done_before, "total": len(answers), "out": str(out),
+            "citations": n_citations, "warnings": dict(warnings)}
