@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rirag.cli import format_table
+from rirag.cli.answers import format_answer
 from rirag.constants import EVAL_K, RUN_DEPTH, SEED
 from rirag.data import load_obliqa
 from rirag.dataset_build import BuildConfig, build
 from rirag.evaluation import evaluate_run, metric_names, write_trec
 from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS, GeneratorSpec
-from rirag.generation.commands import format_answer
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.pipeline import answer_question
 from rirag.generation.prompts import FEW_SHOT

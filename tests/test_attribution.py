@@ -124,7 +124,7 @@ def test_evaluate_answers_attribution_flag(tmp_path, monkeypatch, capsys):
     """`rirag evaluate answers --attribution` writes <csv>.attribution.json and prints the table."""
     import argparse
 
-    from rirag.scoring import answers as answers_mod
+    from rirag.cli import evaluate as evaluate_cli
     from tests._scoring_fixtures import fake_scorer
 
     records = [{"QuestionID": "a", "Question": "q", "RetrievedPassages": PASSAGES, "RetrievedIDs": ["x", "y"],
@@ -132,13 +132,13 @@ def test_evaluate_answers_attribution_flag(tmp_path, monkeypatch, capsys):
     src = tmp_path / "a.json"
     src.write_text(json.dumps(records))
     parser = argparse.ArgumentParser()
-    answers_mod.add_answers_parser(parser.add_subparsers())
+    evaluate_cli.add_answers_parser(parser.add_subparsers())
     args = parser.parse_args(["answers", "--answers", str(src), "--nli-model", "nli", "--coverage-model", "cov",
                               "--obligation-model", "obl", "--attribution"])
     scorer, _ = fake_scorer()
     monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
     monkeypatch.setattr("rirag.scoring.attribution.nli_judge", lambda config: _overlap_judge)
-    averages = answers_mod.run_answers(args)
+    averages = evaluate_cli.run_answers(args)
     written = json.loads((tmp_path / "a.repass.csv.attribution.json").read_text())
     assert written["citation_precision"] == 1.0 and written["per_question"]["a"]["citation_recall"] == 1.0
     assert averages["attribution"]["copy_ratio"] == written["copy_ratio"]

@@ -138,8 +138,8 @@ class Heavy(BaseException):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_path, classifier, monkeypatch):
+    import rirag.cli.answers as commands
     import rirag.evaluation
-    import rirag.generation.commands as commands
 
     argv, _ = CASES[case](tmp_path, tiny_data_dir, classifier)
 
@@ -153,7 +153,7 @@ def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_pa
 
 
 def test_the_sentinel_does_fire(tiny_data_dir, tmp_path, classifier, monkeypatch):
-    import rirag.generation.commands as commands
+    import rirag.cli.answers as commands
 
     def heavy(*args, **kwargs):
         raise Heavy("reached")
@@ -174,7 +174,7 @@ def test_two_writers_at_once(tiny_data_dir, tmp_path, classifier):
     argv = ["answer", "--data", str(tiny_data_dir), "--split", "original-dev", "--run", str(run), "--out", str(out),
             *_generator(classifier)]
     # the first writer: a real rirag process, held inside its answering loop until the test lets it go
-    script = ("import sys, time, pathlib, rirag.generation.commands as c, rirag.cli\n"
+    script = ("import sys, time, pathlib, rirag.cli.answers as c, rirag.cli\n"
               "real = c.answer_all\n"
               "def held(*a, **k):\n"
               "    pathlib.Path(sys.argv[1]).write_text('inside')\n"
@@ -218,7 +218,7 @@ def rirag_read_trec(path):
 
 
 def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatch):
-    import rirag.generation.commands as commands
+    import rirag.cli.answers as commands
     from rirag.data import DataError
 
     out = tmp_path / "submission"

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from _scoring_fixtures import fake_scorer
+from rirag.cli import evaluate as evaluate_cli
 from rirag.scoring import answers as answers_mod
 from rirag.scoring.constants import CSV_COLUMNS
 
@@ -96,15 +97,15 @@ def test_bad_answer_files_name_record_and_field(tmp_path):
 def test_cli_parser_and_local_judge_label(tmp_path, monkeypatch, capsys):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    answers_mod.add_answers_parser(sub)
+    evaluate_cli.add_answers_parser(sub)
     src = tmp_path / "a.json"
     write_answers(src, n=3)
     args = parser.parse_args(["answers", "--answers", str(src), "--nli-model", "nli", "--coverage-model", "coverage",
                               "--obligation-model", "obligation"])
-    assert args.func is answers_mod.run_answers and args.mode == "reference"
+    assert args.func is evaluate_cli.run_answers and args.mode == "reference"
     scorer, _ = fake_scorer()
     monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
-    averages = answers_mod.run_answers(args)
+    averages = evaluate_cli.run_answers(args)
     printed = capsys.readouterr().out
     assert "RePASs (local judge)" in printed and averages["n_scored"] == 2
     assert (tmp_path / "a.repass.csv").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rirag import validation
-from rirag.cli import main
+from rirag.cli import main, options, runner
 from rirag.retrieval.registry import retriever_options
 
 REPO = Path(__file__).resolve().parents[1]
@@ -300,7 +300,7 @@ def test_ctrl_c_in_a_subprocess(tiny_data_dir, tmp_path):
 
     # A background shell starts children with SIGINT ignored (then Python never raises KeyboardInterrupt): restore the
     # default handler so the test measures rirag's handling, not how the test runner was launched.
-    script = ("import signal, time, rirag.cli, rirag.validation as v\n"
+    script = ("import signal, time, rirag.cli, rirag.cli.runner as v\n"
               "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               "def slow(args):\n    print('ready', flush=True)\n    time.sleep(60)\n"
               "raise SystemExit(v.run_command(slow, None))\n")
@@ -412,7 +412,7 @@ def test_a_raw_os_error_in_a_command_is_one_line_in_words(caplog):
     def fails(args):
         raise PermissionError(errno.EACCES, "Permission denied", "/data/x.json")
 
-    assert validation.run_command(fails, None) == 2
+    assert runner.run_command(fails, None) == 2
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert errors == ["/data/x.json: permission denied (this account may not read or write it)"]
 
@@ -448,9 +448,9 @@ def test_help_shows_no_markup_and_the_splits_the_error_lists(capsys):
 def test_bounds_are_documented_and_read_when_checked(monkeypatch):
     assert set(validation.LIMITS) >= {"k", "depth", "encoder_batch_size", "generation_batch_size", "max_new_tokens",
                                       "concurrency", "max_retries", "chunk_size"}
-    assert validation.k_value("13732") == 13732
+    assert options.k_value("13732") == 13732
     monkeypatch.setitem(validation.LIMITS, "k", (5, "five"))
     with pytest.raises(Exception, match=r"at most 5 \(five\)"):
-        validation.k_value("6")
+        options.k_value("6")
     with pytest.raises(validation.UsageError, match="the corpus has 18 passages"):
         validation.k_within_corpus(19, 18)

@@ -1,13 +1,16 @@
 """One validation layer for every input of the ``rirag`` command, checked before any model loads.
 
-* **Options** are typed and range-checked when they are parsed: argparse ``type=`` callables (:func:`positive_int`,
-  :func:`system_name`, :func:`option_pair`) and :func:`rirag.retrieval.registry.retriever_options`, which types every
-  ``--option KEY=VALUE`` from :data:`OPTION_SPECS` and refuses a key the retriever does not take.
+* **Options** are typed and range-checked when they are parsed: the typed validators here (:func:`int_between`
+  bounded by :data:`LIMITS`, :func:`word`, :func:`option_pair`, ...) check every command-line option as it is
+  parsed (:func:`rirag.cli.options.argtype` wraps them; the library itself parses no arguments), and
+  :func:`rirag.retrieval.registry.retriever_options` types every ``--option KEY=VALUE`` from :data:`OPTION_SPECS` and
+  refuses a key the retriever does not take.
 * **Files** are checked for existence and readability (:func:`input_file`); readers name the file, record and field.
 * **Output paths** are checked before any work (:func:`output_file`, :func:`output_dir`): not an existing folder
   (resp. file), and the nearest existing folder accepts a new file (probed, so a read-only file system is caught).
-* :func:`run_command` turns every expected failure into one line on stderr and exit status 2, and Ctrl-C into one
-  line and 130. Results are written atomically (:mod:`rirag.io`), so an interrupted command leaves no partial file.
+* :func:`error_line` is the one line an expected failure is reported as; the command
+  (:func:`rirag.cli.runner.run_command`) maps the failure to its exit status. Results are written atomically
+  (:mod:`rirag.io`), so an interrupted command leaves no partial file.
 
 Every failure here raises :class:`UsageError` (a :class:`~rirag.data.DataError`) with a message that names the
 option, file, record or field.
@@ -15,7 +18,6 @@ option, file, record or field.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import logging
 import os
@@ -28,12 +30,6 @@ from rirag.constants import OBLIQA_PASSAGES
 from rirag.data import DataError
 
 logger = logging.getLogger(__name__)
-#: The command's own logger: its one-line errors read 'ERROR rirag: ...'.
-command_logger = logging.getLogger("rirag")
-
-#: Exit status of an expected failure (bad input, missing file, unwritable output) and of Ctrl-C.
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 class UsageError(DataError):
@@ -223,7 +219,7 @@ OPTION_SPECS: dict[str, OptionSpec] = {
 
 
 def option_pair(item: str) -> tuple[str, Any]:
-    """argparse type of ``--option KEY=VALUE``: the key must be known and the value of its type and range."""
+    """``--option KEY=VALUE``: the key must be known and the value of its type and range."""
     key, sep, value = item.partition("=")
     key = key.strip()
     if not sep or not key:
@@ -231,33 +227,6 @@ def option_pair(item: str) -> tuple[str, Any]:
     if key not in OPTION_SPECS:
         raise UsageError(f"--option {key}: unknown option; known: {', '.join(sorted(OPTION_SPECS))}")
     return key, OPTION_SPECS[key].check(value, f"--option {key}")
-
-
-# -- argparse types -----------------------------------------------------------------------------------------------
-
-
-def _argtype(check: Callable[[Any, str], Any], name: str) -> Callable[[str], Any]:
-    """An argparse ``type=``: argparse reports the ArgumentTypeError as 'argument --x: message'."""
-    def parse(value: str):
-        try:
-            return check(value, "value")
-        except UsageError as err:
-            raise argparse.ArgumentTypeError(str(err).removeprefix("value: ")) from None
-
-    parse.__name__ = name
-    return parse
-
-
-positive_int = _argtype(int_at_least(1), "positive integer")
-non_negative_int = _argtype(int_at_least(0), "non-negative integer")
-system_name = _argtype(word, "system name")
-#: ``--k``: passages per question, 1 to the corpus size.
-k_value = _argtype(int_between(1, "k"), "passages per question")
-
-
-def bounded_int(limit: str, minimum: int = 1) -> Callable[[str], int]:
-    """argparse ``type=`` of an option bounded by :data:`LIMITS` ``limit`` (or ``workers``)."""
-    return _argtype(int_between(minimum, limit), limit.replace("_", " "))
 
 
 #: Generator options and their bounds (checked by :func:`generator_limits` before any work).
@@ -273,32 +242,6 @@ def generator_limits(args: Any) -> None:
         value = getattr(args, dest, None)
         if value is not None:
             int_between(minimum, limit)(value, option)
-
-
-def split_name(value: str) -> str:
-    """argparse type of ``--split``: one of :data:`rirag.splits.SPLIT_NAMES`, the same list its help shows."""
-    from rirag.splits import check_split_name
-
-    try:
-        return check_split_name(value)
-    except DataError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def split_help(extra: str = "") -> str:
-    """The help of ``--split``, naming every split :func:`split_name` accepts."""
-    from rirag.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS
-
-    return (f"one of {', '.join(ORIGINAL_SPLITS)} (published; original-train only where the data has it) or "
-            f"{', '.join(LEAKAGE_FREE_SPLITS)} (the leakage-free re-split){extra}")
-
-
-def parse_option(item: str) -> tuple[str, Any]:
-    """argparse type of ``--option``: :func:`option_pair` with argparse's error reporting."""
-    try:
-        return option_pair(item)
-    except UsageError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 # -- files --------------------------------------------------------------------------------------------------------
@@ -462,16 +405,6 @@ def answers_args(args: Any) -> None:
         raise UsageError("; ".join(problems))
 
 
-def checked(pre: Callable[[Any], None], func: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``func(args)`` after ``pre(args)``, the checks that must pass before any work."""
-    def run(args: Any):
-        pre(args)
-        return func(args)
-
-    run.__name__ = getattr(func, "__name__", "run")
-    return run
-
-
 # -- runs against the corpus --------------------------------------------------------------------------------------
 
 
@@ -499,7 +432,7 @@ def run_matches(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str
                        source, len(unknown_d), len(docs), sorted(unknown_d)[0])
 
 
-# -- the command wrapper ------------------------------------------------------------------------------------------
+# -- one-line errors ----------------------------------------------------------------------------------------------
 
 
 def one_line(err: BaseException) -> str:
@@ -545,45 +478,3 @@ def error_line(err: BaseException) -> str:
     if isinstance(err, OSError):
         return " ".join(os_error_words(err).split())
     return f"{type(err).__name__}: {one_line(err)}"
-
-
-#: Failures a user can cause and fix: reported in one line with exit status 2, never as a traceback.
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (DataError, ValueError, OSError)
-
-
-def _expected_errors() -> tuple[type[BaseException], ...]:
-    extra: list[type[BaseException]] = []
-    try:  # huggingface_hub's network errors (httpx ones do not derive from OSError)
-        import httpx
-
-        extra.append(httpx.HTTPError)
-    except ImportError:
-        pass
-    return EXPECTED_ERRORS + tuple(extra)
-
-
-def run_command(func: Callable[[Any], Any], args: Any, verbose: bool = False) -> int:
-    """Run a subcommand: its return code (0 when it returns a non-int); an expected failure → one line on stderr
-    and 2 (with ``verbose``, the traceback too); Ctrl-C → one line and 130."""
-    try:
-        rc = func(args)
-        return rc if isinstance(rc, int) else 0
-    except KeyboardInterrupt:
-        command_logger.error("interrupted (Ctrl-C): results already written are complete; nothing half-written was "
-                             "left")
-        return EXIT_INTERRUPTED
-    except _expected_errors() as err:
-        _flush_progress()
-        command_logger.error("%s", error_line(err), exc_info=verbose)
-        return EXIT_USAGE
-
-
-def _flush_progress() -> None:
-    """Let progress bars that an error interrupted finish their line first, so the error line comes last."""
-    import sys
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass

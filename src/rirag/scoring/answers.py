@@ -19,6 +19,9 @@ recorded too; each becomes a failure (``QuestionID`` and the reason) in ``<csv>.
 every other answer is scored. A rerun retries them (they are not in the CSV). Only when no answer at all could be
 scored does the command fail (one line, exit status 2). The CSV is created with its first row, so a run that scores
 nothing leaves no header-only file.
+
+The command, ``rirag evaluate answers``, is :mod:`rirag.cli.evaluate`; this module parses no arguments and prints
+nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import contextlib
 import csv
 import logging
 import os
-import sys
 import tempfile
 from collections.abc import Iterable
 from typing import Any
@@ -36,13 +38,10 @@ from rirag.answer_record import REQUIRED_FIELDS, read_answers  # noqa: F401 - pa
 from rirag.io import atomic_write_json
 from rirag.scoring.constants import (
     CSV_COLUMNS,
-    DEFAULT_BATCH_SIZE,
     LOCAL_JUDGE_LABEL,
     MAX_ANSWER_CHARS,
-    MODES,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
-    OFFICIAL_OBLIGATION_MODEL,
 )
 
 logger = logging.getLogger(__name__)
@@ -229,69 +228,8 @@ def format_summary(averages: dict[str, Any], official: bool) -> str:
     return "\n".join(lines)
 
 
-def _workers(value: str) -> int | str:
-    """argparse type of ``--workers``: ``auto`` or 1 to this machine's CPU cores."""
-    import argparse
-
-    from rirag.scoring.workers import AUTO_WORKERS
-    from rirag.validation import limit_of
-
-    if value == AUTO_WORKERS:
-        return value
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer or {AUTO_WORKERS!r}, got {value!r}")
-    maximum, why = limit_of("workers")
-    if int(value) > maximum:
-        raise argparse.ArgumentTypeError(f"must be at most {maximum} ({why}) or {AUTO_WORKERS!r}, got {value!r}")
-    return int(value)
-
-
-def _batch_size(value: str) -> int | str:
-    """argparse type of ``--batch-size``: ``auto`` or 1 to the encoder batch bound."""
-    from rirag.scoring.constants import AUTO_BATCH_SIZE
-    from rirag.validation import bounded_int
-
-    return value if value == AUTO_BATCH_SIZE else bounded_int("encoder_batch_size")(value)
-
-
-def add_answers_parser(subparsers: Any) -> Any:
-    """Register ``answers`` (``rirag evaluate answers``) on an argparse subparsers object."""
-    from rirag.validation import LIMITS as limits
-    from rirag.validation import bounded_int
-
-    p = subparsers.add_parser("answers", help="RePASs for a shared-task answer JSON → per-question CSV (resumable)")
-    p.add_argument("--answers", required=True, help="answer JSON (QuestionID, RetrievedPassages, Answer, ...)")
-    p.add_argument("--out", default=None, help="CSV to write/resume (default: <answers>.repass.csv)")
-    p.add_argument("--data", default=None, help="ObliQA folder whose gold passages give the gold-citation metrics "
-                                                "(default: $RIRAG_DATA_DIR; without either, those metrics are n/a)")
-    p.add_argument("--mode", choices=MODES, default="reference")
-    p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
-    p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
-    p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
-    p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE, type=_batch_size,
-                   help=f"inputs per forward pass (1 to {limits['encoder_batch_size'][0]}), or 'auto' (a token "
-                        "budget per pass; the default)")
-    p.add_argument("--chunk-size", type=bounded_int("chunk_size"), default=32,
-                   help=f"answers scored (and flushed) together (1 to {limits['chunk_size'][0]})")
-    p.add_argument("--max-answer-chars", type=bounded_int("max_answer_chars"), default=MAX_ANSWER_CHARS,
-                   help=f"longer answers are not scored but listed in <csv>.failures.json (default "
-                        f"{MAX_ANSWER_CHARS}, at most {limits['max_answer_chars'][0]})")
-    p.add_argument("--workers", type=_workers, default="auto",
-                   help="CPU processes for the forward passes (1 torch thread each; at most the CPU cores); 'auto' "
-                        "(the default): one per core; the scores do not depend on the count")
-    p.add_argument("--device", default=None)
-    p.add_argument("--keep-citation-markers", action="store_true",
-                   help="score answers with their [n] citation markers (default: removed before RePASs, since they "
-                        "are references, not claims; answers without markers are unaffected)")
-    p.add_argument("--attribution", action="store_true",
-                   help="also citation precision/recall, uncited share, invalid citations and copy ratio "
-                        "(judged by --nli-model), written to <csv>.attribution.json")
-    p.set_defaults(func=run_answers)
-    return p
-
-
 @contextlib.contextmanager
-def _within_length(answers_path: str, max_chars: int | None):
+def within_length(answers_path: str, max_chars: int | None):
     """``answers_path``, or a temporary copy without the answers longer than ``max_chars`` when it has any."""
     data = read_answers(answers_path)
     kept = [r for r in data if max_chars is None or len(r.get("Answer") or "") <= max_chars]
@@ -327,49 +265,3 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
     result["questions_with_gold"] = sum(bool(g) for g in golds)
     result["per_question"] = {q: {k: v[i] for k, v in per.items()} for i, q in enumerate(qids)}
     return result
-
-
-def run_answers(args: Any) -> dict[str, Any] | int:
-    """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
-
-    The model-free answer metrics (:func:`answer_quality_of`) are printed and written first
-    (``<csv>.quality.json``); a model that is missing then (an untrained local folder, or a Hub id offline) ends the
-    command with one line saying how to get it, and exit status 2, before any score is written.
-    """
-    from rirag.scoring.answer_quality import format_quality
-    from rirag.scoring.models import MissingModelError
-    from rirag.scoring.repass import RePASsConfig, RePASsScorer
-
-    out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
-    scorer = RePASsScorer(RePASsConfig(nli_model=args.nli_model, coverage_model=args.coverage_model,
-                                       obligation_model=args.obligation_model, batch_size=args.batch_size,
-                                       device=args.device, mode=args.mode,
-                                       workers=getattr(args, "workers", 1)))
-    records = read_answers(args.answers)  # bad input is reported before models load
-    quality = answer_quality_of(records, getattr(args, "data", None))
-    atomic_write_json(out + ".quality.json", quality)
-    sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {out}.quality.json\n")
-    try:
-        scorer.load_models()
-    except MissingModelError as err:
-        logger.error("%s", err)
-        return 2
-    max_chars = getattr(args, "max_answer_chars", MAX_ANSWER_CHARS)
-    averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size,
-                                  strip_citation_markers=not getattr(args, "keep_citation_markers", False),
-                                  max_answer_chars=max_chars)
-    sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n"
-                     + (f"not scored: {failures_path(out)}\n" if averages["failed"] else ""))
-    if getattr(args, "attribution", False):
-        from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
-        from rirag.scoring.attribution import score_answers_file as attribution_of_file
-
-        config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device,
-                                   workers=getattr(args, "workers", 1))
-        with _within_length(args.answers, max_chars) as answers_path:  # the over-long ones would take days
-            attribution = attribution_of_file(answers_path, AttributionScorer(config))
-        atomic_write_json(out + ".attribution.json", attribution)
-        sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
-        averages["attribution"] = {k: v for k, v in attribution.items() if k != "per_question"}
-    averages["quality"] = {k: v for k, v in quality.items() if k != "per_question"}
-    return averages

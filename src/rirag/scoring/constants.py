@@ -43,6 +43,9 @@ REFERENCE_NLI_BATCH_SIZE = 16
 #: Batch size of our inference: ``"auto"`` (the rule below) or a fixed number of inputs per forward pass.
 AUTO_BATCH_SIZE = "auto"
 DEFAULT_BATCH_SIZE = AUTO_BATCH_SIZE
+#: Value of ``RePASsConfig.workers`` that means one worker per available core, at most
+#: :data:`rirag.scoring.workers.MAX_AUTO_WORKERS` (on CPU; 1 on any accelerator).
+AUTO_WORKERS = "auto"
 #: The automatic rule. Inputs are bucketed by exact token length, so a batch never pads; its size only trades
 #: per-call overhead and matrix-multiply efficiency against cache footprint. On CPU a forward pass gets about
 #: ``CPU_TOKENS_PER_BATCH`` tokens (inputs of length L: max(1, min(MAX_BATCH_ROWS, CPU_TOKENS_PER_BATCH // L)) rows);

@@ -25,11 +25,10 @@ from typing import Sequence
 
 import numpy as np
 
+from rirag.scoring.constants import AUTO_WORKERS
+
 logger = logging.getLogger(__name__)
 
-#: Value of ``RePASsConfig.workers`` that means one worker per available core, at most :data:`MAX_AUTO_WORKERS`
-#: (on CPU; 1 on any accelerator).
-AUTO_WORKERS = "auto"
 #: Each worker holds its own copy of the models (the official coverage model is ~1.6 GB in float32), so "auto"
 #: stops here; pass a number to go beyond.
 MAX_AUTO_WORKERS = 4

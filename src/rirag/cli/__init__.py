@@ -1,0 +1,53 @@
+"""The rirag command: thin subcommands over the library; tables go to stdout, logs to stderr.
+
+    rirag data build [--data DIR] [--out DIR] [--scheme original|leakage-free|all] [--seed N]
+    rirag retrieve --retriever bm25|dense|hybrid|rank-fusion|rrf|rerank --split SPLIT --out run.trec
+                   [--k 100] [--model PATH] [--option KEY=VALUE ...]
+    rirag evaluate retrieval --run run.trec --split SPLIT [--json FILE] [--k 10] [--per-query FILE]
+    rirag answer --run RUN.trec --split SPLIT | --questions FILE --out answers.json [--generator G] [--strategy S]
+    rirag ask "question" [--retriever R] [--generator G] [--strategy S]
+    rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
+
+One module per command group (:mod:`.data`, :mod:`.retrieval`, :mod:`.evaluate`, :mod:`.answers`), the options
+they share defined once (:mod:`.options`), one table of exit statuses (:mod:`.exit_codes`) and one wrapper that maps
+the library's errors to them (:mod:`.runner`). Nothing outside this package parses arguments or picks an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from rirag.cli import answers, data, evaluate, retrieval
+from rirag.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from rirag.cli.options import Parser
+from rirag.cli.output import format_table
+from rirag.cli.runner import run_command
+
+__all__ = ["build_parser", "format_table", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="rirag", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    data.add_parsers(sub)  # data build
+    retrieval.add_parsers(sub)  # retrieve
+    evaluate.add_parsers(sub)  # evaluate retrieval, evaluate answers
+    answers.add_parsers(sub)  # answer, ask, submit
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Every expected failure is one line on stderr and exit status 2; Ctrl-C is one line and 130
+    (:func:`rirag.cli.runner.run_command`); every subcommand gets this through ``args.func``."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, or a bad option (argparse printed one line): a return code, not an exit
+        return exit_.code if isinstance(exit_.code, int) else (EXIT_OK if exit_.code is None else EXIT_USAGE)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    return run_command(args.func, args, verbose=args.verbose)

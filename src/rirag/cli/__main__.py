@@ -1,0 +1,8 @@
+"""``python -m rirag.cli``: the ``rirag`` command."""
+
+import sys
+
+from rirag.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

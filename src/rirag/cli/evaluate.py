@@ -1,0 +1,185 @@
+"""``rirag evaluate retrieval`` (Recall/MAP/MRR/nDCG@k of a TREC run, over :mod:`rirag.evaluation`) and
+``rirag evaluate answers`` (RePASs and the answer metrics of a shared-task answer file, over
+:mod:`rirag.scoring.answers`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rirag import validation as check
+from rirag.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from rirag.cli.options import Parser, add_data_option, add_k_option, add_split_option, auto_or, bounded_int
+from rirag.cli.output import format_table
+from rirag.cli.runner import checked
+from rirag.constants import EVAL_K
+
+logger = logging.getLogger(__name__)
+
+
+# -- rirag evaluate retrieval -------------------------------------------------------------------------------------
+
+
+def cmd_evaluate_retrieval(args) -> int:
+    from rirag.data import load_obliqa
+    from rirag.evaluation import evaluate_run, metric_names, read_trec
+    from rirag.io import atomic_write_json
+    from rirag.splits import check_split_name, qrels_of, split_questions
+
+    check_split_name(args.split)
+    check.input_file(args.run, "--run")
+    for option, path in (("--json", args.json), ("--per-query", args.per_query)):
+        if path:
+            check.output_file(path, option)
+    run = read_trec(args.run)
+    obliqa = load_obliqa(args.data)
+    qrels = qrels_of(split_questions(obliqa, args.split, args.seed))
+    check.run_matches(run, obliqa.corpus, qrels, args.run, args.split)
+    result = evaluate_run(qrels, run, k=args.k, per_query=bool(args.per_query))
+    names = metric_names(args.k)
+    row = {"run": Path(args.run).name, "split": args.split, "questions": result["n_questions"],
+           **{n: result[n] for n in names}}
+    sys.stdout.write(format_table([row], list(row)) + "\n")
+    if args.json:
+        atomic_write_json(args.json, {k: v for k, v in result.items() if k != "per_query"} | {
+            "run": str(args.run), "split": args.split})
+    if args.per_query:
+        atomic_write_json(args.per_query, result["per_query"])
+    return EXIT_OK
+
+
+# -- rirag evaluate answers ---------------------------------------------------------------------------------------
+
+
+def run_answers(args: Any) -> dict[str, Any] | int:
+    """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
+
+    The model-free answer metrics (:func:`~rirag.scoring.answers.answer_quality_of`) are printed and written first
+    (``<csv>.quality.json``); a model that is missing then (an untrained local folder, or a Hub id offline) ends the
+    command with one line saying how to get it, and exit status 2, before any score is written.
+    """
+    from rirag.io import atomic_write_json
+    from rirag.scoring.answer_quality import format_quality
+    from rirag.scoring.answers import (
+        answer_quality_of,
+        failures_path,
+        format_summary,
+        is_official,
+        read_answers,
+        score_answers_file,
+    )
+    from rirag.scoring.constants import MAX_ANSWER_CHARS
+    from rirag.scoring.models import MissingModelError
+    from rirag.scoring.repass import RePASsConfig, RePASsScorer
+
+    out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
+    scorer = RePASsScorer(RePASsConfig(nli_model=args.nli_model, coverage_model=args.coverage_model,
+                                       obligation_model=args.obligation_model, batch_size=args.batch_size,
+                                       device=args.device, mode=args.mode,
+                                       workers=getattr(args, "workers", 1)))
+    records = read_answers(args.answers)  # bad input is reported before models load
+    quality = answer_quality_of(records, getattr(args, "data", None))
+    atomic_write_json(out + ".quality.json", quality)
+    sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {out}.quality.json\n")
+    try:
+        scorer.load_models()
+    except MissingModelError as err:
+        logger.error("%s", err)
+        return EXIT_USAGE
+    max_chars = getattr(args, "max_answer_chars", MAX_ANSWER_CHARS)
+    averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size,
+                                  strip_citation_markers=not getattr(args, "keep_citation_markers", False),
+                                  max_answer_chars=max_chars)
+    sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n"
+                     + (f"not scored: {failures_path(out)}\n" if averages["failed"] else ""))
+    if getattr(args, "attribution", False):
+        averages["attribution"] = _attribution(args, out, max_chars)
+    averages["quality"] = {k: v for k, v in quality.items() if k != "per_question"}
+    return averages
+
+
+def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:
+    """``--attribution``: citation precision/recall and the rest, written to ``<csv>.attribution.json`` and printed;
+    returns them without the per-question part."""
+    from rirag.io import atomic_write_json
+    from rirag.scoring.answers import within_length
+    from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
+    from rirag.scoring.attribution import score_answers_file as attribution_of_file
+
+    config = AttributionConfig(nli_model=args.nli_model, batch_size=args.batch_size, device=args.device,
+                               workers=getattr(args, "workers", 1))
+    with within_length(args.answers, max_chars) as answers_path:  # the over-long ones would take days
+        attribution = attribution_of_file(answers_path, AttributionScorer(config))
+    atomic_write_json(out + ".attribution.json", attribution)
+    sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
+    return {k: v for k, v in attribution.items() if k != "per_question"}
+
+
+def add_answers_parser(subparsers: Any) -> Any:
+    """Register ``answers`` (``rirag evaluate answers``) on an argparse subparsers object."""
+    from rirag.scoring.constants import (
+        AUTO_BATCH_SIZE,
+        AUTO_WORKERS,
+        DEFAULT_BATCH_SIZE,
+        MAX_ANSWER_CHARS,
+        MODES,
+        OFFICIAL_COVERAGE_MODEL,
+        OFFICIAL_NLI_MODEL,
+        OFFICIAL_OBLIGATION_MODEL,
+    )
+
+    limits = check.LIMITS
+    p = subparsers.add_parser("answers", help="RePASs for a shared-task answer JSON → per-question CSV (resumable)")
+    p.add_argument("--answers", required=True, help="answer JSON (QuestionID, RetrievedPassages, Answer, ...)")
+    p.add_argument("--out", default=None, help="CSV to write/resume (default: <answers>.repass.csv)")
+    add_data_option(p, help="ObliQA folder whose gold passages give the gold-citation metrics (default: "
+                            "$RIRAG_DATA_DIR; without either, those metrics are n/a)")
+    p.add_argument("--mode", choices=MODES, default="reference")
+    p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
+    p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
+    p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
+    p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE, type=auto_or(AUTO_BATCH_SIZE, "encoder_batch_size"),
+                   help=f"inputs per forward pass (1 to {limits['encoder_batch_size'][0]}), or 'auto' (a token "
+                        "budget per pass; the default)")
+    p.add_argument("--chunk-size", type=bounded_int("chunk_size"), default=32,
+                   help=f"answers scored (and flushed) together (1 to {limits['chunk_size'][0]})")
+    p.add_argument("--max-answer-chars", type=bounded_int("max_answer_chars"), default=MAX_ANSWER_CHARS,
+                   help=f"longer answers are not scored but listed in <csv>.failures.json (default "
+                        f"{MAX_ANSWER_CHARS}, at most {limits['max_answer_chars'][0]})")
+    p.add_argument("--workers", type=auto_or(AUTO_WORKERS, "workers"), default=AUTO_WORKERS,
+                   help="CPU processes for the forward passes (1 torch thread each; at most the CPU cores); 'auto' "
+                        "(the default): one per core; the scores do not depend on the count")
+    p.add_argument("--device", default=None)
+    p.add_argument("--keep-citation-markers", action="store_true",
+                   help="score answers with their [n] citation markers (default: removed before RePASs, since they "
+                        "are references, not claims; answers without markers are unaffected)")
+    p.add_argument("--attribution", action="store_true",
+                   help="also citation precision/recall, uncited share, invalid citations and copy ratio "
+                        "(judged by --nli-model), written to <csv>.attribution.json")
+    p.set_defaults(func=run_answers)
+    return p
+
+
+# -- parsers ------------------------------------------------------------------------------------------------------
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``evaluate retrieval`` and (when the scoring modules are installed) ``evaluate answers``."""
+    ev = sub.add_parser("evaluate", help="evaluate runs or answers").add_subparsers(dest="eval_command", required=True,
+                                                                                    parser_class=Parser)
+    e = ev.add_parser("retrieval", help="Recall/MAP/MRR/nDCG@k of a TREC run")
+    add_data_option(e)
+    add_split_option(e)
+    e.add_argument("--run", required=True, help="TREC run file")
+    add_k_option(e, EVAL_K, f"metric cut-off (1 to {check.LIMITS['k'][0]}, the corpus size)")
+    e.add_argument("--json", default=None, help="write the metrics here")
+    e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
+    e.set_defaults(func=cmd_evaluate_retrieval)
+    try:  # a trimmed install may lack the scoring modules
+        p = add_answers_parser(ev)
+    except ImportError:
+        return
+    p.set_defaults(func=checked(check.answers_args, p.get_default("func")))

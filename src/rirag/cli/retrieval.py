@@ -1,0 +1,46 @@
+"""``rirag retrieve``: passages for the questions of a split, written as a TREC run, over
+:func:`rirag.retrieval.registry.build_retriever`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rirag import validation as check
+from rirag.cli.exit_codes import EXIT_OK
+from rirag.cli.options import add_data_option, add_k_option, add_retriever_options, add_split_option, add_system_option
+from rirag.constants import RUN_DEPTH
+
+
+def cmd_retrieve(args) -> int:
+    from rirag.data import load_obliqa
+    from rirag.evaluation import write_trec
+    from rirag.retrieval.registry import build_retriever, retriever_spec
+    from rirag.splits import check_split_name, split_questions
+
+    # every check before the corpus loads, a model loads or a passage is embedded
+    check_split_name(args.split)
+    spec = retriever_spec(args.retriever, args.model, args.option)
+    check.output_file(args.out, "--out")
+    obliqa = load_obliqa(args.data)
+    # the default depth shrinks to a smaller corpus; a --k above the corpus size is an error
+    args.k = min(RUN_DEPTH, len(obliqa.corpus)) if args.k is None else check.k_within_corpus(args.k, len(obliqa.corpus))
+    questions = split_questions(obliqa, args.split, args.seed)
+    retriever = build_retriever(obliqa.corpus, spec)
+    run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)
+    write_trec(run, args.out, system=args.system or args.retriever, depth=args.k)
+    sys.stdout.write(f"wrote {len(run)} queries × top {args.k} to {args.out}\n")
+    return EXIT_OK
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``retrieve`` on the ``rirag`` subparsers."""
+    r = sub.add_parser("retrieve", help="retrieve passages for a split and write a TREC run")
+    add_data_option(r)
+    add_split_option(r)
+    add_retriever_options(r, "bm25", model_help="model name or path (dense retrievers)", list_options=True)
+    r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
+    add_k_option(r, None, f"passages per question, 1 to the corpus size ({check.LIMITS['k'][0]} for ObliQA); default "
+                          f"{RUN_DEPTH}")
+    add_system_option(r)
+    r.set_defaults(func=cmd_retrieve)
