@@ -49,6 +49,11 @@ def _number(text: Any, cast: Callable, what: str):
         raise UsageError(f"{what}: expected {kind}, got {text!r}") from None
 
 
+def integer(value: Any, what: str = "value") -> int:
+    """Any integer (a seed)."""
+    return _number(value, int, what)
+
+
 def unit_interval(value: Any, what: str = "value") -> float:
     x = _number(value, float, what)
     if not 0.0 <= x <= 1.0:  # also refuses nan

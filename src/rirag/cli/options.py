@@ -40,6 +40,8 @@ def argtype(validator: Callable[[Any, str], Any], name: str) -> Callable[[str], 
 
 
 system_name = argtype(check.word, "system name")
+#: ``--seed``: any integer.
+seed_value = argtype(check.integer, "integer")
 #: ``--k``: passages per question, 1 to the corpus size.
 k_value = argtype(check.int_between(1, "k"), "passages per question")
 
@@ -103,7 +105,7 @@ def add_data_option(p: argparse.ArgumentParser, help: str = DATA_HELP) -> None:
 
 
 def add_seed_option(p: argparse.ArgumentParser, help: str | None = None) -> None:
-    p.add_argument("--seed", type=int, default=SEED, help=help)
+    p.add_argument("--seed", type=seed_value, default=SEED, help=help)
 
 
 def add_split_option(p: argparse.ArgumentParser, required: bool = True, extra: str = "") -> None:
@@ -140,6 +142,13 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: 
                    help="retriever option, repeatable, checked when parsed" + (": " if list_options else " ") + listed)
 
 
+def generator_bound(dest: str) -> Callable[[str], int]:
+    """argparse ``type=`` of the generator option ``dest``, bounded as :data:`rirag.validation.GENERATOR_LIMITS`
+    says (the same bound :func:`rirag.validation.generator_limits` checks on a namespace built in code)."""
+    _, limit, minimum = check.GENERATOR_LIMITS[dest]
+    return bounded_int(limit, minimum)
+
+
 def add_overwrite_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="discard the answers already in --out (of another run, or without a manifest) and start "
@@ -173,11 +182,13 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--strategy", default=ZERO_SHOT, choices=STRATEGIES, help="prompting strategy")
     g.add_argument("--adapter", default=None, help="a peft LoRA adapter folder stacked on the causal LM")
     g.add_argument("--load-in-4bit", action="store_true", help="NF4 quantisation (CUDA only; ignored on CPU)")
-    g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
-    g.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="answers per generation call (and flush)")
+    g.add_argument("--max-new-tokens", type=generator_bound("max_new_tokens"), default=MAX_NEW_TOKENS)
+    g.add_argument("--batch-size", type=generator_bound("batch_size"), default=BATCH_SIZE,
+                   help="answers per generation call (and flush)")
     g.add_argument("--base-url", default=None, help=f"'{ENDPOINT}': e.g. http://localhost:8000/v1")
     g.add_argument("--api-key-env", default=ENDPOINT_API_KEY_ENV, help=f"'{ENDPOINT}': env variable with the key")
-    g.add_argument("--concurrency", type=int, default=ENDPOINT_CONCURRENCY, help=f"'{ENDPOINT}': requests in flight")
-    g.add_argument("--max-retries", type=int, default=ENDPOINT_MAX_RETRIES,
+    g.add_argument("--concurrency", type=generator_bound("concurrency"), default=ENDPOINT_CONCURRENCY,
+                   help=f"'{ENDPOINT}': requests in flight")
+    g.add_argument("--max-retries", type=generator_bound("max_retries"), default=ENDPOINT_MAX_RETRIES,
                    help=f"'{ENDPOINT}': retries (with backoff) on connection errors, timeouts, 429 and 5xx")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")
