@@ -23,6 +23,9 @@ SIGNATURE_FIELDS = ("mode", "nli", "obligation", "coverage", "precision", "split
 OFFICIAL_LABEL = "RePASs"
 #: What documents print for a result that was stored before results carried a signature.
 NOT_RECORDED = "signature not recorded"
+#: The key under which a results row that holds other metrics too (benchmarks/generation.py) stores the signature of
+#: its RePASs numbers (a RePASs result itself has it under ``signature``).
+ROW_KEY = "repass_signature"
 
 _SEPARATOR, _ASSIGN = "|", "="
 _ESCAPES = (("%", "%25"), (_SEPARATOR, "%7C"), (_ASSIGN, "%3D"))
