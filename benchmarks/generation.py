@@ -17,9 +17,10 @@ Stages, each resumable and restartable per row:
   units, the flag rate), and for the passage generators (focused, extractive) the mismatched-context test: each
   question answered from another question's passages, and the share of those answers that say so; no model needed
   beyond the generator;
-* ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite), the attribution metrics (citation
-  precision and recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the answers
-  present.
+* ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite, and the signature of the scorer in
+  ``repass_signature``: its models, mode, precision, splitter; ``rirag.scoring.signature``), the attribution metrics
+  (citation precision and recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the
+  answers present. Rows scored before signatures were recorded have none (``docs/build_results.py`` says so).
 
 Results are merged into ``benchmarks/results/generation.json`` (``rows``: system name -> metrics); other rows are
 kept. A row measured on fewer questions than the sample (``--limit``, or generation not finished) says so in its
@@ -48,6 +49,7 @@ from rirag.constants import EVAL_K, SEED
 from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS, PASSAGE_GENERATORS
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
+from rirag.scoring.signature import ROW_KEY
 from rirag.splits import ANSWER_SAMPLE_SIZE
 
 logger = logging.getLogger(__name__)
@@ -205,6 +207,8 @@ def score_row(records: list[dict], repass_scorer, attribution_scorer) -> dict:
     passages = [r["RetrievedPassages"] for r in records]
     result = repass_scorer.score([repass_text(a) for a in answers], passages)  # citation markers are not claims
     metrics = {k: result[k] for k in ("repass", "entailment", "contradiction", "obligation_coverage")}
+    # what made those numbers (None from a scorer that records none: a merged row never keeps an older signature)
+    metrics[ROW_KEY] = result.get("signature")
     attribution = attribution_scorer.score(answers, passages)
     metrics |= {k: attribution[k] for k in ("citation_precision", "citation_recall", "uncited_share", "copy_ratio",
                                            "invalid_citations_total")}

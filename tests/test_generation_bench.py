@@ -40,6 +40,20 @@ def test_score_row_has_every_metric_key():
     assert set(bench.QUALITY_KEYS) <= set(metrics)
     assert metrics["citation_precision"] == 1.0 and metrics["citation_recall"] == 1.0
     assert metrics["mean_answer_words"] == 2.5 and metrics["empty_answers"] == 1 and metrics["scored_answers"] == 1
+    assert metrics["repass_signature"] is None  # a scorer that records no signature: none is invented
+
+
+def test_score_row_records_the_repass_signature():
+    from _scoring_fixtures import fake_scorer
+    from rirag.scoring.attribution import AttributionScorer
+    from rirag.scoring.signature import parse_signature
+
+    records = [{"QuestionID": "a", "Answer": "Firms must keep records [1].",
+                "RetrievedPassages": ["Firms must keep records."]}]
+    scorer, _ = fake_scorer()
+    metrics = bench.score_row(records, scorer, AttributionScorer(entails=lambda pairs: [True] * len(pairs)))
+    assert metrics["repass_signature"] == scorer.signature
+    assert parse_signature(metrics["repass_signature"])["nli"] == "nli"
 
 
 def test_quality_row_and_the_mismatched_test():

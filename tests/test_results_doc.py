@@ -99,3 +99,72 @@ def test_fmt_prints_stored_scores_without_rounding_them_again():
     assert b.fmt(0.5677852348993289, "overall_3way_accuracy") == "0.5678"
     assert b.fmt(3516.1, "queries_per_s") == "3516.1"
     assert b.fmt("a|b") == "a\\|b"
+
+
+def _signature(nli: str, coverage: str) -> str:
+    from types import SimpleNamespace
+
+    from rirag.scoring.signature import repass_signature
+
+    return repass_signature(SimpleNamespace(mode="reference", nli_model=nli, coverage_model=coverage,
+                                            obligation_model="artifacts/obligation_classifier", precision="float32",
+                                            sentence_splitter="punkt", threshold=0.7))
+
+
+def test_answer_table_reads_its_repass_label_from_the_signatures():
+    from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL
+
+    b = _builder()
+    local = _signature("artifacts/nli_judge", "artifacts/nli_judge")
+    official = _signature(OFFICIAL_NLI_MODEL, OFFICIAL_COVERAGE_MODEL)
+
+    def headline(rows):
+        table = b.render_answers_headline({"sample_size": 150, "rows": rows})
+        return table, {line.split(" | ")[0]: line for line in table.splitlines()}
+
+    # rows scored before signatures: today's label, marked in the header (no signature invented)
+    table, lines = headline({"raft": {"repass": 0.7}, "focused": {"repass": 0.8}})
+    assert f"| {LOCAL_JUDGE_LABEL}, signature not recorded |" in lines["| system"]
+    assert "| 0.7000 |" in lines["| SmolLM2-135M RAFT-LoRA"]
+    # every row signed by the official models: the plain label
+    table, lines = headline({"raft": {"repass": 0.7, "repass_signature": official},
+                             "focused": {"repass": 0.8, "repass_signature": official}})
+    assert "| RePASs |" in lines["| system"] and "local judge" not in table and "not recorded" not in table
+    # every row signed by the local judge: its label, as before, now read from the signatures
+    table, lines = headline({"raft": {"repass": 0.7, "repass_signature": local}})
+    assert f"| {LOCAL_JUDGE_LABEL} |" in lines["| system"] and "not recorded" not in table
+    # mixed: each cell says its own label, and the unsigned row that its signature is missing
+    table, lines = headline({"raft": {"repass": 0.7, "repass_signature": official},
+                             "focused": {"repass": 0.8, "repass_signature": local},
+                             "extractive": {"repass": 0.9}})
+    assert "| RePASs |" in lines["| system"]
+    assert "| 0.7000 (RePASs) |" in lines["| SmolLM2-135M RAFT-LoRA"]
+    assert f"| 0.8000 ({LOCAL_JUDGE_LABEL}) |" in lines["| focused answerer (default)"]
+    assert f"| 0.9000 ({LOCAL_JUDGE_LABEL}; signature not recorded) |" in lines[
+        "| all obligations (extractive composer)"]
+    # no RePASs score at all: the header as it always was
+    assert f"| {LOCAL_JUDGE_LABEL} |" in headline({"focused": {"flag_rate": 0.1}})[1]["| system"]
+
+
+def test_results_page_marks_repass_rows_without_a_signature():
+    b = _builder()
+    local = _signature("artifacts/nli_judge", "artifacts/nli_judge")
+    data = {"rows": {"old": {"repass": 0.5}, "new": {"repass": 0.6, "repass_signature": local},
+                     "unscored": {"words_median": 3}}}
+    marked = b.mark_unrecorded_signatures(data)
+    assert marked["rows"]["old"]["repass_signature"] == "signature not recorded"
+    assert marked["rows"]["new"]["repass_signature"] == local
+    assert "repass_signature" not in marked["rows"]["unscored"] and "repass_signature" not in data["rows"]["old"]
+    assert b.mark_unrecorded_signatures({"rows": [1]}) == {"rows": [1]}
+    text = b.render_results({"generation.json": data})
+    assert "## generation.json" in text and "signature not recorded" in text
+    # the committed results: every scored row predates signatures, and the page and the README say so
+    committed = json.loads((REPO / "benchmarks" / "results" / "generation.json").read_text(encoding="utf-8"))
+    scored = [r for r in committed["rows"].values() if r.get("repass") is not None]
+    assert scored and not any(r.get("repass_signature") for r in scored)
+    results_md = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    section = results_md.split("## generation.json", 1)[1].split("\n## ", 1)[0]
+    assert section.count("| signature not recorded |") == len(scored)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split(b.ANSWERS_BEGIN, 1)[1].split(b.ANSWERS_END)[0]
+    assert "| RePASs (local judge), signature not recorded |" in block

@@ -276,3 +276,50 @@ def test_the_sentence_splitter_has_a_length_guard(monkeypatch):
     assert sentences.punkt_split("A firm must file. It may wait! Done?  Yes") == (
         "A firm must file.", "It may wait!", "Done?", "Yes")
     sentences.punkt_split.cache_clear()
+
+
+class NoSignature:
+    """A scorer of the former kind: plain dict results, no signature."""
+
+    def __init__(self, scorer):
+        self.scorer = scorer
+
+    def score(self, predictions, passages):
+        return {k: v for k, v in self.scorer.score(predictions, passages).items() if k != "signature"}
+
+
+def test_averages_record_the_signature_across_resumed_runs_and_label_the_summary(tmp_path):
+    from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL
+    from rirag.scoring.signature import parse_signature
+
+    src, out = tmp_path / "answers.json", tmp_path / "scores.csv"
+    write_answers(src, n=5)
+    scorer, _ = fake_scorer()
+    with pytest.raises(KeyboardInterrupt):  # interrupted after one chunk: no averages yet
+        answers_mod.score_answers_file(str(src), str(out), Interrupting(scorer, allowed=1), chunk_size=2)
+    averages = answers_mod.score_answers_file(str(src), str(out), scorer, chunk_size=2)
+    assert averages["signature"] == scorer.signature  # the rows written before the interruption: the same scorer
+    assert parse_signature(averages["signature"])["nli"] == "nli"
+    assert json.loads((tmp_path / "scores.csv.averages.json").read_text())["signature"] == scorer.signature
+    summary = answers_mod.format_summary(averages, official=True)  # the signature wins over the flag
+    assert LOCAL_JUDGE_LABEL in summary
+    official = scorer.signature.replace("nli=nli", f"nli={OFFICIAL_NLI_MODEL}").replace(
+        "coverage=coverage", f"coverage={OFFICIAL_COVERAGE_MODEL}")
+    assert LOCAL_JUDGE_LABEL not in answers_mod.format_summary({**averages, "signature": official}, official=False)
+    assert LOCAL_JUDGE_LABEL in answers_mod.format_summary({**averages, "signature": None}, official=False)
+
+    # resumed by another scorer (paper mode): the rows are not one scorer's, no signature is claimed
+    write_answers(src, n=7)
+    paper, _ = fake_scorer("paper")
+    assert answers_mod.score_answers_file(str(src), str(out), paper, chunk_size=2)["signature"] is None
+    # a fresh CSV scored by a scorer that records no signature: none
+    fresh = tmp_path / "fresh.csv"
+    assert answers_mod.score_answers_file(str(src), str(fresh), NoSignature(scorer))["signature"] is None
+    # a CSV begun before signatures were recorded (no signatures file), resumed now: not known either
+    (tmp_path / "fresh.csv.signatures.json").unlink()
+    rows = read_rows(fresh)
+    with open(fresh, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows[:2])
+    assert answers_mod.score_answers_file(str(src), str(fresh), scorer)["signature"] is None

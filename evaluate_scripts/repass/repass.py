@@ -49,6 +49,9 @@ Returns:
     no_passage_text (`list` of `int`): scored answers whose passages hold no sentence (E = C = OC = 0).
     truncations (`dict`): inputs cut to fit a model (`nli`, `obligation`, `coverage`, `coverage_obligation`).
     truncated_items (`list` of `int`): answers with a coverage input cut on the answer side.
+    signature (`str`): what made the numbers: mode, the three models, precision, sentence splitter, coverage
+        threshold and rirag version (`repass:mode=reference|nli=...|...`); its models say whether a number is
+        "RePASs" or "RePASs (local judge)".
 Examples:
     The composite from its parts (the rounding is the reference's):
 
@@ -169,4 +172,4 @@ class Repass(evaluate.Metric):
         unknown = set(kwargs) - set(_config_keys())
         if unknown:
             raise TypeError(f"unknown RePASs arguments: {sorted(unknown)}; known: {list(_config_keys())}")
-        return self._scorer(**kwargs).score(predictions, passages)
+        return self._scorer(**kwargs).score(predictions, passages).to_dict()

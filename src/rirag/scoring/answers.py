@@ -5,7 +5,9 @@ Input: the RIRAG shared-task JSON, a list of records with ``QuestionID``, ``Ques
 (``QuestionID, entailment_score, contradiction_score, obligation_coverage_score, composite_score``), one row per
 scored question, flushed and fsync'ed as written; a rerun skips the ids already in the CSV (and drops a torn last
 line), so an interruption loses nothing. Empty answers are skipped, as the reference does. Averages are computed
-from the CSV (as the reference does) and written next to it as ``<csv>.averages.json`` (atomically).
+from the CSV (as the reference does) and written next to it as ``<csv>.averages.json`` (atomically), with the
+``signature`` of the RePASs scorer that made the rows (:mod:`rirag.scoring.signature`; kept across resumed runs in
+``<csv>.signatures.json``; ``None`` when the rows were not all made by one known scorer).
 
 Citation markers (``[n]``, rirag's cited answers) are removed from each answer before RePASs by default: they are
 references, not claims, and an NLI judge reads "[3]" as text (on the 150 benchmark answers of the extractive
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import logging
 import os
 import tempfile
@@ -122,6 +125,11 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
     data = read_answers(answers_path)
     done = _repair_and_read_ids(csv_path)
     pending, skipped, failures = [], 0, []
+    # the signatures of the scorers that made the CSV's rows (None: a row made by a scorer that records none)
+    signatures = _read_signatures(csv_path) if done else set()
+    recorded = set(signatures)
+    if not done and os.path.exists(signatures_path(csv_path)):  # an earlier CSV's
+        os.unlink(signatures_path(csv_path))
     for item in data:
         qid = str(item["QuestionID"])
         if qid in done:
@@ -158,6 +166,7 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
         result = scorer.score([repass_text(x["Answer"], strip_citation_markers) for x in chunk],
                               [x["RetrievedPassages"] for x in chunk])
         per = result["per_item"]
+        signatures.add(result.get("signature"))
         return [[item["QuestionID"], per["entailment"][j], per["contradiction"][j], per["obligation_coverage"][j],
                  per["repass"][j]] for j, item in enumerate(chunk)]
 
@@ -184,6 +193,9 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
                                 fail(item, one)
                 for row in rows:
                     write_row(row)
+                if rows and signatures != recorded:
+                    atomic_write_json(signatures_path(csv_path), sorted(signatures, key=str))
+                    recorded = set(signatures)
                 bar.update(len(chunk))
     finally:
         if f is not None:
@@ -197,6 +209,7 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
     averages["skipped_empty_answers"] = skipped
     averages["citation_markers"] = "removed before scoring" if strip_citation_markers else "kept"
     averages["failed"] = failures
+    averages["signature"] = _one_signature(csv_path, signatures)
     if not averages["n_scored"]:
         if failures:
             raise NothingScored(f"{answers_path}: none of its answers could be scored ({len(failures)} failed, e.g. "
@@ -207,15 +220,44 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
     return averages
 
 
+def signatures_path(csv_path: str) -> str:
+    """Where the RePASs signatures of the scorers that wrote the CSV's rows are kept (across resumed runs)."""
+    return csv_path + ".signatures.json"
+
+
+def _read_signatures(csv_path: str) -> set[str | None]:
+    """The signatures recorded for the CSV's rows; ``{None}`` (not known) when none were recorded."""
+    try:
+        with open(signatures_path(csv_path), encoding="utf-8") as f:
+            return set(json.load(f)) or {None}
+    except (OSError, ValueError, TypeError):
+        return {None}
+
+
+def _one_signature(csv_path: str, signatures: set[str | None]) -> str | None:
+    """The one signature every row of the CSV was made with, else ``None`` (a warning when they differ)."""
+    if len(signatures) == 1 and None not in signatures:
+        return next(iter(signatures))
+    if len(signatures) > 1:
+        logger.warning("%s: its rows were not all scored by one known RePASs scorer (%s): no signature recorded",
+                       csv_path, ", ".join(sorted(map(str, signatures))))
+    return None
+
+
 def is_official(args_or_config: Any) -> bool:
     """Whether the official NLI and coverage models are in use (otherwise numbers are 'RePASs (local judge)')."""
-    return (args_or_config.nli_model == OFFICIAL_NLI_MODEL
-            and args_or_config.coverage_model == OFFICIAL_COVERAGE_MODEL)
+    from rirag.scoring.signature import is_official_judge
+
+    return is_official_judge(args_or_config.nli_model, args_or_config.coverage_model)
 
 
 def format_summary(averages: dict[str, Any], official: bool) -> str:
-    """A small text table of the averages."""
-    name = "RePASs" if official else LOCAL_JUDGE_LABEL
+    """A small text table of the averages; the RePASs label comes from their ``signature`` when they record one
+    (else from ``official``)."""
+    from rirag.scoring.signature import OFFICIAL_LABEL, judge_label
+
+    name = judge_label(averages["signature"]) if averages.get("signature") else (
+        OFFICIAL_LABEL if official else LOCAL_JUDGE_LABEL)
     rows = [("Entailment", "entailment_score"), ("Contradiction", "contradiction_score"),
             ("Obligation coverage", "obligation_coverage_score"), (name, "composite_score")]
     width = max(len(r[0]) for r in rows)

@@ -18,9 +18,9 @@ Modes (see ``evaluate_scripts/repass/README.md``):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,10 @@ logger = logging.getLogger(__name__)
 SCORE_KEYS = ("entailment", "contradiction", "obligation_coverage", "repass")
 TRUNCATION_KEYS = ("nli", "obligation", "coverage", "coverage_obligation")
 Input = tuple[str, str | None]
+#: One scored item's sentences: (passage sentences, answer sentences).
+Split = tuple[list[str], list[str]]
+#: One scored item's coverage task: (passage obligations, candidate answer sentences, inputs per obligation).
+Coverage = tuple[list[str], list[str], list[list[Input]]]
 
 
 @dataclass
@@ -408,6 +412,64 @@ def _truncation(classifier: Any, key: Input) -> int:
     return NOT_TRUNCATED if getter is None else getter(key)
 
 
+def _score_item(split: Split, coverage: Coverage, covered: list[bool], nli_probs: dict[Input, np.ndarray],
+                labels: tuple[int, int] | None) -> dict[str, float]:
+    """E, C, OC and RePASs of one scored item from its NLI probabilities and coverage verdicts."""
+    (ps, as_), (obligations, candidates, _) = split, coverage
+    if ps and as_:
+        e_idx, c_idx = labels
+        probs = np.stack([nli_probs[(p, a)] for p in ps for a in as_]).reshape(len(ps), len(as_), -1)
+        e_matrix, c_matrix = probs[..., e_idx], probs[..., c_idx]
+    else:
+        e_matrix = c_matrix = np.zeros((len(ps), len(as_)))
+    # an obligation is covered by any candidate: one column carrying the verdict is equivalent
+    hits = (np.asarray(covered, dtype=bool).reshape(len(obligations), 1) if candidates
+            else np.zeros((len(obligations), 0), dtype=bool))
+    return core.score_item(e_matrix, c_matrix, hits, ROUND_DECIMALS)
+
+
+@dataclass(eq=False)
+class RePASsResult(Mapping):
+    """What :meth:`RePASsScorer.score` returns: the means, the per-item scores, what was skipped or cut, and the
+    signature of the scorer that made the numbers (:mod:`rirag.scoring.signature`).
+
+    Also a read-only mapping with the keys of :meth:`to_dict`, the plain dict the scorer returned before it was
+    typed plus ``signature``, so ``result["repass"]`` and ``dict(result)`` work as before; it equals any mapping
+    with the same keys and values.
+    """
+
+    entailment: float | None
+    contradiction: float | None
+    obligation_coverage: float | None
+    repass: float | None
+    per_item: dict[str, list]
+    skipped: list[int]
+    n_scored: int
+    no_passage_text: list[int]
+    truncations: dict[str, int]
+    truncated_items: list[int]
+    signature: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (JSON-ready) with every field, in field order."""
+        return {k: getattr(self, k) for k in RESULT_KEYS}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in RESULT_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(RESULT_KEYS)
+
+    def __len__(self) -> int:
+        return len(RESULT_KEYS)
+
+
+#: The keys of a :class:`RePASsResult` (its fields), in order.
+RESULT_KEYS = tuple(f.name for f in fields(RePASsResult))
+
+
 class RePASsScorer:
     """Score answers against their retrieved passages with RePASs. Models load on first use and are cached."""
 
@@ -451,7 +513,42 @@ class RePASsScorer:
         if problems:
             raise MissingModelError("; ".join(problems))
 
-    # -- scoring --------------------------------------------------------------------------------------------------
+    @property
+    def signature(self) -> str:
+        """What makes this scorer's numbers: mode, models, precision, splitter, ... (:mod:`rirag.scoring.signature`)."""
+        from rirag.scoring.signature import repass_signature
+
+        return repass_signature(self.config)
+
+    def _loaded(self, role: str) -> Classifier | None:
+        """The classifier of ``role`` if this scorer has built it, else ``None`` (nothing is loaded)."""
+        return self._classifiers.get(f"{role}:{getattr(self.config, f'{role}_model')}")
+
+    # -- scoring, in stages: sentences -> obligations -> NLI -> coverage -> per item -> truncations -> result ----
+    def score(self, predictions: Any, passages: Any) -> RePASsResult:
+        """Score each answer against its passages.
+
+        Returns a :class:`RePASsResult` (a mapping; ``.to_dict()`` gives a plain dict): the means over scored items
+        (``None`` when nothing was scored), ``per_item`` lists (``None`` for a skipped item), ``skipped`` (indices of
+        ``None``/empty/blank answers, skipped as the reference skips empty answers), ``n_scored``,
+        ``no_passage_text`` (indices of scored items whose passages hold no sentence; the reference crashes on
+        those, here they score E = C = OC = 0), ``truncations`` (how many inputs were cut to fit a model: ``nli``
+        and ``obligation`` as the reference cuts them; ``coverage`` inputs whose answer sentence was shortened
+        because the coverage model cannot take the full length; ``coverage_obligation`` inputs where even the
+        obligation had to be cut) with ``truncated_items``, the items affected by either coverage cut, and
+        ``signature`` (:attr:`signature`: the models, mode, precision and splitter that made the numbers).
+        """
+        splits, no_passage_text = self._sentences(normalise_inputs(predictions, passages))
+        scored = [s for s in splits if s is not None]
+        is_obligation = self._obligations(scored)
+        nli_probs, labels = self._nli(scored)
+        coverage = [self._coverage_inputs(ps, as_, is_obligation) for ps, as_ in scored]
+        covered, tried = self._coverage_rounds(coverage, self.config.mode == "reference")
+        per_item = self._per_item(splits, coverage, covered, nli_probs, labels)
+        truncations, truncated_items = self._truncations(splits, tried)
+        skipped = [i for i, s in enumerate(splits) if s is None]
+        return self._result(per_item, skipped, no_passage_text, truncations, truncated_items)
+
     def _split_item(self, answer: str, passages: list[str], split: Callable[[str], Sequence[str]]):
         if self.config.mode == "reference":
             passage_sentences = list(split(PASSAGE_JOIN.join(passages)))
@@ -459,27 +556,13 @@ class RePASsScorer:
             passage_sentences = [s for p in passages for s in split(p)]
         return passage_sentences, list(split(answer))
 
-    def score(self, predictions: Any, passages: Any) -> dict[str, Any]:
-        """Score each answer against its passages.
-
-        Returns the means over scored items (``None`` when nothing was scored), ``per_item`` lists (``None`` for a
-        skipped item), ``skipped`` (indices of ``None``/empty/blank answers, skipped as the reference skips empty
-        answers), ``n_scored``, ``no_passage_text`` (indices of scored items whose passages hold no sentence; the
-        reference crashes on those, here they score E = C = OC = 0) and ``truncations`` (how many inputs were cut
-        to fit a model: ``nli`` and ``obligation`` as the reference cuts them; ``coverage`` inputs whose answer
-        sentence was shortened because the coverage model cannot take the full length; ``coverage_obligation``
-        inputs where even the obligation had to be cut) with ``truncated_items``, the items affected by either
-        coverage cut.
-        """
-        from rirag.scoring.models import label_index, obligation_index
+    def _sentences(self, items: list[tuple[str | None, list[str]]]) -> tuple[list[Split | None], list[int]]:
+        """Stage 1: the (passage sentences, answer sentences) of each item, ``None`` for a skipped answer; and the
+        indices of the scored items whose passages hold no sentence."""
         from rirag.sentences import get_splitter
 
-        cfg = self.config
-        items = normalise_inputs(predictions, passages)
-        split = get_splitter(cfg.sentence_splitter)
-        reference = cfg.mode == "reference"
-
-        splits = []
+        split = get_splitter(self.config.sentence_splitter)
+        splits: list[Split | None] = []
         no_passage_text = []
         for i, (answer, item_passages) in enumerate(items):
             if answer is None:
@@ -490,88 +573,49 @@ class RePASsScorer:
                 logger.warning("item %d has no passage text: scored E = C = OC = 0 (the reference crashes here)", i)
                 no_passage_text.append(i)
             splits.append((p_sents, a_sents))
-        scored = [s for s in splits if s is not None]
+        return splits, no_passage_text
 
-        # Obligation detection (unique sentences, cached across calls)
-        to_classify = list(dict.fromkeys(s for p, a in scored for s in (p + a if reference else p)))
-        is_obligation: dict[str, bool] = {}
-        ob = None
-        if to_classify:
-            ob = self._classifier(cfg.obligation_model, "obligation")
-            ob_idx = obligation_index(ob.config)
-            probs = ob.probabilities([(s, None) for s in to_classify], desc="obligations")
-            is_obligation = {k[0]: int(np.argmax(v)) == ob_idx for k, v in probs.items()}
+    def _obligation_sentences(self, passage_sentences: list[str], answer_sentences: list[str]) -> list[str]:
+        """The sentences of one item the obligation classifier judges: the passage's, the answer's too in
+        reference mode (unique, in order)."""
+        both = self.config.mode == "reference"
+        return list(dict.fromkeys(passage_sentences + answer_sentences if both else passage_sentences))
 
-        # NLI pairs (premise = passage sentence, hypothesis = answer sentence)
-        nli_inputs = [(p, a) for ps, as_ in scored for p in ps for a in as_]
-        nli_probs: dict[Input, np.ndarray] = {}
-        nli = None
-        if nli_inputs:
-            nli = self._classifier(cfg.nli_model, "nli")
-            e_idx, c_idx = label_index(nli.config, ENTAILMENT), label_index(nli.config, CONTRADICTION)
-            nli_probs = nli.probabilities(nli_inputs, desc="NLI pairs")
+    def _obligations(self, scored: list[Split]) -> dict[str, bool]:
+        """Stage 2: whether each sentence to judge is an obligation (unique sentences, cached across calls)."""
+        to_classify = list(dict.fromkeys(s for ps, as_ in scored for s in self._obligation_sentences(ps, as_)))
+        if not to_classify:
+            return {}
+        from rirag.scoring.models import obligation_index
 
-        # Coverage inputs: reference = (answer obligation sentence, passage obligation) joined by " [SEP] ";
-        # paper = (answer sentence, passage obligation) pairs
-        def coverage_inputs(ps, as_):
-            obligations = [p for p in ps if is_obligation[p]]
-            candidates = [a for a in as_ if is_obligation[a]] if reference else as_
-            return obligations, candidates, [[(a, o) for a in candidates] for o in obligations]
+        ob = self._classifier(self.config.obligation_model, "obligation")
+        ob_idx = obligation_index(ob.config)
+        probs = ob.probabilities([(s, None) for s in to_classify], desc="obligations")
+        return {k[0]: int(np.argmax(v)) == ob_idx for k, v in probs.items()}
 
-        cov_per_item = [coverage_inputs(ps, as_) for ps, as_ in scored]
-        covered, tried = self._coverage_rounds(cov_per_item, reference)
+    def _nli(self, scored: list[Split]) -> tuple[dict[Input, np.ndarray], tuple[int, int] | None]:
+        """Stage 3: NLI probabilities of every (premise = passage sentence, hypothesis = answer sentence) pair, and
+        the (entailment, contradiction) label indices (``None`` when there is no pair)."""
+        inputs = [(p, a) for ps, as_ in scored for p in ps for a in as_]
+        if not inputs:
+            return {}, None
+        from rirag.scoring.models import label_index
 
-        per_item: dict[str, list] = {k: [] for k in SCORE_KEYS}
-        skipped = []
-        truncations = dict.fromkeys(TRUNCATION_KEYS, 0)
-        truncated_items = []
-        cov = self._classifiers.get(f"coverage:{cfg.coverage_model}")
-        scored_iter = iter(enumerate(zip(scored, cov_per_item)))
-        for i, s in enumerate(splits):
-            if s is None:
-                skipped.append(i)
-                for k in SCORE_KEYS:
-                    per_item[k].append(None)
-                continue
-            item_no, ((ps, as_), (obligations, candidates, rows)) = next(scored_iter)
-            if ps and as_:
-                probs = np.stack([nli_probs[(p, a)] for p in ps for a in as_]).reshape(len(ps), len(as_), -1)
-                e_matrix, c_matrix = probs[..., e_idx], probs[..., c_idx]
-            else:
-                e_matrix = c_matrix = np.zeros((len(ps), len(as_)))
-            # an obligation is covered by any candidate: one column carrying the verdict is equivalent
-            hits = (np.asarray(covered[item_no], dtype=bool).reshape(len(obligations), 1) if candidates
-                    else np.zeros((len(obligations), 0), dtype=bool))
-            result = core.score_item(e_matrix, c_matrix, hits, ROUND_DECIMALS)
-            for k in SCORE_KEYS:
-                per_item[k].append(result[k])
-            # truncation accounting (inputs this item used)
-            item_truncated = False
-            if nli is not None:
-                truncations["nli"] += sum(_truncation(nli, (p, a)) != NOT_TRUNCATED for p in ps for a in as_)
-            if ob is not None:
-                truncations["obligation"] += sum(_truncation(ob, (x, None)) != NOT_TRUNCATED
-                                                 for x in dict.fromkeys(ps + as_ if reference else ps))
-            if cov is not None:
-                for key in tried[item_no]:
-                    code = _truncation(cov, key)
-                    if code == CUT_FIRST:
-                        truncations["coverage"] += 1
-                    elif code == CUT_SECOND:
-                        truncations["coverage_obligation"] += 1
-                    item_truncated |= code != NOT_TRUNCATED
-            if item_truncated:
-                truncated_items.append(i)
+        nli = self._classifier(self.config.nli_model, "nli")
+        labels = label_index(nli.config, ENTAILMENT), label_index(nli.config, CONTRADICTION)
+        return nli.probabilities(inputs, desc="NLI pairs"), labels
 
-        if truncations["coverage"] or truncations["coverage_obligation"]:
-            logger.warning("coverage model %s cannot take %d inputs in full: the answer sentence was cut "
-                           "(the obligation too in %d); items %s", cfg.coverage_model, truncations["coverage"],
-                           truncations["coverage_obligation"], truncated_items)
-        out = summarise(per_item, skipped)
-        out["no_passage_text"] = no_passage_text
-        out["truncations"] = truncations
-        out["truncated_items"] = truncated_items
-        return out
+    def _coverage_inputs(self, passage_sentences: list[str], answer_sentences: list[str],
+                         is_obligation: dict[str, bool]) -> Coverage:
+        """Stage 4a: one item's passage obligations, its candidate answer sentences and the coverage inputs (one row
+        per obligation). Reference: answer obligation sentences only, joined to the obligation by " [SEP] " by the
+        classifier; paper: every answer sentence, as (answer sentence, obligation) pairs."""
+        obligations = [p for p in passage_sentences if is_obligation[p]]
+        if self.config.mode == "reference":
+            candidates = [a for a in answer_sentences if is_obligation[a]]
+        else:
+            candidates = answer_sentences
+        return obligations, candidates, [[(a, o) for a in candidates] for o in obligations]
 
     def _coverage_rounds(self, cov_per_item, reference: bool) -> tuple[list[list[bool]], list[list[Input]]]:
         """Covered flag of each passage obligation of each item, and the coverage inputs each item needed.
@@ -606,8 +650,57 @@ class RePASsScorer:
             pending, j = still, j + 1
         return covered, tried
 
+    def _per_item(self, splits: list[Split | None], coverage: list[Coverage], covered: list[list[bool]],
+                  nli_probs: dict[Input, np.ndarray], labels: tuple[int, int] | None) -> dict[str, list]:
+        """Stage 5: E, C, OC and RePASs of each item in input order (``None`` for a skipped one)."""
+        per_item: dict[str, list] = {k: [] for k in SCORE_KEYS}
+        item_no = 0
+        for s in splits:
+            if s is None:
+                result = dict.fromkeys(SCORE_KEYS)
+            else:
+                result = _score_item(s, coverage[item_no], covered[item_no], nli_probs, labels)
+                item_no += 1
+            for k in SCORE_KEYS:
+                per_item[k].append(result[k])
+        return per_item
+
+    def _truncations(self, splits: list[Split | None], tried: list[list[Input]]) -> tuple[dict[str, int], list[int]]:
+        """Stage 6: how many inputs of the scored items were cut to fit a model (by kind), and the items with a cut
+        coverage input."""
+        truncations = dict.fromkeys(TRUNCATION_KEYS, 0)
+        truncated_items = []
+        nli, ob, cov = (self._loaded(role) for role in ("nli", "obligation", "coverage"))
+        item_no = 0
+        for i, s in enumerate(splits):
+            if s is None:
+                continue
+            (ps, as_), item_tried = s, tried[item_no]
+            item_no += 1
+            if nli is not None:
+                truncations["nli"] += sum(_truncation(nli, (p, a)) != NOT_TRUNCATED for p in ps for a in as_)
+            if ob is not None:
+                truncations["obligation"] += sum(_truncation(ob, (x, None)) != NOT_TRUNCATED
+                                                 for x in self._obligation_sentences(ps, as_))
+            codes = [_truncation(cov, key) for key in item_tried] if cov is not None else []
+            truncations["coverage"] += codes.count(CUT_FIRST)
+            truncations["coverage_obligation"] += codes.count(CUT_SECOND)
+            if any(code != NOT_TRUNCATED for code in codes):
+                truncated_items.append(i)
+        if truncations["coverage"] or truncations["coverage_obligation"]:
+            logger.warning("coverage model %s cannot take %d inputs in full: the answer sentence was cut "
+                           "(the obligation too in %d); items %s", self.config.coverage_model,
+                           truncations["coverage"], truncations["coverage_obligation"], truncated_items)
+        return truncations, truncated_items
+
+    def _result(self, per_item: dict[str, list], skipped: list[int], no_passage_text: list[int],
+                truncations: dict[str, int], truncated_items: list[int]) -> RePASsResult:
+        """Stage 7 (shared by :meth:`score` and :meth:`score_dataset`): means, counts and the signature."""
+        return RePASsResult(**summarise(per_item, skipped), no_passage_text=no_passage_text,
+                            truncations=truncations, truncated_items=truncated_items, signature=self.signature)
+
     def score_dataset(self, dataset: Any, answer_column: str = "Answer",
-                      passages_column: str = "RetrievedPassages") -> dict[str, Any]:
+                      passages_column: str = "RetrievedPassages") -> RePASsResult:
         """Score a ``datasets.Dataset``; under ``accelerate launch`` each process scores its shard.
 
         Results are gathered on every process in input order.
@@ -635,11 +728,8 @@ class RePASsScorer:
         records = sorted(records, key=lambda r: r[0])
         per_item = {k: [r[1][k] for r in records] for k in SCORE_KEYS}
         skipped = [r[0] for r in records if r[1]["repass"] is None]
-        out = summarise(per_item, skipped)
-        out["no_passage_text"] = [r[0] for r in records if r[2]]
-        out["truncations"] = {k: sum(c[k] for c in counts) for k in TRUNCATION_KEYS}
-        out["truncated_items"] = [r[0] for r in records if r[3]]
-        return out
+        return self._result(per_item, skipped, [r[0] for r in records if r[2]],
+                            {k: sum(c[k] for c in counts) for k in TRUNCATION_KEYS}, [r[0] for r in records if r[3]])
 
 
 def summarise(per_item: dict[str, list], skipped: list[int]) -> dict[str, Any]:
