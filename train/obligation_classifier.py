@@ -24,6 +24,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 
+from rirag.card_data import CARD_DATA_FILE, ClassifierCard
 from rirag.constants import SEED
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
 from rirag.training import RunArguments
@@ -83,36 +84,27 @@ def binary_metrics(labels, preds) -> dict[str, float]:
     return {"accuracy": float((labels == preds).mean()), "precision": precision, "recall": recall, "f1": f1}
 
 
-CARD = """---
-library_name: transformers
-pipeline_tag: text-classification
-base_model: {base_model}
-tags: [regnlp, obligation-classification, rirag]
-metrics: [accuracy, f1]
-model-index:
-- name: {name}
-  results:
-  - task: {{type: text-classification, name: Obligation classification}}
-    dataset: {{name: ObligationClassificationDataset (RegNLP/RePASs), type: json, split: held-out 20% (seed {seed})}}
-    metrics:
-    - {{type: accuracy, value: {accuracy:.4f}}}
-    - {{type: f1, value: {f1:.4f}}}
----
+def classifier_card(script_args: ObligationScriptArguments, training_args, result: dict) -> ClassifierCard:
+    """The card data of a trained classifier (rendered by ``model_cards/obligation_classifier.md.j2``, the template
+    hub_push renders too): its base model, the run's non-default arguments and its held-out numbers as the
+    model-index hub_push reads from ``results_path``."""
+    from rirag.card_data import ClassifierCard, non_default_hyperparameters
 
-# {name}
-
-Sentence classifier for regulatory obligations (labels: {labels}), used by RePASs to find obligation
-sentences. Fine-tuned from `{base_model}` on the RegNLP ObligationClassificationDataset with the reference
-recipe (80/20 split, seed {seed}, early stopping).
-
-| held-out 20% | value |
-|---|---|
-| accuracy | {accuracy:.4f} |
-| F1 (obligation) | {f1:.4f} |
-| examples (train / test) | {n_train} / {n_test} |
-
-Made by `python train/obligation_classifier.py {argv}`.
-"""
+    repo_id = training_args.hub_model_id or training_args.output_dir
+    card = ClassifierCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
+        command=result["command"],
+        description=f"Sentence classifier for regulatory obligations (obligation vs. not), used by RePASs to find "
+                    f"obligation sentences: `{script_args.model_name_or_path}` fine-tuned on the RegNLP "
+                    "ObligationClassificationDataset with the reference recipe of the shared task (80/20 split, "
+                    "early stopping on the held-out part).",
+        train_data=f"`{script_args.data_path}`: {result['n_train']} sentences trained on, {result['n_test']} held "
+                   f"out ({result['split']})",
+        settings={"epochs run": result["epochs_run"], "train seconds": result["train_seconds"],
+                  "precision": result.get("precision")},
+        hyperparameters=non_default_hyperparameters(script_args, training_args),
+    )
+    return card.with_results(result, card.repo_id, script_args.results_path or CARD_DATA_FILE)
 
 
 def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
@@ -127,6 +119,8 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         Trainer,
     )
 
+    from rirag.card_data import save_card
+    from rirag.io import atomic_write_json
     from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
@@ -206,26 +200,15 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         trainer.save_model(training_args.output_dir)
         tokenizer.save_pretrained(training_args.output_dir)
         remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
-        card = CARD.format(
-            base_model=script_args.model_name_or_path,
-            name=os.path.basename(os.path.normpath(training_args.output_dir)),
-            seed=script_args.split_seed,
-            labels=", ".join(f"{k}={v}" for k, v in OBLIGATION_ID2LABEL.items()),
-            accuracy=result["accuracy"],
-            f1=result["f1"],
-            n_train=len(x_train),
-            n_test=len(x_test),
-            argv=" ".join(sys.argv[1:]),
-        )
-        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-            f.write(card)
+        result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+        save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
         if script_args.results_path:
-            result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
-            os.makedirs(os.path.dirname(script_args.results_path) or ".", exist_ok=True)
-            with open(script_args.results_path, "w", encoding="utf-8") as f:
-                json.dump(result, f, indent=2)
-        if training_args.push_to_hub:
-            trainer.push_to_hub()
+            atomic_write_json(script_args.results_path, result)
+        if training_args.push_to_hub:  # the folder as saved, this card included (rirag.hub: the one push path)
+            from rirag.hub import push_folder
+
+            push_folder(training_args.output_dir, training_args.hub_model_id or
+                        os.path.basename(os.path.normpath(training_args.output_dir)))
     return result
 
 
