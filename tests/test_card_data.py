@@ -110,7 +110,6 @@ def test_the_publish_path_renders_the_trainers_bytes_from_the_saved_card_data(tr
 
 def test_the_manifests_words_replace_the_trainers_and_the_artifacts_facts_stay(trained):
     root, base = trained
-    folder = root / "artifacts" / "obl"
     manifest = _manifest(root, context={"description": "Curated words.", "base_model": "someone/else",
                                         "limits": ["A curated limit."]})
     manifest.aliases = {base: "org/tiny-bert"}  # the local base model is a copy of this Hub id

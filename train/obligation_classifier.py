@@ -107,42 +107,72 @@ def classifier_card(script_args: ObligationScriptArguments, training_args, resul
     return card.with_results(result, card.repo_id, script_args.results_path or CARD_DATA_FILE)
 
 
-def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
-    import numpy as np
+def load_datasets(script_args: ObligationScriptArguments):
+    """The base model's tokenizer and the tokenized train and held-out parts (the reference split, seeded)."""
     from datasets import Dataset
     from sklearn.model_selection import train_test_split
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        DataCollatorWithPadding,
-        EarlyStoppingCallback,
-        Trainer,
-    )
+    from transformers import AutoTokenizer
 
-    from rirag.card_data import save_card
-    from rirag.io import atomic_write_json
-    from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
 
-    require_artifacts(script_args.model_name_or_path)
-    precision = apply_precision(training_args, script_args.precision)
-
-    # Load datasets
     texts, labels = load_records(script_args.data_path)
     x_train, x_test, y_train, y_test = train_test_split(
         texts, labels, test_size=script_args.test_size, random_state=script_args.split_seed
     )
     if script_args.max_train_samples:
         x_train, y_train = x_train[: script_args.max_train_samples], y_train[: script_args.max_train_samples]
-    base = resolve_model_path(script_args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(base)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(script_args.model_name_or_path))
 
     def encode(batch):
         return tokenizer(batch["text"], truncation=True, max_length=script_args.max_length)
 
     train_ds = Dataset.from_dict({"text": x_train, "label": y_train}).map(encode, batched=True, remove_columns=["text"])
     test_ds = Dataset.from_dict({"text": x_test, "label": y_test}).map(encode, batched=True, remove_columns=["text"])
+    return tokenizer, train_ds, test_ds
+
+
+def save_classifier(script_args: ObligationScriptArguments, training_args, trainer, tokenizer, result: dict) -> None:
+    """The model, its tokenizer and its card (card data + README.md) in ``output_dir``, the held-out numbers in
+    ``results_path``; pushed as saved with ``--push_to_hub``."""
+    import sys
+
+    from rirag.card_data import save_card
+    from rirag.io import atomic_write_json
+    from rirag.training import remove_checkpoints
+
+    trainer.save_model(training_args.output_dir)
+    tokenizer.save_pretrained(training_args.output_dir)
+    remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
+    result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+    save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
+    if script_args.results_path:
+        atomic_write_json(script_args.results_path, result)
+    if training_args.push_to_hub:  # the folder as saved, this card included (rirag.hub: the one push path)
+        from rirag.hub import push_folder
+
+        push_folder(training_args.output_dir, training_args.hub_model_id or
+                    os.path.basename(os.path.normpath(training_args.output_dir)))
+
+
+def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
+    import numpy as np
+    from transformers import (
+        AutoModelForSequenceClassification,
+        DataCollatorWithPadding,
+        EarlyStoppingCallback,
+        Trainer,
+    )
+
+    from rirag.precision import apply_precision, hardware_record, training_device
+    from rirag.scoring.models import resolve_model_path
+    from rirag.training import check_estimate, estimate_callback, require_artifacts
+
+    require_artifacts(script_args.model_name_or_path)
+    precision = apply_precision(training_args, script_args.precision)
+
+    # Load datasets
+    tokenizer, train_ds, test_ds = load_datasets(script_args)
+    base = resolve_model_path(script_args.model_name_or_path)
 
     # Model
     model = AutoModelForSequenceClassification.from_pretrained(
@@ -180,8 +210,8 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         "f1": metrics["eval_f1"],
         "precision": metrics["eval_precision"],
         "recall": metrics["eval_recall"],
-        "n_train": len(x_train),
-        "n_test": len(x_test),
+        "n_train": len(train_ds),
+        "n_test": len(test_ds),
         "base_model": script_args.model_name_or_path,
         "split": f"sklearn train_test_split(test_size={script_args.test_size}, random_state={script_args.split_seed})",
         "epochs_run": round(float(trainer.state.epoch or 0), 2),
@@ -195,20 +225,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
 
     # Save and push
     if trainer.is_world_process_zero():
-        import sys
-
-        trainer.save_model(training_args.output_dir)
-        tokenizer.save_pretrained(training_args.output_dir)
-        remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
-        result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
-        save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
-        if script_args.results_path:
-            atomic_write_json(script_args.results_path, result)
-        if training_args.push_to_hub:  # the folder as saved, this card included (rirag.hub: the one push path)
-            from rirag.hub import push_folder
-
-            push_folder(training_args.output_dir, training_args.hub_model_id or
-                        os.path.basename(os.path.normpath(training_args.output_dir)))
+        save_classifier(script_args, training_args, trainer, tokenizer, result)
     return result
 
 
