@@ -39,7 +39,7 @@ IGNORED_HYPERPARAMETERS = frozenset({
     "save_total_limit", "report_to", "run_name", "disable_tqdm", "show_progress_bar", "do_train", "do_eval",
     "do_predict", "push_to_hub", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo",
     "push_to_hub_token", "push_to_hub_model_id", "push_to_hub_organization", "results_path",
-    "model_name_or_path", "data_dir", "data_path", "obliqa_dir",  # the card's base model and training data
+    "model_name_or_path", "data", "data_dir", "data_path", "obliqa_dir",  # the card's base model and training data
 })
 
 

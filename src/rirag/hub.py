@@ -41,6 +41,7 @@ from rirag.card_data import (
     CardData,
     ClassifierCard,
     DemoSpaceCard,
+    LearnedFusionCard,
     card_type,
     load_card_data,
 )
@@ -224,6 +225,15 @@ def recorded_command(entry: Entry, root: Path) -> str | None:
     return str(command) if command else None
 
 
+def _encoder_refs(manifest: Manifest, paths: list[str]) -> list[dict]:
+    """A learned-fusion ranker's encoders as its card lists them: the path it was trained with, its Hub repo."""
+    refs = []
+    for path in paths:
+        hub = manifest.hub_id_of(path)
+        refs.append({"path": path, "repo": hub, "hub_or_path": hub or path})
+    return refs
+
+
 def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
     from rirag.retrieval.learned_fusion import CONFIG_FILE
 
@@ -231,10 +241,7 @@ def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> d
     if not path.exists():
         return {}
     config = _read_json(path)
-    encoders = []
-    for enc in config.get("encoders", []):
-        hub = manifest.hub_id_of(enc)
-        encoders.append({"path": enc, "repo": hub, "hub_or_path": hub or enc})
+    encoders = _encoder_refs(manifest, config.get("encoders", []))
     settings = {"train split": config.get("train_split"), "training questions": config.get("train_questions"),
                 "candidate depth": config.get("candidate_depth"),
                 "candidate recall (training)": config.get("candidate_recall"),
@@ -332,6 +339,8 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     card.datasets = [_hub_id(manifest, x) for x in card.datasets or []]
     if isinstance(card, DemoSpaceCard):
         card.models = [_hub_id(manifest, x) for x in card.models or []]
+    if isinstance(card, LearnedFusionCard) and saved is not None:
+        card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
     if card.base_model:
         card.base_model = _hub_id(manifest, card.base_model)
     metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
