@@ -201,6 +201,15 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     assert (out / "memory.json").exists() == memory and saved["memory_depth"] == (3 if memory else 0)
     assert set(result["metrics"]) >= {"recall@10", "map@10"} and 0.0 <= result["metrics"]["recall@10"] <= 1.0
     assert "learned-fusion" in (out / "README.md").read_text()
+    from rirag.card_data import load_card_data  # its card: card data rendered by model_cards/learned_fusion.md.j2
+
+    card = load_card_data(out)
+    assert card.KIND == "learned-fusion" and card.render() == (out / "README.md").read_text()
+    assert [e["path"] for e in card.encoders] == encoders and card.memory == memory
+    metrics = {m["type"]: m["value"] for m in card.model_index[0]["results"][0]["metrics"]}
+    assert metrics == {k.replace("@", "_at_"): v for k, v in result["metrics"].items()}
+    assert card.hyperparameters["num_boost_round"] == 5 and "learning_rate" not in card.hyperparameters
+    assert "encoders" not in card.hyperparameters and "data" not in card.hyperparameters
     obliqa = load_obliqa(tiny_data_dir)
     queries = {q.id: q.text for q in split_questions(obliqa, "original-test")}
     retriever = build_retriever(obliqa.corpus, RetrieverSpec("learned-fusion", options={"ranker": str(out)}))

@@ -178,6 +178,16 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
         assert torch.allclose(model(**batch).logits, again(**batch).logits)
     # judged (and saved for RePASs) at the length it was trained at
     assert res["inference_max_length"] == res["max_length"] == tok.model_max_length
+    # its card: card data beside the weights, the README rendered from it by model_cards/nli_judge.md.j2
+    from rirag.card_data import load_card_data
+
+    card = load_card_data(out)
+    text = (out / "README.md").read_text()
+    assert card.KIND == "judge" and card.base_model == base and card.render() == text
+    assert f"base_model: {base}" in text and "library_name: sentence-transformers" in text
+    assert card.hyperparameters["freeze_embeddings"] is True and card.hyperparameters["learning_rate"] == 5e-3
+    assert "group_by_length" not in card.hyperparameters and "`freeze_embeddings`: True" in text
+    assert {m["name"] for m in card.model_index[0]["results"][0]["metrics"]} == {"3-way accuracy (all sources)"}
 
     # --eval_only: same weights, a new inference length, the training record kept, eval numbers rewritten
     res_path = tmp_path / "res.json"
@@ -191,6 +201,8 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     assert res2["inference_max_length"] == 40 and 0.0 <= res2["overall_3way_accuracy"] <= 1.0
     assert res2["n_test"] == res["n_test"] > 0  # counted again, not copied from the record
     assert AutoTokenizer.from_pretrained(out).model_max_length == 40
+    again_card = load_card_data(out)  # re-saved: the training run's hyperparameters kept, the new length recorded
+    assert again_card.hyperparameters == card.hyperparameters and again_card.settings["inference_max_length"] == 40
     reloaded = AutoModelForSequenceClassification.from_pretrained(out).state_dict()
     assert all(torch.equal(after[k], reloaded[k]) for k in after)
     # --save_model false only measures: the saved judge keeps its length

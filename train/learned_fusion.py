@@ -30,8 +30,6 @@ from rirag.constants import (
     LEARNED_FUSION_MEMORY_DEPTH,
     LEARNED_FUSION_VOTE_DEPTH,
     OFFLINE_ENCODER,
-    PASSAGE_PREFIX,
-    QUERY_PREFIX,
     SEED,
 )
 
@@ -81,8 +79,40 @@ class LearnedFusionArguments:
                 "deterministic": True, "num_threads": self.num_threads, "verbose": -1}
 
 
+def fusion_card(args: LearnedFusionArguments, summary: dict, metrics: dict, memory: bool):
+    """The ranker's card data (``model_cards/learned_fusion.md.j2``, the template hub_push renders too): its encoders
+    (hub_push names their Hub repos), training facts, non-default arguments and its ``eval_split`` numbers."""
+    from rirag.card_data import IGNORED_HYPERPARAMETERS, LearnedFusionCard, non_default_hyperparameters
+    from rirag.retrieval.learned_fusion import CONFIG_FILE
+
+    repo_id = args.hub_model_id or args.output_dir
+    encoders = summary["encoders"]
+    settings = {"train split": args.train_split, "training questions": summary["train_questions"],
+                "candidate depth": args.candidate_depth, "candidate recall (training)": summary["candidate_recall"],
+                "boosting rounds": args.num_boost_round, "learning rate": args.learning_rate,
+                "leaves": args.num_leaves,
+                "question memory": (f"the {args.memory_depth} nearest of the {summary['train_questions']} training "
+                                    "questions (memory.json) by encoder cosine and by BM25, their gold passages' "
+                                    "similarities and gold counts") if memory else "off",
+                "top features by gain": ", ".join(n for n, _ in summary["top_features_by_gain"][:5]),
+                "train seconds": summary["train_seconds"]}
+    card = LearnedFusionCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=encoders[0] if encoders else None,
+        description="LightGBM LambdaMART ranker fusing BM25, the dense encoders below and document-level BM25 over "
+                    f"the union of each signal's top {args.candidate_depth}, trained on the `{args.train_split}` "
+                    "questions.",
+        command=summary["command"], train_data=f"ObliQA `{args.train_split}` questions (gold passages labelled 1)",
+        settings=settings, feature_version=summary["feature_version"], memory=memory,
+        eval_split=args.eval_split or args.train_split,
+        encoders=[{"path": e, "repo": None, "hub_or_path": e} for e in encoders],
+        hyperparameters=non_default_hyperparameters(args, ignore=IGNORED_HYPERPARAMETERS | {"encoders"}),
+    )
+    rows = [{"ranker": repo_id, "retriever": "learned-fusion", "split": args.eval_split, **metrics}] if metrics else []
+    return card.with_results({"rows": rows}, repo_id, f"{args.output_dir}/{CONFIG_FILE}")
+
+
 def main(args: LearnedFusionArguments) -> dict:
-    from rirag.cards import render_card
+    from rirag.card_data import save_card
     from rirag.data import load_obliqa
     from rirag.evaluation import evaluate_run, metric_names
     from rirag.io import atomic_write_json
@@ -140,29 +170,7 @@ def main(args: LearnedFusionArguments) -> dict:
                "top_features_by_gain": [[n, round(float(g) / max(1e-9, float(importance.sum())), 4)] for n, g in top],
                "arguments": asdict(args), "command": command}
     atomic_write_json(os.path.join(args.output_dir, CONFIG_FILE), summary)
-    card = render_card(
-        "rirag_encoder.md.j2", library_name="lightgbm", pipeline_tag="text-ranking",
-        base_model=builder.encoders[0] if builder.encoders else "bm25", stage_tag="learned-fusion",
-        metrics=metrics, eval_split=args.eval_split,
-        name=os.path.basename(os.path.normpath(args.output_dir)),
-        description="LightGBM LambdaMART ranker fusing BM25, the dense encoders below and document-level BM25 "
-                    "(per-query normalised scores, ranks, neighbouring passages' scores, document votes, passage "
-                    "length and position) over the union of each signal's top "
-                    f"{args.candidate_depth}. Load it with `rirag retrieve --retriever learned-fusion "
-                    "--option ranker=FOLDER`; the encoders are named in learned_fusion.json.",
-        train_split=args.train_split, n_examples=len(questions), query_prefix=QUERY_PREFIX,
-        passage_prefix=PASSAGE_PREFIX,
-        settings={"encoders": ", ".join(builder.encoders) or "none",
-                  "question memory": (f"the {args.memory_depth} nearest of the {len(questions)} training questions "
-                                      "(memory.json) by encoder cosine and by BM25, their gold passages' "
-                                      "similarities and gold counts") if memory is not None else "off",
-                  "candidate recall (training)": round(coverage, 4),
-                  "boosting rounds": args.num_boost_round, "learning rate": args.learning_rate,
-                  "leaves": args.num_leaves, "top features by gain": ", ".join(n for n, _ in top[:5]),
-                  "train seconds": round(seconds, 1)},
-        command=command)
-    with open(os.path.join(args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-        f.write(card)
+    save_card(fusion_card(args, summary, metrics, memory is not None), args.output_dir)
     if args.push_to_hub:
         from rirag.hub import push_folder
 

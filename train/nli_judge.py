@@ -36,6 +36,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from rirag.card_data import CARD_DATA_FILE, JudgeCard
 from rirag.constants import SEED
 from rirag.scoring.constants import ENTAILMENT, NLI_ID2LABEL
 from rirag.scoring.nli_data import TWO_WAY_SOURCES
@@ -175,37 +176,28 @@ def in_domain_triples(script_args: NLIJudgeArguments) -> dict[str, list[dict]]:
                               train_per_type=script_args.in_domain_train_per_type, seed=script_args.split_seed)
 
 
-CARD = """---
-library_name: sentence-transformers
-pipeline_tag: text-classification
-base_model: {base_model}
-tags: [cross-encoder, nli, rirag, repass-local-judge]
-metrics: [accuracy]
----
-
-# Local NLI judge for RePASs (stand-in)
-
-3-way NLI cross-encoder (labels {labels}) fine-tuned from `{base_model}` on {n_train} pairs: the public NLI files in
-`data/nli` (see SOURCES.md for licenses; several are non-commercial) and {n_in_domain} in-domain triples built from
-ObliQA documents of the leakage-free `train` split. It replaces `cross-encoder/nli-deberta-v3-xsmall` and
-`microsoft/deberta-large-mnli` offline; scores made with it are **"RePASs (local judge)"**, not comparable to
-published RePASs.
-
-Held-out accuracy (a seeded test part per source, held out by premise; MNLI pools matched and mismatched):
-overall 3-way **{overall:.3f}**.
-
-| source | test accuracy | n |
-|---|---|---|
-{rows}
-
-In-domain probe (ObliQA validation + test documents, never trained on): accuracy **{probe:.3f}**.
-
-| probe type | accuracy | n |
-|---|---|---|
-{probe_rows}
-
-RTE is 2-way (entailment vs. not). Made by `python train/nli_judge.py {argv}`.
-"""
+def judge_card(script_args: NLIJudgeArguments, training_args, result: dict, hyperparameters: dict) -> JudgeCard:
+    """The card data of the judge (rendered by ``model_cards/nli_judge.md.j2``, the template hub_push renders too):
+    base model, training facts, the run's non-default arguments, the in-domain probe, and the held-out accuracy as
+    the model-index hub_push reads from ``results_path``."""
+    repo_id = training_args.hub_model_id or training_args.output_dir
+    base = result.get("base_model") or script_args.model_name_or_path
+    per_source = result.get("n_train_per_source") or {}
+    n_train, n_in_domain = result.get("n_train"), per_source.get(IN_DOMAIN_SOURCE, 0)
+    card = JudgeCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=base,
+        command=result.get("command") or "python train/nli_judge.py " + " ".join(sys.argv[1:]),
+        description=f"A 3-way NLI cross-encoder fine-tuned from `{base}` on {n_train} pairs: the public NLI files of "
+                    f"`{script_args.data_dir}` (see its SOURCES.md for licences; several are non-commercial) and "
+                    f"{n_in_domain} in-domain triples built from ObliQA documents of the leakage-free `train` split. "
+                    "It stands in for RePASs' official NLI models offline.",
+        train_data=f"{n_train} pairs ({', '.join(f'{k}: {v}' for k, v in per_source.items())})",
+        limits=["Scores made with it are \"RePASs (local judge)\", not comparable with published RePASs."],
+        settings={k: result[k] for k in ("max_length", "inference_max_length", "train_steps", "train_seconds",
+                                         "precision") if result.get(k) is not None},
+        hyperparameters=hyperparameters, probe=result.get("probe"),
+    )
+    return card.with_results(result, card.repo_id, script_args.results_path or CARD_DATA_FILE)
 
 
 #: Keys of the results JSON that describe training; ``--eval_only`` keeps them from the previous run.
@@ -294,20 +286,12 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
     return model, record, estimate, trainer
 
 
-def main(script_args: NLIJudgeArguments, training_args) -> dict:
-    import torch
-    from sentence_transformers.cross_encoder import CrossEncoder
+def load_rows(script_args: NLIJudgeArguments) -> tuple[list[dict], list[dict], list[dict]]:
+    """Training, held-out and in-domain probe rows (training rows shuffled and capped, seeded)."""
+    import random
 
-    from rirag.io import atomic_dir, atomic_write_json
-    from rirag.scoring.models import max_length_of
     from rirag.scoring.nli_data import build_splits
-    from rirag.scoring.nli_probe import accuracy_per_type
-    from rirag.training import require_artifacts
 
-    if not script_args.eval_only:
-        require_artifacts(script_args.model_name_or_path)
-
-    # Load datasets
     splits = build_splits(
         script_args.data_dir,
         sources=tuple(s.strip() for s in script_args.sources.split(",") if s.strip()),
@@ -318,38 +302,79 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     )
     train_rows, test_rows = splits["train"], splits["test"]
     probe_rows: list[dict] = []
-    n_in_domain = 0
     if script_args.in_domain_train_per_type or script_args.probe_per_type:
         triples = in_domain_triples(script_args)
         probe_rows = triples["test"]
-        in_domain = ([dict(r, source=IN_DOMAIN_SOURCE) for r in triples["train"]]
-                     if script_args.in_domain_train_per_type else [])
-        n_in_domain = len(in_domain)
-        train_rows = train_rows + in_domain
-    import random
-
+        if script_args.in_domain_train_per_type:
+            train_rows = train_rows + [dict(r, source=IN_DOMAIN_SOURCE) for r in triples["train"]]
     random.Random(script_args.split_seed).shuffle(train_rows)
     if script_args.max_train_pairs and len(train_rows) > script_args.max_train_pairs:
         train_rows = train_rows[: script_args.max_train_pairs]
+    return train_rows, test_rows, probe_rows
 
+
+def load_trained(script_args: NLIJudgeArguments, training_args, n_train: int):
+    """``--eval_only``: the saved judge, the training record of ``results_path`` and the hyperparameters of its
+    saved card data (the run that trained these weights)."""
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from rirag.card_data import load_card_data
+
+    if not os.path.isdir(training_args.output_dir):
+        raise FileNotFoundError(f"{training_args.output_dir}: no trained judge to evaluate (train it first: "
+                                "`make models ONLY=nli-judge`, or python train/nli_judge.py --config "
+                                "recipes/nli_judge/offline.yaml)")
+    model = CrossEncoder(training_args.output_dir)
+    record = {}
+    if script_args.results_path and os.path.exists(script_args.results_path):
+        with open(script_args.results_path, encoding="utf-8") as f:
+            record = {k: v for k, v in json.load(f).items() if k in TRAINING_KEYS}
+    if record.get("n_train") not in (None, n_train):
+        logger.warning("%s records %s training pairs but these arguments give %d: the held-out parts may not "
+                       "be the ones the judge was trained beside", script_args.results_path, record["n_train"],
+                       n_train)
+    record["eval_command"] = "python train/nli_judge.py " + " ".join(sys.argv[1:])
+    saved = load_card_data(training_args.output_dir, JudgeCard)
+    if saved is None:
+        logger.warning("%s has no card data: its card lists no hyperparameters", training_args.output_dir)
+    return model, record, saved.hyperparameters if saved else {}
+
+
+def evaluate_judge(model, rows: list[dict], probe_rows: list[dict], batch_size: int) -> dict:
+    """Held-out accuracy per source and overall (3-way sources), the probe's per type, and the time taken."""
+    import torch
+
+    from rirag.scoring.nli_probe import accuracy_per_type
+
+    model.model.eval()
+    start = time.time()
+    with torch.inference_mode():
+        preds = predict_labels(model, [(r["premise"], r["hypothesis"]) for r in rows], batch_size)
+        probe_preds = predict_labels(model, [(r["premise"], r["hypothesis"]) for r in probe_rows],
+                                     batch_size) if probe_rows else []
+    three_way = [(r, p) for r, p in zip(rows, preds) if r["source"] not in TWO_WAY_SOURCES]
+    return {"per_source": per_source_accuracy(rows, preds),
+            "overall_3way_accuracy": sum(r["label"] == p for r, p in three_way) / max(1, len(three_way)),
+            "probe": accuracy_per_type(probe_rows, probe_preds) if probe_rows else None,
+            "eval_seconds": round(time.time() - start, 1)}
+
+
+def main(script_args: NLIJudgeArguments, training_args) -> dict:
+    from rirag.card_data import non_default_hyperparameters, save_card
+    from rirag.io import atomic_dir, atomic_write_json
+    from rirag.scoring.models import max_length_of
+    from rirag.training import require_artifacts
+
+    if not script_args.eval_only:
+        require_artifacts(script_args.model_name_or_path)
+
+    train_rows, test_rows, probe_rows = load_rows(script_args)
     if script_args.eval_only:
-        if not os.path.isdir(training_args.output_dir):
-            raise FileNotFoundError(f"{training_args.output_dir}: no trained judge to evaluate (train it first: "
-                                    "`make models ONLY=nli-judge`, or python train/nli_judge.py --config "
-                                    "recipes/nli_judge/offline.yaml)")
-        model = CrossEncoder(training_args.output_dir)
-        record = {}
-        if script_args.results_path and os.path.exists(script_args.results_path):
-            with open(script_args.results_path, encoding="utf-8") as f:
-                record = {k: v for k, v in json.load(f).items() if k in TRAINING_KEYS}
-        if record.get("n_train") not in (None, len(train_rows)):
-            logger.warning("%s records %s training pairs but these arguments give %d: the held-out parts may not "
-                           "be the ones the judge was trained beside", script_args.results_path, record["n_train"],
-                           len(train_rows))
-        record["eval_command"] = "python train/nli_judge.py " + " ".join(sys.argv[1:])
+        model, record, hyperparameters = load_trained(script_args, training_args, len(train_rows))
         is_main = True
     else:
         model, record, _, trainer = train_judge(script_args, training_args, train_rows, test_rows, probe_rows)
+        hyperparameters = non_default_hyperparameters(script_args, training_args)
         is_main = trainer.is_world_process_zero()
 
     # The judge is used at the length it was trained at, unless told otherwise (never beyond its position table)
@@ -360,51 +385,31 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     model.tokenizer.model_max_length = inference_max_length
 
     # Evaluate per source and on the probe
-    model.model.eval()
-    eval_start = time.time()
-    with torch.inference_mode():
-        preds = predict_labels(model, [(r["premise"], r["hypothesis"]) for r in test_rows],
-                               training_args.per_device_eval_batch_size)
-        probe_preds = predict_labels(model, [(r["premise"], r["hypothesis"]) for r in probe_rows],
-                                     training_args.per_device_eval_batch_size) if probe_rows else []
-    eval_seconds = time.time() - eval_start
-    by_source = per_source_accuracy(test_rows, preds)
-    three_way = [(r, p) for r, p in zip(test_rows, preds) if r["source"] not in TWO_WAY_SOURCES]
-    probe = accuracy_per_type(probe_rows, probe_preds) if probe_rows else None
+    scores = evaluate_judge(model, test_rows, probe_rows, training_args.per_device_eval_batch_size)
     result = {
-        "per_source": by_source,
-        "overall_3way_accuracy": sum(r["label"] == p for r, p in three_way) / max(1, len(three_way)),
-        "probe": probe,
+        "per_source": scores["per_source"],
+        "overall_3way_accuracy": scores["overall_3way_accuracy"],
+        "probe": scores["probe"],
         **record,
         "n_test": len(test_rows),
         "id2label": {str(k): v for k, v in NLI_ID2LABEL.items()},
         "inference_max_length": inference_max_length,
-        "eval_seconds": round(eval_seconds, 1),
+        "eval_seconds": scores["eval_seconds"],
     }
-    logger.info("per-source accuracy: %s; probe: %s", json.dumps(by_source), json.dumps(probe))
+    logger.info("per-source accuracy: %s; probe: %s", json.dumps(result["per_source"]), json.dumps(result["probe"]))
 
     # Save (atomically: the old judge stays until the new one is complete) and push
-    if is_main and not script_args.save_model:
-        if script_args.results_path:
-            atomic_write_json(script_args.results_path, result)
-    elif is_main:
+    if is_main and script_args.save_model:
         with atomic_dir(training_args.output_dir) as tmp_dir:
-            model.save_pretrained(str(tmp_dir))
-            rows = "\n".join(f"| {s} | {v['accuracy']:.3f} | {v['n']} |" for s, v in sorted(by_source.items()))
-            probe_rows_md = "\n".join(f"| {t} | {v['accuracy']:.3f} | {v['n']} |"
-                                      for t, v in (probe or {"per_type": {}})["per_type"].items())
-            with open(os.path.join(tmp_dir, "README.md"), "w", encoding="utf-8") as f:
-                f.write(CARD.format(base_model=record.get("base_model", script_args.model_name_or_path),
-                                    n_train=result.get("n_train", len(train_rows)), rows=rows,
-                                    n_in_domain=n_in_domain, overall=result["overall_3way_accuracy"],
-                                    probe=(probe or {"accuracy": float("nan")})["accuracy"], probe_rows=probe_rows_md,
-                                    labels=", ".join(f"{k}={v}" for k, v in NLI_ID2LABEL.items()),
-                                    argv=(record.get("command") or "python train/nli_judge.py "
-                                          + " ".join(sys.argv[1:])).removeprefix("python train/nli_judge.py ")))
-        if script_args.results_path:
-            atomic_write_json(script_args.results_path, result)
-        if training_args.push_to_hub and not script_args.eval_only:
-            model.push_to_hub(training_args.hub_model_id or os.path.basename(training_args.output_dir))
+            model.save_pretrained(str(tmp_dir))  # sentence-transformers writes its own README.md: replaced here
+            save_card(judge_card(script_args, training_args, result, hyperparameters), tmp_dir)
+    if is_main and script_args.results_path:
+        atomic_write_json(script_args.results_path, result)
+    if is_main and script_args.save_model and training_args.push_to_hub and not script_args.eval_only:
+        from rirag.hub import push_folder  # the folder as saved, its card included
+
+        push_folder(training_args.output_dir, training_args.hub_model_id or
+                    os.path.basename(os.path.normpath(training_args.output_dir)))
     return result
 
 

@@ -24,6 +24,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 
+from rirag.card_data import CARD_DATA_FILE, ClassifierCard
 from rirag.constants import SEED
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
 from rirag.training import RunArguments
@@ -83,45 +84,80 @@ def binary_metrics(labels, preds) -> dict[str, float]:
     return {"accuracy": float((labels == preds).mean()), "precision": precision, "recall": recall, "f1": f1}
 
 
-CARD = """---
-library_name: transformers
-pipeline_tag: text-classification
-base_model: {base_model}
-tags: [regnlp, obligation-classification, rirag]
-metrics: [accuracy, f1]
-model-index:
-- name: {name}
-  results:
-  - task: {{type: text-classification, name: Obligation classification}}
-    dataset: {{name: ObligationClassificationDataset (RegNLP/RePASs), type: json, split: held-out 20% (seed {seed})}}
-    metrics:
-    - {{type: accuracy, value: {accuracy:.4f}}}
-    - {{type: f1, value: {f1:.4f}}}
----
+def classifier_card(script_args: ObligationScriptArguments, training_args, result: dict) -> ClassifierCard:
+    """The card data of a trained classifier (rendered by ``model_cards/obligation_classifier.md.j2``, the template
+    hub_push renders too): its base model, the run's non-default arguments and its held-out numbers as the
+    model-index hub_push reads from ``results_path``."""
+    from rirag.card_data import ClassifierCard, non_default_hyperparameters
 
-# {name}
+    repo_id = training_args.hub_model_id or training_args.output_dir
+    card = ClassifierCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
+        command=result["command"],
+        description=f"Sentence classifier for regulatory obligations (obligation vs. not), used by RePASs to find "
+                    f"obligation sentences: `{script_args.model_name_or_path}` fine-tuned on the RegNLP "
+                    "ObligationClassificationDataset with the reference recipe of the shared task (80/20 split, "
+                    "early stopping on the held-out part).",
+        train_data=f"`{script_args.data_path}`: {result['n_train']} sentences trained on, {result['n_test']} held "
+                   f"out ({result['split']})",
+        settings={"epochs run": result["epochs_run"], "train seconds": result["train_seconds"],
+                  "precision": result.get("precision")},
+        hyperparameters=non_default_hyperparameters(script_args, training_args),
+    )
+    return card.with_results(result, card.repo_id, script_args.results_path or CARD_DATA_FILE)
 
-Sentence classifier for regulatory obligations (labels: {labels}), used by RePASs to find obligation
-sentences. Fine-tuned from `{base_model}` on the RegNLP ObligationClassificationDataset with the reference
-recipe (80/20 split, seed {seed}, early stopping).
 
-| held-out 20% | value |
-|---|---|
-| accuracy | {accuracy:.4f} |
-| F1 (obligation) | {f1:.4f} |
-| examples (train / test) | {n_train} / {n_test} |
+def load_datasets(script_args: ObligationScriptArguments):
+    """The base model's tokenizer and the tokenized train and held-out parts (the reference split, seeded)."""
+    from datasets import Dataset
+    from sklearn.model_selection import train_test_split
+    from transformers import AutoTokenizer
 
-Made by `python train/obligation_classifier.py {argv}`.
-"""
+    from rirag.scoring.models import resolve_model_path
+
+    texts, labels = load_records(script_args.data_path)
+    x_train, x_test, y_train, y_test = train_test_split(
+        texts, labels, test_size=script_args.test_size, random_state=script_args.split_seed
+    )
+    if script_args.max_train_samples:
+        x_train, y_train = x_train[: script_args.max_train_samples], y_train[: script_args.max_train_samples]
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(script_args.model_name_or_path))
+
+    def encode(batch):
+        return tokenizer(batch["text"], truncation=True, max_length=script_args.max_length)
+
+    train_ds = Dataset.from_dict({"text": x_train, "label": y_train}).map(encode, batched=True, remove_columns=["text"])
+    test_ds = Dataset.from_dict({"text": x_test, "label": y_test}).map(encode, batched=True, remove_columns=["text"])
+    return tokenizer, train_ds, test_ds
+
+
+def save_classifier(script_args: ObligationScriptArguments, training_args, trainer, tokenizer, result: dict) -> None:
+    """The model, its tokenizer and its card (card data + README.md) in ``output_dir``, the held-out numbers in
+    ``results_path``; pushed as saved with ``--push_to_hub``."""
+    import sys
+
+    from rirag.card_data import save_card
+    from rirag.io import atomic_write_json
+    from rirag.training import remove_checkpoints
+
+    trainer.save_model(training_args.output_dir)
+    tokenizer.save_pretrained(training_args.output_dir)
+    remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
+    result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+    save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
+    if script_args.results_path:
+        atomic_write_json(script_args.results_path, result)
+    if training_args.push_to_hub:  # the folder as saved, this card included (rirag.hub: the one push path)
+        from rirag.hub import push_folder
+
+        push_folder(training_args.output_dir, training_args.hub_model_id or
+                    os.path.basename(os.path.normpath(training_args.output_dir)))
 
 
 def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
     import numpy as np
-    from datasets import Dataset
-    from sklearn.model_selection import train_test_split
     from transformers import (
         AutoModelForSequenceClassification,
-        AutoTokenizer,
         DataCollatorWithPadding,
         EarlyStoppingCallback,
         Trainer,
@@ -129,26 +165,14 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
 
     from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+    from rirag.training import check_estimate, estimate_callback, require_artifacts
 
     require_artifacts(script_args.model_name_or_path)
     precision = apply_precision(training_args, script_args.precision)
 
     # Load datasets
-    texts, labels = load_records(script_args.data_path)
-    x_train, x_test, y_train, y_test = train_test_split(
-        texts, labels, test_size=script_args.test_size, random_state=script_args.split_seed
-    )
-    if script_args.max_train_samples:
-        x_train, y_train = x_train[: script_args.max_train_samples], y_train[: script_args.max_train_samples]
+    tokenizer, train_ds, test_ds = load_datasets(script_args)
     base = resolve_model_path(script_args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-
-    def encode(batch):
-        return tokenizer(batch["text"], truncation=True, max_length=script_args.max_length)
-
-    train_ds = Dataset.from_dict({"text": x_train, "label": y_train}).map(encode, batched=True, remove_columns=["text"])
-    test_ds = Dataset.from_dict({"text": x_test, "label": y_test}).map(encode, batched=True, remove_columns=["text"])
 
     # Model
     model = AutoModelForSequenceClassification.from_pretrained(
@@ -186,8 +210,8 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         "f1": metrics["eval_f1"],
         "precision": metrics["eval_precision"],
         "recall": metrics["eval_recall"],
-        "n_train": len(x_train),
-        "n_test": len(x_test),
+        "n_train": len(train_ds),
+        "n_test": len(test_ds),
         "base_model": script_args.model_name_or_path,
         "split": f"sklearn train_test_split(test_size={script_args.test_size}, random_state={script_args.split_seed})",
         "epochs_run": round(float(trainer.state.epoch or 0), 2),
@@ -201,31 +225,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
 
     # Save and push
     if trainer.is_world_process_zero():
-        import sys
-
-        trainer.save_model(training_args.output_dir)
-        tokenizer.save_pretrained(training_args.output_dir)
-        remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
-        card = CARD.format(
-            base_model=script_args.model_name_or_path,
-            name=os.path.basename(os.path.normpath(training_args.output_dir)),
-            seed=script_args.split_seed,
-            labels=", ".join(f"{k}={v}" for k, v in OBLIGATION_ID2LABEL.items()),
-            accuracy=result["accuracy"],
-            f1=result["f1"],
-            n_train=len(x_train),
-            n_test=len(x_test),
-            argv=" ".join(sys.argv[1:]),
-        )
-        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-            f.write(card)
-        if script_args.results_path:
-            result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
-            os.makedirs(os.path.dirname(script_args.results_path) or ".", exist_ok=True)
-            with open(script_args.results_path, "w", encoding="utf-8") as f:
-                json.dump(result, f, indent=2)
-        if training_args.push_to_hub:
-            trainer.push_to_hub()
+        save_classifier(script_args, training_args, trainer, tokenizer, result)
     return result
 
 

@@ -30,10 +30,21 @@ import logging
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
+from rirag.card_data import (
+    CARD_DATA_FILE,
+    CARD_FILE,
+    WORDS,
+    CardData,
+    ClassifierCard,
+    DemoSpaceCard,
+    LearnedFusionCard,
+    card_type,
+    load_card_data,
+)
 from rirag.cards import CardError, check_card, collect_results, model_index, render_card, results_table
 
 logger = logging.getLogger(__name__)
@@ -46,12 +57,12 @@ NAMESPACE_ENV = "RIRAG_HUB_NAMESPACE"
 #: Never uploaded: trainer checkpoints and states, caches, logs, temporary files.
 EXCLUDE = ("checkpoint-*", "runs", "logs", "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
            "training_args.bin", "__pycache__", "*.pyc", ".cache", "cache-*.arrow", "*.lock", ".*.tmp", ".*.old",
-           ".ipynb_checkpoints", ".DS_Store", ".git", ".gitattributes", ".pytest_cache")
+           ".ipynb_checkpoints", ".DS_Store", ".git", ".gitattributes", ".pytest_cache",
+           CARD_DATA_FILE)  # the card data is rendered into README.md; its local paths mean nothing on the Hub
 #: Stored with Git LFS on the Hub (by extension); any other file above LFS_MIN_BYTES is added by name.
 LFS_EXTENSIONS = ("arrow", "bin", "gguf", "h5", "joblib", "model", "msgpack", "npy", "npz", "onnx", "ot", "parquet",
                   "pkl", "png", "pt", "pth", "safetensors", "tflite", "zip", "gz")
 LFS_MIN_BYTES = 10 * 1024 * 1024
-CARD_FILE = "README.md"
 
 
 class ManifestError(ValueError):
@@ -214,6 +225,15 @@ def recorded_command(entry: Entry, root: Path) -> str | None:
     return str(command) if command else None
 
 
+def _encoder_refs(manifest: Manifest, paths: list[str]) -> list[dict]:
+    """A learned-fusion ranker's encoders as its card lists them: the path it was trained with, its Hub repo."""
+    refs = []
+    for path in paths:
+        hub = manifest.hub_id_of(path)
+        refs.append({"path": path, "repo": hub, "hub_or_path": hub or path})
+    return refs
+
+
 def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
     from rirag.retrieval.learned_fusion import CONFIG_FILE
 
@@ -221,10 +241,7 @@ def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> d
     if not path.exists():
         return {}
     config = _read_json(path)
-    encoders = []
-    for enc in config.get("encoders", []):
-        hub = manifest.hub_id_of(enc)
-        encoders.append({"path": enc, "repo": hub, "hub_or_path": hub or enc})
+    encoders = _encoder_refs(manifest, config.get("encoders", []))
     settings = {"train split": config.get("train_split"), "training questions": config.get("train_questions"),
                 "candidate depth": config.get("candidate_depth"),
                 "candidate recall (training)": config.get("candidate_recall"),
@@ -277,47 +294,67 @@ CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path], dict]] = {
 }
 
 
-def card_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
-    """Everything a template may use: defaults < entry context < what the artifact and the results say."""
-    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
-    from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
+def _publish_values(entry: Entry, manifest: Manifest, saved: CardData | None) -> dict:
+    """The card's fields before publishing adds its own: the saved card data (the artifact's record) with the
+    manifest's words over it (:data:`rirag.card_data.WORDS`); without card data, the manifest's defaults and context."""
+    words = {**manifest.defaults, **entry.context}
+    if saved is None:
+        return words
+    values = asdict(saved)
+    values.update({k: v for k, v in words.items() if k in WORDS})
+    return values
 
-    metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
-    context: dict[str, Any] = {
-        "license": "apache-2.0", "base_model": None, "datasets": [], "tags": [], "settings": {}, "limits": [],
-        "recipe": None, "train_data": "", "description": "", "encoders": [], "memory": False,
-        "feature_version": None, "eval_split": "validation", "query_prefix": QUERY_PREFIX,
-        "passage_prefix": PASSAGE_PREFIX, "local_judge_label": LOCAL_JUDGE_LABEL,
-        "labels": None, "namespace": manifest.namespace, "models": [], "variables": [],
-        "metric_repo": manifest.repo_id(metric) if metric else f"{manifest.namespace}/repass",
-        "hub_ids": {e.name: manifest.repo_id(e) for e in manifest.entries},
-    }
-    context.update(manifest.defaults)
-    context.update(entry.context)
-    hub_ids = context["hub_ids"]  # a manifest entry's name in datasets / models / base_model means its repo
-    for key in ("datasets", "models"):
-        context[key] = [hub_ids.get(x, x) for x in context[key] or []]
-    if context["base_model"]:
-        context["base_model"] = hub_ids.get(context["base_model"], context["base_model"])
-    if context["labels"] is None:
-        id2label = NLI_ID2LABEL if "nli" in entry.card else OBLIGATION_ID2LABEL
-        context["labels"] = ", ".join(f"{k} = {v}" for k, v in id2label.items())
-    reader = CONTEXT_READERS.get(entry.card)
-    extra = reader(entry, manifest, folder) if reader else {}
-    settings = dict(context["settings"]) | extra.pop("settings", {})
-    context.update(extra)
-    context["settings"] = settings
+
+def _hub_id(manifest: Manifest, name: str) -> str:
+    """A manifest entry's name, an artifact path or a local model name as the Hub id it is published under."""
+    ids = {e.name: manifest.repo_id(e) for e in manifest.entries}
+    return ids.get(name) or manifest.hub_id_of(name) or name
+
+
+def _publish_results(entry: Entry, manifest: Manifest, root: Path) -> list | None:
+    """The entry's results from its results files (None when it lists none: the saved card's results stay)."""
+    if not entry.results:
+        return None
     files = [Path(manifest.results_dir) / f for f in entry.results]
     absent = [f.as_posix() for f in files if not (root / f).exists()]
     if absent:
         logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
     present = [f for f in files if (root / f).exists()]
-    results = collect_results(entry.results_artifact or entry.source, present, root)
-    context.update(name=entry.repo, repo_id=manifest.repo_id(entry), results=results_table(results),
-                   model_index=model_index(entry.repo, results))
-    context["command"] = (recorded_command(entry, root) or context.pop("recorded_command", None)
-                          or context.get("command") or "not recorded")
-    return context
+    return collect_results(entry.results_artifact or entry.source, present, root)
+
+
+def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> CardData:
+    """The typed card an entry's template renders: the artifact's ``card_data.json`` (its trainer's record) when it
+    has one, the manifest's words over it, then what only publishing knows: the repo id and name, Hub ids for the
+    base model, data sets and models, the metric Space, and the model-index read from the results files."""
+    cls = card_type(entry.card)
+    saved = load_card_data(folder, cls)
+    values = _publish_values(entry, manifest, saved)
+    reader = CONTEXT_READERS.get(entry.card)  # kinds whose producer does not save card data yet
+    extra = reader(entry, manifest, folder) if reader and saved is None else {}
+    recorded = extra.pop("recorded_command", None)
+    values["settings"] = dict(values.get("settings") or {}) | extra.pop("settings", {})
+    values.update(extra)
+    card = cls.from_dict(values, where=f"{entry.name}: card context")
+    card.datasets = [_hub_id(manifest, x) for x in card.datasets or []]
+    if isinstance(card, DemoSpaceCard):
+        card.models = [_hub_id(manifest, x) for x in card.models or []]
+    if isinstance(card, LearnedFusionCard) and saved is not None:
+        card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
+    if card.base_model:
+        card.base_model = _hub_id(manifest, card.base_model)
+    metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
+    if isinstance(card, ClassifierCard) and metric is not None:
+        card.metric_repo = manifest.repo_id(metric)
+    card.name, card.repo_id = entry.repo, manifest.repo_id(entry)
+    results = _publish_results(entry, manifest, root)
+    if results is not None:
+        card.results, card.model_index = results_table(results), model_index(entry.repo, results)
+    elif card.model_index:
+        card.model_index = [dict(item, name=entry.repo) for item in card.model_index]
+    if saved is None or saved.command == CardData.command:
+        card.command = recorded_command(entry, root) or recorded or values.get("command") or CardData.command
+    return card
 
 
 def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path) -> str:
@@ -459,7 +496,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             for rel in upload_files(root / src):
                 _copy(root / src / rel, tmp / dst / rel)
         if not keep_card:
-            atomic_write_text(tmp / CARD_FILE, render_card(entry.card, **card_context(entry, manifest, source, root)))
+            atomic_write_text(tmp / CARD_FILE, publish_card(entry, manifest, source, root).render())
         elif (tmp / CARD_FILE).exists():  # a card kept from its source, completed for the Hub
             text = (tmp / CARD_FILE).read_text(encoding="utf-8")
             (tmp / CARD_FILE).unlink()

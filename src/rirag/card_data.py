@@ -1,0 +1,264 @@
+"""Typed card data: what a model or Space card says, one dataclass per artifact kind, saved beside the artifact.
+
+A trainer fills its kind's dataclass (base model, the run's non-default hyperparameters, training facts, the
+held-out numbers as a ``model-index``) and :func:`save_card` writes it as ``card_data.json`` next to the weights,
+with the ``README.md`` its template (``model_cards/<kind>.md.j2``, :attr:`CardData.TEMPLATE`) renders from it.
+``hub_push`` (:func:`rirag.hub.publish_card`) reads that file back, lets the manifest's words replace the trainer's
+(:data:`WORDS`), adds what only publishing knows (the repo id, Hub ids, the model-index from
+``benchmarks/results/*.json``) and renders the same template: one card path, at training and at publish time.
+
+Non-default hyperparameters are found as sentence-transformers' model-card callback finds them: the run's arguments
+compared with the defaults of their dataclass (:func:`non_default_hyperparameters`).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rirag.cards import CardError, model_index, render_card, results_from, results_table
+from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
+
+#: Beside the artifact: the card data (this module's dataclasses as JSON) and the card rendered from it.
+CARD_DATA_FILE = "card_data.json"
+CARD_FILE = "README.md"
+#: The RePASs metric script as a local path: what a card rendered at training time loads (hub_push names its repo).
+LOCAL_METRIC = "evaluate_scripts/repass"
+#: Fields where the manifest's curated words replace the trainer's when both give them; for every other field the
+#: artifact's own record wins (the manifest's value only fills in for an artifact without card data).
+WORDS = frozenset({"license", "datasets", "tags", "description", "recipe", "train_data", "limits"})
+#: Training arguments never recorded as hyperparameters: paths, logging and saving cadence, progress bars, secrets
+#: (sentence-transformers' model-card callback ignores the same kind of keys).
+IGNORED_HYPERPARAMETERS = frozenset({
+    "output_dir", "logging_dir", "overwrite_output_dir", "logging_strategy", "logging_first_step", "logging_steps",
+    "eval_strategy", "evaluation_strategy", "eval_steps", "eval_delay", "save_strategy", "save_steps",
+    "save_total_limit", "report_to", "run_name", "disable_tqdm", "show_progress_bar", "do_train", "do_eval",
+    "do_predict", "push_to_hub", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo",
+    "push_to_hub_token", "push_to_hub_model_id", "push_to_hub_organization", "results_path",
+    "model_name_or_path", "data", "data_dir", "data_path", "obliqa_dir",  # the card's base model and training data
+})
+
+
+def _labels(id2label: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in id2label.items())
+
+
+@dataclass
+class CardData:
+    """The fields every card template uses. ``repo_id`` is what the usage snippet loads: the artifact's folder (or
+    the trainer's ``hub_model_id``) at training time, the Hub repo once published."""
+
+    TEMPLATE: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+
+    name: str = ""
+    repo_id: str = ""
+    license: str = "apache-2.0"
+    base_model: str | None = None
+    datasets: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    description: str = ""
+    command: str = "not recorded"
+    recipe: str | None = None
+    train_data: str = ""
+    limits: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)  # training facts, by display name
+    hyperparameters: dict[str, Any] = field(default_factory=dict)  # the run's non-default training arguments
+    results: list[dict] = field(default_factory=list)  # rirag.cards.results_table rows
+    model_index: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, values: dict, where: str = "card data") -> CardData:
+        """The card of this kind from ``values``; a key that is not one of its fields is a :class:`CardError`."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise CardError(f"{where}: unknown field(s) {unknown} for a {cls.KIND} card; known: {sorted(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.KIND, **asdict(self)}
+
+    def render(self, templates_dir: str | Path | None = None) -> str:
+        return render_card(self.TEMPLATE, templates_dir, **asdict(self))
+
+    def with_results(self, data: Any, artifact: str, source: str) -> CardData:
+        """This card with ``results`` and ``model_index`` read from one results record (as hub_push reads the file
+        the trainer writes it to, so both give the same model-index)."""
+        found = results_from(data, artifact, source)
+        self.results, self.model_index = results_table(found), model_index(self.name, found)
+        return self
+
+
+@dataclass
+class ClassifierCard(CardData):
+    """The obligation classifier (``train/obligation_classifier.py``)."""
+
+    TEMPLATE: ClassVar[str] = "obligation_classifier.md.j2"
+    KIND: ClassVar[str] = "classifier"
+
+    labels: str = field(default_factory=lambda: _labels(OBLIGATION_ID2LABEL))
+    metric_repo: str = LOCAL_METRIC
+
+
+@dataclass
+class JudgeCard(CardData):
+    """The local NLI judge (``train/nli_judge.py``); ``probe`` is its in-domain probe accuracy, overall and per type."""
+
+    TEMPLATE: ClassVar[str] = "nli_judge.md.j2"
+    KIND: ClassVar[str] = "judge"
+
+    labels: str = field(default_factory=lambda: _labels(NLI_ID2LABEL))
+    local_judge_label: str = LOCAL_JUDGE_LABEL
+    probe: dict | None = None
+
+
+@dataclass
+class EncoderCard(CardData):
+    """A sentence-transformers bi-encoder (entailment / contrastive tuning)."""
+
+    TEMPLATE: ClassVar[str] = "sentence_transformer.md.j2"
+    KIND: ClassVar[str] = "encoder"
+
+    query_prefix: str = QUERY_PREFIX
+    passage_prefix: str = PASSAGE_PREFIX
+
+
+@dataclass
+class RerankerCard(CardData):
+    """A cross-encoder reranker (``train/reranker.py``)."""
+
+    TEMPLATE: ClassVar[str] = "cross_encoder_reranker.md.j2"
+    KIND: ClassVar[str] = "reranker"
+
+
+@dataclass
+class LearnedFusionCard(CardData):
+    """A learned-fusion ranker (``train/learned_fusion.py``); ``encoders``: ``{path, repo, hub_or_path}`` each."""
+
+    TEMPLATE: ClassVar[str] = "learned_fusion.md.j2"
+    KIND: ClassVar[str] = "learned-fusion"
+
+    encoders: list[dict] = field(default_factory=list)
+    feature_version: int | None = None
+    memory: bool = False
+    eval_split: str = "validation"
+
+
+@dataclass
+class NLIDatasetCard(CardData):
+    """The NLI pairs of the local judge (``dataset_builders/nli.py``): rows per split and source."""
+
+    TEMPLATE: ClassVar[str] = "nli_dataset.md.j2"
+    KIND: ClassVar[str] = "nli-dataset"
+
+    splits: list[str] = field(default_factory=list)
+    data_files: list[dict] = field(default_factory=list)
+    statistics: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class DemoSpaceCard(CardData):
+    """The demo Space: the models it uses and its configuration variables (``{name, default, help}`` each)."""
+
+    TEMPLATE: ClassVar[str] = "demo_space.md.j2"
+    KIND: ClassVar[str] = "demo-space"
+
+    models: list[str] = field(default_factory=list)
+    variables: list[dict] = field(default_factory=list)
+
+
+#: Every card kind, by the template that renders it and by the kind recorded in card_data.json.
+CARD_TYPES: tuple[type[CardData], ...] = (ClassifierCard, JudgeCard, EncoderCard, RerankerCard, LearnedFusionCard,
+                                          NLIDatasetCard, DemoSpaceCard)
+
+
+def card_type(template_or_kind: str) -> type[CardData]:
+    for cls in CARD_TYPES:
+        if template_or_kind in (cls.TEMPLATE, cls.KIND):
+            return cls
+    known = ", ".join(f"{c.KIND} ({c.TEMPLATE})" for c in CARD_TYPES)
+    raise CardError(f"no card data type for {template_or_kind!r}; known: {known}")
+
+
+def save_card(card: CardData, folder: str | Path) -> str:
+    """Write ``card_data.json`` and the ``README.md`` rendered from it into ``folder``; returns the card text."""
+    from rirag.io import atomic_write_json, atomic_write_text
+
+    text = card.render()
+    atomic_write_json(Path(folder) / CARD_DATA_FILE, card.to_dict())
+    atomic_write_text(Path(folder) / CARD_FILE, text)
+    return text
+
+
+def load_card_data(folder: str | Path, expected: type[CardData] | None = None) -> CardData | None:
+    """The card data saved in ``folder`` (None when there is none); a malformed file, or one of another kind than
+    ``expected``, is a :class:`CardError` naming it."""
+    path = Path(folder) / CARD_DATA_FILE
+    if not path.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise CardError(f"{path}: malformed JSON ({err.msg}, line {err.lineno})") from err
+    if not isinstance(raw, dict) or "kind" not in raw:
+        raise CardError(f"{path}: expected a JSON object with a 'kind'")
+    cls = card_type(str(raw.pop("kind")))
+    if expected is not None and cls is not expected:
+        raise CardError(f"{path}: a {cls.KIND} card, but {expected.TEMPLATE} renders {expected.KIND} cards")
+    return cls.from_dict(raw, where=str(path))
+
+
+# --------------------------------------------------------------------------------------------------
+# Non-default hyperparameters
+# --------------------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A JSON- and YAML-friendly copy of an argument value (enums by value, callables by name)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return _plain(value.value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if callable(value):
+        return getattr(value, "__qualname__", type(value).__name__)
+    return str(value)
+
+
+def _values_and_defaults(args: Any) -> tuple[dict, dict]:
+    """An arguments dataclass's values and its class defaults. ``transformers.TrainingArguments`` (it has
+    ``to_dict``) is compared with a fresh instance, as ``__post_init__`` leaves it."""
+    if hasattr(args, "to_dict"):
+        return args.to_dict(), type(args)(output_dir=getattr(args, "output_dir", None) or "unused").to_dict()
+    values, defaults = {}, {}
+    for f in fields(args):
+        if not f.init:
+            continue
+        values[f.name] = getattr(args, f.name)
+        if f.default is not MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            defaults[f.name] = f.default_factory()
+    return values, defaults
+
+
+def non_default_hyperparameters(*arguments: Any, ignore: frozenset[str] = IGNORED_HYPERPARAMETERS) -> dict:
+    """The arguments of a run that differ from their dataclass defaults, in field order, later objects winning
+    (e.g. ``non_default_hyperparameters(script_args, training_args)``); paths, logging and secrets are left out."""
+    out: dict[str, Any] = {}
+    for args in arguments:
+        values, defaults = _values_and_defaults(args)
+        for key, value in values.items():
+            if key in ignore or key not in defaults:
+                continue
+            if _plain(value) != _plain(defaults[key]):
+                out[key] = _plain(value)
+    return out

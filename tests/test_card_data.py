@@ -1,0 +1,175 @@
+"""One card path: a trainer fills its kind's card data, saves card_data.json + README.md beside the weights, and
+hub_push renders the same template from that saved data (the same bytes when publishing adds nothing)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
+from _scripts import load_script
+from rirag.card_data import (
+    CARD_DATA_FILE,
+    CARD_FILE,
+    ClassifierCard,
+    JudgeCard,
+    card_type,
+    load_card_data,
+    non_default_hyperparameters,
+    save_card,
+)
+from rirag.cards import CardError
+from rirag.hub import Manifest, assemble, load_manifest
+
+RESULTS = "benchmarks/results/obligation_classifier.json"
+
+
+def _front_matter(text: str) -> dict:
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("\n---\n", 1)[0][4:])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny run of train/obligation_classifier.py in a project root, paths relative as in the real project."""
+    from transformers import TrainingArguments
+
+    root = tmp_path_factory.mktemp("project")
+    script = load_script("train/obligation_classifier.py")
+    base = tiny_bert("card_obl_base", OBLIGATION_LABELS, seed=5, head_scale=1.0)
+    data = [{"Text": f"Firms must keep records for {w} years.", "Obligation": True} for w in "abcdefghij"]
+    data += [{"Text": f"The sky is blue on day {w}.", "Obligation": False} for w in "abcdefghij"]
+    (root / "obl.json").write_text(json.dumps(data))
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.chdir(root)
+    try:
+        args = script.ObligationScriptArguments(data_path="obl.json", model_name_or_path=base, results_path=RESULTS,
+                                                max_train_samples=12)
+        targs = TrainingArguments(output_dir="artifacts/obl", hub_model_id="ns/obl", max_steps=2,
+                                  per_device_train_batch_size=8, learning_rate=5e-3, report_to="none", use_cpu=True,
+                                  save_strategy="no", eval_strategy="no", disable_tqdm=True)
+        script.main(args, targs)
+    finally:
+        monkeypatch.undo()
+    return root, base
+
+
+def _manifest(root: Path, **entry) -> Manifest:
+    path = root / "manifest.yaml"
+    path.write_text(yaml.safe_dump({"namespace": "ns", "entries": [
+        {"name": "obl", "kind": "model", "source": "artifacts/obl", "repo": "obl",
+         "card": "obligation_classifier.md.j2", "results": ["obligation_classifier.json"], **entry}]}))
+    return load_manifest(path)
+
+
+def test_a_trainers_tiny_run_leaves_card_data_and_a_card_naming_its_base_model(trained):
+    root, base = trained
+    folder = root / "artifacts" / "obl"
+    assert (folder / CARD_DATA_FILE).is_file() and (folder / CARD_FILE).is_file()
+    text = (folder / CARD_FILE).read_text()
+    meta = _front_matter(text)
+    assert meta["base_model"] == base and meta["library_name"] == "transformers"
+    assert ModelCard.load(folder / CARD_FILE).data.base_model == base  # as the Hub parses it
+    saved = json.loads((folder / CARD_DATA_FILE).read_text())
+    assert saved["kind"] == "classifier" and saved["base_model"] == base
+    results = json.loads((root / RESULTS).read_text())
+    metrics = {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
+    assert metrics["accuracy"] == results["accuracy"] and metrics["f1"] == results["f1"]
+    assert 'pipeline("text-classification", model="ns/obl")' in text  # the usage snippet loads hub_model_id
+
+
+def test_non_default_hyperparameters_are_in_the_card_and_defaults_are_not(trained):
+    root, _ = trained
+    folder = root / "artifacts" / "obl"
+    hyper = json.loads((folder / CARD_DATA_FILE).read_text())["hyperparameters"]
+    text = (folder / CARD_FILE).read_text()
+    assert hyper["learning_rate"] == 0.005 and hyper["max_steps"] == 2 and hyper["max_train_samples"] == 12
+    assert "`learning_rate`: 0.005" in text and "`max_train_samples`: 12" in text
+    for default in ("weight_decay", "num_train_epochs", "test_size", "max_length", "split_seed"):
+        assert default not in hyper and f"`{default}`" not in text
+    for ignored in ("output_dir", "hub_model_id", "report_to", "hub_token", "data_path", "results_path"):
+        assert ignored not in hyper
+
+
+def test_the_publish_path_renders_the_trainers_bytes_from_the_saved_card_data(trained):
+    root, _ = trained
+    folder = root / "artifacts" / "obl"
+    trainer_card = (folder / CARD_FILE).read_bytes()
+    assert load_card_data(folder).render().encode() == trainer_card
+    manifest = _manifest(root)
+    row = assemble(manifest.entries[0], manifest, root)
+    assert row.status == "assembled" and row.card == "ok", row
+    assert (Path(row.folder) / CARD_FILE).read_bytes() == trainer_card
+    assert not (Path(row.folder) / CARD_DATA_FILE).exists()  # rendered into README.md, not uploaded
+
+
+def test_the_manifests_words_replace_the_trainers_and_the_artifacts_facts_stay(trained):
+    root, base = trained
+    manifest = _manifest(root, context={"description": "Curated words.", "base_model": "someone/else",
+                                        "limits": ["A curated limit."]})
+    manifest.aliases = {base: "org/tiny-bert"}  # the local base model is a copy of this Hub id
+    row = assemble(manifest.entries[0], manifest, root)
+    text = (Path(row.folder) / CARD_FILE).read_text()
+    assert "Curated words." in text and "- A curated limit." in text
+    assert "Sentence classifier for regulatory obligations" not in text
+    assert _front_matter(text)["base_model"] == "org/tiny-bert"  # the artifact's record, as its Hub id
+    assert "`learning_rate`: 0.005" in text
+
+
+def test_a_publish_without_results_files_keeps_the_saved_model_index_under_the_repo_name(tmp_path):
+    card = ClassifierCard(name="local", repo_id="artifacts/obl", base_model="b").with_results(
+        {"accuracy": 0.75, "f1": 0.5, "n_test": 4, "split": "s"}, "artifacts/obl", RESULTS)
+    save_card(card, tmp_path / "artifacts" / "obl")
+    (tmp_path / "artifacts" / "obl" / "config.json").write_text("{}")
+    manifest = _manifest(tmp_path, results=[], repo="published-obl")
+    row = assemble(manifest.entries[0], manifest, tmp_path)
+    data = ModelCard.load(Path(row.folder) / CARD_FILE).data
+    assert row.card == "ok" and data.model_name == "published-obl"
+    assert {r.metric_type: r.metric_value for r in data.eval_results} == {"accuracy": 0.75, "f1": 0.5}
+
+
+def test_card_data_files_that_cannot_be_used_are_named(tmp_path):
+    (tmp_path / CARD_DATA_FILE).write_text(json.dumps({"kind": "judge", "nmae": "x"}))
+    with pytest.raises(CardError, match=r"unknown field\(s\) \['nmae'\] for a judge card"):
+        load_card_data(tmp_path)
+    save_card(JudgeCard(name="j", repo_id="j"), tmp_path)
+    with pytest.raises(CardError, match="a judge card, but obligation_classifier.md.j2 renders classifier cards"):
+        load_card_data(tmp_path, ClassifierCard)
+    assert isinstance(load_card_data(tmp_path, JudgeCard), JudgeCard)
+    assert load_card_data(tmp_path / "nothing") is None
+    with pytest.raises(CardError, match="no card data type for 'raft_adapter.md.j2'"):
+        card_type("raft_adapter.md.j2")
+
+
+def test_an_unknown_key_in_a_manifest_context_is_an_error_row(tmp_path):
+    from rirag.hub import assemble_all
+
+    (tmp_path / "artifacts" / "obl").mkdir(parents=True)
+    (tmp_path / "artifacts" / "obl" / "config.json").write_text("{}")
+    manifest = _manifest(tmp_path, context={"descripton": "typo"})
+    [row] = assemble_all(manifest, tmp_path)
+    assert row.status == "error" and "unknown field(s) ['descripton']" in row.detail
+
+
+@dataclass
+class _Args:
+    lr: float = 1e-3
+    names: list = field(default_factory=lambda: ["a"])
+    output_dir: str = "out"
+    untouched: int = 3
+
+
+def test_non_default_hyperparameters_compare_with_the_dataclass_defaults():
+    from transformers import TrainingArguments
+
+    assert non_default_hyperparameters(_Args(lr=0.1, names=["a", "b"], output_dir="elsewhere")) == {
+        "lr": 0.1, "names": ["a", "b"]}
+    assert non_default_hyperparameters(_Args()) == {}
+    got = non_default_hyperparameters(TrainingArguments(output_dir="o", warmup_steps=7, hub_token="secret",
+                                                        lr_scheduler_type="cosine", report_to="none"))
+    assert got == {"warmup_steps": 7, "lr_scheduler_type": "cosine"}  # enums by value; secrets and logging left out
