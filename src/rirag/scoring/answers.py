@@ -43,8 +43,6 @@ from rirag.scoring.constants import (
     CSV_COLUMNS,
     LOCAL_JUDGE_LABEL,
     MAX_ANSWER_CHARS,
-    OFFICIAL_COVERAGE_MODEL,
-    OFFICIAL_NLI_MODEL,
 )
 
 logger = logging.getLogger(__name__)
