@@ -2,7 +2,7 @@
 
     rirag answer (--run RUN.trec --split SPLIT | --questions FILE [--run RUN.trec]) --out answers.json
                  [--generator G] [--strategy S] [--k 10] [--no-filter] [--allow-missing]
-    rirag ask "question" ["another question" ...] [--retriever rank-fusion] [--generator G] [--strategy S]
+    rirag ask "question" ["another question" ...] [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 
 ``--generator``: ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url URL``), or a causal LM
@@ -43,7 +43,6 @@ from rirag.generation.base import (
     GenerationError,
     GeneratorSpec,
 )
-from rirag.generation.pipeline import ASK_RETRIEVER
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.generation.registry import build_generator
 
@@ -113,7 +112,8 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None) -> No
     from rirag.retrieval.registry import RETRIEVERS
 
     p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
-                   + (f" (default {default}: the best that needs no trained model)" if default else ""))
+                   + (f" (default {default})" if default else " (default: the best row of the cross-validation "
+                      "that needs no trained model, benchmarks/results/retrieval_cv.json)"))
     p.add_argument("--model", default=None, help="dense model name or path (dense retrievers)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=check.parse_option,
                    help="retriever option, repeatable, checked when parsed (rirag retrieve --help lists them)")
@@ -134,9 +134,14 @@ def _option_items(args: Any) -> list[tuple[str, Any]]:
 
 
 def retriever_spec_from_args(args: Any):
-    """The checked retriever spec (typed options, a model where needed); cheap: nothing loads."""
+    """The checked retriever spec (typed options, a model where needed); cheap: nothing loads. Without
+    ``--retriever``, ``args`` gets the default one (:func:`rirag.retrieval.defaults.with_default_retriever`)."""
     from rirag.retrieval.registry import retriever_spec
 
+    if args.retriever is None:
+        from rirag.retrieval.defaults import with_default_retriever
+
+        args.retriever, args.model, args.option = with_default_retriever(args.model, _option_items(args))
     return retriever_spec(args.retriever, args.model, _option_items(args))
 
 
@@ -486,14 +491,14 @@ def add_parsers(sub: Any) -> None:
     a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "
                    "manifest (<out>.manifest.json) matches this run, refused otherwise")
     _overwrite_option(a)
-    add_retriever_options(a, ASK_RETRIEVER)
+    add_retriever_options(a, None)
     add_generator_options(a)
     a.set_defaults(func=cmd_answer)
 
     q = sub.add_parser("ask", help="answer one question (or a few) with citations, printed with their sources")
     q.add_argument("question", nargs="+", help="the question (several: answered in turn, timed)")
     _common(q)
-    add_retriever_options(q, ASK_RETRIEVER)
+    add_retriever_options(q, None)
     add_generator_options(q)
     q.add_argument("--timings", default=None, metavar="FILE", help="write cold-start and per-answer times (JSON)")
     q.set_defaults(func=cmd_ask)
@@ -506,6 +511,6 @@ def add_parsers(sub: Any) -> None:
     s.add_argument("--system", default=None, type=check.system_name,
                    help="system name in the run, one word (default: the retriever)")
     _overwrite_option(s)
-    add_retriever_options(s, ASK_RETRIEVER)
+    add_retriever_options(s, None)
     add_generator_options(s)
     s.set_defaults(func=cmd_submit)
