@@ -99,3 +99,18 @@ def test_fmt_prints_stored_scores_without_rounding_them_again():
     assert b.fmt(0.5677852348993289, "overall_3way_accuracy") == "0.5678"
     assert b.fmt(3516.1, "queries_per_s") == "3516.1"
     assert b.fmt("a|b") == "a\\|b"
+
+
+def test_the_cv_table_shows_differences_from_bm25_and_minutes():
+    b = _builder()
+    rows = [{"row": "bm25", "questions": 10, "recall@10": 0.79, "recall@10 95% CI": [0.78, 0.8],
+             "minutes per fold": [0.01, 0.02]},
+            {"row": "learned fusion", "questions": 10, "recall@10": 0.84, "recall@10 95% CI": [0.83, 0.85],
+             "recall@10 − bm25": 0.05, "recall@10 − bm25 95% CI": [0.04, 0.06], "mrr@10 − bm25": -0.01,
+             "mrr@10 − bm25 95% CI": [-0.02, 0.003], "minutes per fold": [2.5, 3.25],
+             "p vs bm25 (paired t)": {"recall@10": 0.00001}}]
+    lines = b.render_cv_headline({"rows": rows}).splitlines()
+    assert "R@10 − BM25 (95% CI)" in lines[0] and "minutes per fold" in lines[0]
+    assert lines[2].endswith("| — | — | — | 0.01 / 0.02 |")
+    assert "| +0.0500 (+0.0400–+0.0600) | -0.0100 (-0.0200–+0.0030) | 2.50 / 3.25 |" in lines[3]
+    assert "< 0.0001" in lines[3]
