@@ -132,7 +132,8 @@ def paired_difference_interval(values: np.ndarray, baseline: np.ndarray, n: int,
 
 
 def paired_tests(qrels: dict, runs: dict[str, dict], baseline: str) -> dict[str, dict[str, float]]:
-    """p-values of each run against ``baseline`` (ranx compare, paired Student's t-test), per metric."""
+    """p-values of each run against ``baseline`` (ranx compare, paired Student's t-test), per metric; None where
+    the run scores every question as the baseline does."""
     from ranx import Qrels, compare
 
     qids = list(qrels)
@@ -143,8 +144,12 @@ def paired_tests(qrels: dict, runs: dict[str, dict], baseline: str) -> dict[str,
         r.name = name
         ranx_runs.append(r)
     report = compare(Qrels(qrels), ranx_runs, list(METRICS), stat_test="student", make_comparable=True).to_dict()
-    return {name: {m: round(float(report[name]["comparisons"][baseline][m]), 6) for m in METRICS}
-            for name in names if name != baseline}
+
+    def p(name, m):  # identical per-question values give no test (NaN): None, as JSON has no NaN
+        value = float(report[name]["comparisons"][baseline][m])
+        return None if np.isnan(value) else round(value, 6)
+
+    return {name: {m: p(name, m) for m in METRICS} for name in names if name != baseline}
 
 
 def subset(obliqa, questions: list[Question], max_documents: int | None, seed: int):

@@ -44,8 +44,9 @@ def test_paired_test_against_the_baseline():
     qrels = {f"q{i}": {f"g{i}": 1} for i in range(30)}
     good = {f"q{i}": {f"g{i}": 2.0, "x": 1.0} for i in range(30)}
     bad = {f"q{i}": {"x": 2.0, f"g{i}": 1.0} if i % 3 else {f"g{i}": 2.0} for i in range(30)}
-    p = cv.paired_tests(qrels, {"base": bad, "better": good}, "base")
-    assert set(p) == {"better"} and p["better"]["mrr@10"] < 0.01
+    p = cv.paired_tests(qrels, {"base": bad, "better": good, "same": dict(bad)}, "base")
+    assert set(p) == {"better", "same"} and p["better"]["mrr@10"] < 0.01
+    assert p["same"] == {m: None for m in cv.METRICS}  # no test, and no NaN in the JSON
 
 
 def test_overlap_groups_and_gain_shares():
