@@ -344,6 +344,7 @@ def measure(config: Config, corpus, folds) -> dict[str, PerFold]:
 
         dense = DenseRetriever(corpus, config.model, max_seq_length=DENSE_MAX_SEQ_LENGTH)
         dense.passage_embeddings(show_progress=True)
+        dense.model  # noqa: B018 (loaded here, so the first fold's minutes do not count the model's loading)
         logger.info("set-up (indexes, passage embeddings): %.1f min", (time.perf_counter() - t) / 60)
         zs = timed_runs(folds, lambda qs: dense.search(qs, k=RUN_DEPTH))
         if "zero-shot" in config.rows:
