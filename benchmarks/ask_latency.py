@@ -24,7 +24,6 @@ from pathlib import Path
 
 from rirag.data import load_obliqa
 from rirag.generation.base import MAX_NEW_TOKENS, OFFLINE_GENERATOR
-from rirag.generation.pipeline import ASK_RETRIEVER
 from rirag.generation.prompts import ZERO_SHOT
 from rirag.io import atomic_write_json
 
@@ -36,7 +35,7 @@ class Config:
     generator: str = OFFLINE_GENERATOR
     generator_model: str | None = None
     strategy: str = ZERO_SHOT
-    retriever: str = ASK_RETRIEVER
+    retriever: str | None = None  # None: the CLI's default (rirag.retrieval.defaults)
     questions: int = 4
     max_new_tokens: int = MAX_NEW_TOKENS
     threads: int | None = None
@@ -53,7 +52,7 @@ def main(config: Config) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         timings = Path(tmp) / "timings.json"
         cmd = [sys.executable, "-m", "rirag.cli", "ask", *questions, "--generator", config.generator,
-               "--strategy", config.strategy, "--retriever", config.retriever,
+               "--strategy", config.strategy, *(["--retriever", config.retriever] if config.retriever else []),
                "--max-new-tokens", str(config.max_new_tokens), "--timings", str(timings)]
         if config.generator_model:
             cmd += ["--generator-model", config.generator_model]
@@ -63,7 +62,7 @@ def main(config: Config) -> dict:
         measured = json.loads(timings.read_text())
     later, later_cpu = measured["answer_s"][1:], measured["answer_cpu_s"][1:]
     row = {
-        "generator": measured["generator"], "strategy": config.strategy, "retriever": config.retriever,
+        "generator": measured["generator"], "strategy": config.strategy, "retriever": measured["retriever"],
         "max_new_tokens": config.max_new_tokens, "questions": len(questions),
         "cold_start_s": round(measured["cold_start_s"], 2), "cold_start_cpu_s": round(measured["cold_start_cpu_s"], 2),
         "per_answer_s": round(sum(later) / len(later), 2) if later else None,
@@ -76,7 +75,7 @@ def main(config: Config) -> dict:
     }
     out = Path(config.out)
     result = json.loads(out.read_text()) if out.exists() else {"rows": {}}
-    key = f"{row['generator']}|{config.strategy}|{config.retriever}"
+    key = f"{row['generator']}|{config.strategy}|{row['retriever']}"
     result["rows"][key] = row
     atomic_write_json(out, result)
     sys.stdout.write(json.dumps(row, indent=2) + "\n")

@@ -71,3 +71,12 @@ def write_tiny_obliqa(root: Path, n_docs: int = 6) -> Path:
 @pytest.fixture
 def tiny_data_dir(tmp_path) -> Path:
     return write_tiny_obliqa(tmp_path / "obliqa")
+
+
+@pytest.fixture(autouse=True)
+def _fallback_default_retriever(monkeypatch):
+    """Commands given no ``--retriever`` use rirag's documented fallback default, not the committed CV table's
+    choice (which may need a dense encoder and a corpus embedding); the tests of that choice pass their own table."""
+    from rirag.retrieval.defaults import CV_RESULTS_ENV_VAR
+
+    monkeypatch.setenv(CV_RESULTS_ENV_VAR, "/nonexistent/retrieval_cv.json")

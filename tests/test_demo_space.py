@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "spaces" / "demo"))
 from backend import MAX_QUESTION_CHARS, Backend, DemoSettings, QuestionError, check_question  # noqa: E402
 
 from rirag.data import Passage  # noqa: E402
+from rirag.retrieval.defaults import FALLBACK_RETRIEVER  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -101,7 +102,7 @@ def test_settings_come_from_the_environment():
                                "RIRAG_DEMO_RETRIEVER_OPTIONS": "alpha=0.2, depth=50", "RIRAG_DEMO_TOP_K": "7"})
     assert (s.retriever, s.model, s.options, s.top_k) == ("hybrid", "org/enc", {"alpha": "0.2", "depth": "50"}, 7)
     assert s.retriever_label() == "hybrid (org/enc) [alpha=0.2, depth=50]"
-    assert DemoSettings.from_env({}).retriever == "bm25"
+    assert DemoSettings.from_env({}).retriever == FALLBACK_RETRIEVER  # no CV table here (conftest)
     with pytest.raises(ValueError, match="RIRAG_DEMO_TOP_K"):
         DemoSettings.from_env({"RIRAG_DEMO_TOP_K": "many"})
     with pytest.raises(ValueError, match="key=value"):

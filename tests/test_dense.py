@@ -104,3 +104,12 @@ def test_cli_retrieve_dense(tiny_data_dir, tiny_model, tmp_path, monkeypatch):
     assert main(["retrieve", "--retriever", "dense", "--model", str(tmp_path / "missing"), "--data",
                  str(tiny_data_dir), "--split", "original-dev", "--out", str(tmp_path / "x.trec")]) == 2
     assert not (tmp_path / "x.trec").exists()
+
+
+def test_a_corpus_embedding_shows_a_labelled_bar_and_equals_the_plain_one(tiny, tiny_model, tmp_path, capsys):
+    r = DenseRetriever(tiny.corpus, tiny_model, cache=tmp_path, batch_size=1)  # 8 texts per step of the bar
+    emb = r.passage_embeddings(show_progress=True)
+    err = capsys.readouterr().err
+    assert f"embedding {len(r.ids)} passages (tiny-st, cached after)" in err and f"{len(r.ids)}/{len(r.ids)}" in err
+    assert np.allclose(emb, r.encode(r.texts, r.passage_prefix), atol=1e-5)
+    assert r.cache_path().exists()

@@ -168,3 +168,18 @@ def test_results_page_marks_repass_rows_without_a_signature():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme.split(b.ANSWERS_BEGIN, 1)[1].split(b.ANSWERS_END)[0]
     assert "| RePASs (local judge), signature not recorded |" in block
+
+
+def test_the_cv_table_shows_differences_from_bm25_and_minutes():
+    b = _builder()
+    rows = [{"row": "bm25", "questions": 10, "recall@10": 0.79, "recall@10 95% CI": [0.78, 0.8],
+             "minutes per fold": [0.01, 0.02]},
+            {"row": "learned fusion", "questions": 10, "recall@10": 0.84, "recall@10 95% CI": [0.83, 0.85],
+             "recall@10 − bm25": 0.05, "recall@10 − bm25 95% CI": [0.04, 0.06], "mrr@10 − bm25": -0.01,
+             "mrr@10 − bm25 95% CI": [-0.02, 0.003], "minutes per fold": [2.5, 3.25],
+             "p vs bm25 (paired t)": {"recall@10": 0.00001}}]
+    lines = b.render_cv_headline({"rows": rows}).splitlines()
+    assert "R@10 − BM25 (95% CI)" in lines[0] and "minutes per fold" in lines[0]
+    assert lines[2].endswith("| — | — | — | 0.01 / 0.02 |")
+    assert "| +0.0500 (+0.0400–+0.0600) | -0.0100 (-0.0200–+0.0030) | 2.50 / 3.25 |" in lines[3]
+    assert "< 0.0001" in lines[3]

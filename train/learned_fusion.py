@@ -28,6 +28,7 @@ from rirag.constants import (
     DENSE_MAX_SEQ_LENGTH,
     LEARNED_FUSION_CANDIDATE_DEPTH,
     LEARNED_FUSION_MEMORY_DEPTH,
+    LEARNED_FUSION_RANKER,
     LEARNED_FUSION_VOTE_DEPTH,
     OFFLINE_ENCODER,
     SEED,
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 class LearnedFusionArguments:
     encoders: str = field(default=OFFLINE_ENCODER, metadata={
         "help": "Comma-separated dense encoders (Hub ids or folders) whose scores are features, in order."})
-    output_dir: str = field(default="artifacts/learned_fusion/minilm-lf-train", metadata={"help": "Ranker folder."})
+    output_dir: str = field(default=LEARNED_FUSION_RANKER, metadata={"help": "Ranker folder."})
     data: str | None = field(default=None, metadata={"help": "ObliQA folder or Hub id (default: $RIRAG_DATA_DIR)."})
     train_split: str = field(default="train", metadata={"help": "'train' (leakage-free) or 'original-dev' (original)."})
     eval_split: str = field(default="validation", metadata={"help": "Split to report after training ('' : none)."})

@@ -22,8 +22,9 @@ logger = logging.getLogger(__name__)
 
 #: (variable, default, what it sets): the Space's configuration; the Space card lists them.
 ENV_VARIABLES = (
-    ("RIRAG_DEMO_RETRIEVER", "bm25", "retriever name from rirag's registry: bm25, dense, hybrid, rrf, rank-fusion, "
-                                     "learned-fusion"),
+    ("RIRAG_DEMO_RETRIEVER", "", "retriever name from rirag's registry: bm25, dense, hybrid, rrf, rank-fusion, "
+                                 "learned-fusion; empty: rirag's default (the best cross-validated retriever that "
+                                 "needs no trained model, rirag.retrieval.defaults), with its model and options"),
     ("RIRAG_DEMO_MODEL", "", "dense encoder for dense / hybrid / rrf (a Hub id or a local folder)"),
     ("RIRAG_DEMO_RETRIEVER_OPTIONS", "", "retriever options as key=value pairs separated by commas "
                                          "(e.g. alpha=0.2 or ranker=FOLDER)"),
@@ -80,7 +81,13 @@ class DemoSettings:
             top_k = int(get["RIRAG_DEMO_TOP_K"])
         except ValueError as err:
             raise ValueError(f"RIRAG_DEMO_TOP_K must be a whole number, got {get['RIRAG_DEMO_TOP_K']!r}") from err
-        return cls(retriever=get["RIRAG_DEMO_RETRIEVER"], model=get["RIRAG_DEMO_MODEL"] or None, options=options,
+        retriever, model = get["RIRAG_DEMO_RETRIEVER"], get["RIRAG_DEMO_MODEL"] or None
+        if not retriever:
+            from rirag.retrieval.defaults import default_retriever
+
+            spec = default_retriever()
+            retriever, model, options = spec.name, model or spec.model, {**spec.options, **options}
+        return cls(retriever=retriever, model=model, options=options,
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
                    strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
 

@@ -63,6 +63,8 @@ RERANK_DEPTH = 50
 #: that lies in its document.
 LEARNED_FUSION_CANDIDATE_DEPTH = 50
 LEARNED_FUSION_VOTE_DEPTH = 20
+#: The ranker folder ``train/learned_fusion.py`` writes by default (leakage-free protocol).
+LEARNED_FUSION_RANKER = "artifacts/learned_fusion/minilm-lf-train"
 #: Question memory (optional, original protocol): the gold passages of a query's MEMORY_DEPTH nearest training
 #: questions join the candidates.
 LEARNED_FUSION_MEMORY_DEPTH = 20

@@ -2,7 +2,7 @@
 
     rirag answer (--run RUN.trec --split SPLIT | --questions FILE [--run RUN.trec]) --out answers.json
                  [--generator G] [--strategy S] [--k 10] [--no-filter] [--allow-missing]
-    rirag ask "question" ["another question" ...] [--retriever rank-fusion] [--generator G] [--strategy S]
+    rirag ask "question" ["another question" ...] [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 
 ``--generator``: ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url URL``), or a causal LM
@@ -39,7 +39,7 @@ from rirag.cli.options import (
 from rirag.constants import EVAL_K
 from rirag.data import DataError
 from rirag.generation.base import ENDPOINT, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
-from rirag.generation.pipeline import ASK_RETRIEVER, answer_all, read_questions
+from rirag.generation.pipeline import answer_all, read_questions
 from rirag.generation.registry import build_generator
 
 logger = logging.getLogger(__name__)
@@ -53,8 +53,9 @@ SUBMIT_PLAIN_ANSWERS_FILE = "answers.shared-task.json"
 #: What ``rirag submit`` wrote and with which settings.
 SUBMIT_SUMMARY_FILE = "submission.json"
 SHARED_TASK_FIELDS = ("QuestionID", "Question", "RetrievedPassages", "Answer", "RetrievedIDs")
-#: Why ``--retriever`` defaults to :data:`~rirag.generation.pipeline.ASK_RETRIEVER` (said in the help).
-WHY_ASK_RETRIEVER = "the best that needs no trained model"
+#: What ``--retriever`` defaults to (said in the help): :func:`rirag.retrieval.defaults.default_retriever`.
+WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no trained model, "
+                         "benchmarks/results/retrieval_cv.json")
 
 
 # -- from the parsed options to the library ----------------------------------------------------------------------
@@ -97,9 +98,14 @@ def _option_items(args: Any) -> list[tuple[str, Any]]:
 
 
 def retriever_spec_from_args(args: Any):
-    """The checked retriever spec (typed options, a model where needed); cheap: nothing loads."""
+    """The checked retriever spec (typed options, a model where needed); cheap: nothing loads. Without
+    ``--retriever``, ``args`` gets the default one (:func:`rirag.retrieval.defaults.with_default_retriever`)."""
     from rirag.retrieval.registry import retriever_spec
 
+    if args.retriever is None:
+        from rirag.retrieval.defaults import with_default_retriever
+
+        args.retriever, args.model, args.option = with_default_retriever(args.model, _option_items(args))
     return retriever_spec(args.retriever, args.model, _option_items(args))
 
 
@@ -372,14 +378,14 @@ def add_parsers(sub: Any) -> None:
     a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "
                    "manifest (<out>.manifest.json) matches this run, refused otherwise")
     add_overwrite_option(a)
-    add_retriever_options(a, ASK_RETRIEVER, WHY_ASK_RETRIEVER)
+    add_retriever_options(a, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(a)
     a.set_defaults(func=cmd_answer)
 
     q = sub.add_parser("ask", help="answer one question (or a few) with citations, printed with their sources")
     q.add_argument("question", nargs="+", help="the question (several: answered in turn, timed)")
     _common(q)
-    add_retriever_options(q, ASK_RETRIEVER, WHY_ASK_RETRIEVER)
+    add_retriever_options(q, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(q)
     q.add_argument("--timings", default=None, metavar="FILE", help="write cold-start and per-answer times (JSON)")
     q.set_defaults(func=cmd_ask)
@@ -391,6 +397,6 @@ def add_parsers(sub: Any) -> None:
                    "answers.shared-task.json (the shared task's fields, no citation markers), submission.json")
     add_system_option(s)
     add_overwrite_option(s)
-    add_retriever_options(s, ASK_RETRIEVER, WHY_ASK_RETRIEVER)
+    add_retriever_options(s, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(s)
     s.set_defaults(func=cmd_submit)

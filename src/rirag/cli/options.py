@@ -134,7 +134,7 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: 
     from rirag.retrieval.registry import RETRIEVERS
 
     p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
-                   + (f" (default {default}: {why})" if why else ""))
+                   + (f" (default {default}: {why})" if why and default else f" (default: {why})" if why else ""))
     p.add_argument("--model", default=None, help=model_help)
     listed = ("; ".join(f"{k} ({spec.help})" for k, spec in check.OPTION_SPECS.items()) if list_options
               else "(rirag retrieve --help lists them)")

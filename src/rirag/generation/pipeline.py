@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 
 #: Longest question sent to a retriever or generator; longer ones are cut (and the cut recorded).
 MAX_QUESTION_CHARS = 2000
-#: The best retriever that needs no trained artifact (leakage-free validation R@10 0.812 vs BM25 0.808,
-#: benchmarks/results/retrieval.json) and whose scores are already normalised for the filter.
-ASK_RETRIEVER = "rank-fusion"
 
 WARN_EMPTY_QUESTION = "empty question: not answered"
 WARN_TRUNCATED = "question cut to {n} characters (was {m})"

@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 CACHE_ENV_VAR = "RIRAG_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path(".cache") / "rirag"
+#: Batches per step of the labelled progress bar of a corpus embedding.
+PROGRESS_BATCHES = 8
 #: Files whose content identifies a local model folder.
 _FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model")
 #: Training by-products in a model folder that do not change its embeddings (kept out of the fingerprint).
@@ -163,10 +165,23 @@ class DenseRetriever:
             corpus_fingerprint(self.ids, self.texts)]).encode()).hexdigest()[:20]
         return self.cache / f"{Path(self._resolved).name or 'model'}-{key}.npy"
 
-    def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False) -> np.ndarray:
-        emb = self.model.encode(list(texts), prompt=prefix or None, batch_size=self.batch_size,
-                                show_progress_bar=show_progress, convert_to_numpy=True, normalize_embeddings=True)
-        return np.asarray(emb, dtype=np.float32)
+    def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False,
+               label: str | None = None) -> np.ndarray:
+        """Normalised embeddings of ``texts``. With ``show_progress`` and a ``label``, one labelled bar counts the
+        texts (with an ETA), encoded in chunks of :data:`PROGRESS_BATCHES` batches; else sentence-transformers'."""
+        texts = list(texts)
+        if not (show_progress and label and texts):
+            emb = self.model.encode(texts, prompt=prefix or None, batch_size=self.batch_size,
+                                    show_progress_bar=show_progress, convert_to_numpy=True, normalize_embeddings=True)
+            return np.asarray(emb, dtype=np.float32)
+        from tqdm.auto import tqdm
+
+        step, parts = self.batch_size * PROGRESS_BATCHES, []
+        with tqdm(total=len(texts), desc=label, unit="text") as bar:
+            for start in range(0, len(texts), step):
+                parts.append(self.encode(texts[start:start + step], prefix))
+                bar.update(len(parts[-1]))
+        return np.concatenate(parts)
 
     def passage_embeddings(self, show_progress: bool = True) -> np.ndarray:
         if self._embeddings is not None:
@@ -180,7 +195,8 @@ class DenseRetriever:
                 return emb
             logger.warning("ignoring cache %s: %d rows for %d passages", path, emb.shape[0], len(self.ids))
         logger.info("encoding %d passages with %s", len(self.ids), self.model_name)
-        emb = self.encode(self.texts, self.passage_prefix, show_progress=show_progress)
+        emb = self.encode(self.texts, self.passage_prefix, show_progress=show_progress,
+                          label=f"embedding {len(self.ids)} passages ({Path(self.model_name).name}, cached after)")
         if path is not None:
             import io
 

@@ -1,0 +1,124 @@
+"""The default retriever of ``rirag ask`` / ``answer`` / ``submit`` and the demo, read from the CV evidence.
+
+:func:`default_retriever` reads the document-grouped cross-validation table (``benchmarks/retrieval_cv.py`` writes
+``benchmarks/results/retrieval_cv.json``) and returns the best row, by pooled Recall@10 then MAP@10, that is a CLI
+retriever needing no trained artifact (rows are mapped to retriever specs by :func:`cv_row_spec`; a row that is no
+CLI retriever, needs a trained model, or lacks what its spec needs, such as a tuned α, is skipped). Where the file is
+missing (an installed wheel), unreadable or has no such row, the default is :data:`FALLBACK_RETRIEVER`.
+``$RIRAG_CV_RESULTS`` names another results file (the tests point it away from the committed table).
+
+The CV row labels live here (:data:`CV_ROWS`), and the benchmark writes them, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from rirag.constants import HYBRID_ALPHA, LEARNED_FUSION_RANKER, OFFLINE_ENCODER
+from rirag.retrieval.registry import RetrieverSpec
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable naming the CV results file read by :func:`default_retriever`.
+CV_RESULTS_ENV_VAR = "RIRAG_CV_RESULTS"
+#: The committed CV table of a checkout (absent from an installed wheel).
+CV_RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "retrieval_cv.json"
+#: The default when the CV table is missing or has no usable row: RIRAG rank fusion of BM25 passages with document
+#: BM25 (no model to load; leakage-free validation R@10 0.812 vs BM25 0.808, benchmarks/results/retrieval.json).
+FALLBACK_RETRIEVER = "rank-fusion"
+
+#: CV row key (``benchmarks/retrieval_cv.py --rows``) -> the row's label in the results file.
+CV_ROWS: dict[str, str] = {
+    "bm25": "bm25",
+    "zero-shot": "zero-shot",
+    "hybrid": f"hybrid (zero-shot, α={HYBRID_ALPHA})",
+    "rrf": "RRF (zero-shot + BM25)",
+    "hybrid-tuned": "hybrid (zero-shot, α tuned on the other folds)",
+    "rank-fusion": "rank-fusion (BM25 + document BM25)",
+    "learned-fusion": "learned fusion (BM25, zero-shot, document BM25, lexical; trained on the other folds)",
+}
+
+
+def _tuned_hybrid(row: Mapping[str, Any], model: str) -> RetrieverSpec | None:
+    alpha = row.get("alpha")  # the α the fold rule picks on every kept question; absent in older tables
+    return None if alpha is None else RetrieverSpec("hybrid", model, {"alpha": float(alpha)})
+
+
+#: CV row label -> (row, zero-shot model) -> spec (None: not usable). Rows not here (learned fusion: a trained
+#: ranker) are never a default.
+_ROW_SPECS: dict[str, Callable[[Mapping[str, Any], str], RetrieverSpec | None]] = {
+    CV_ROWS["bm25"]: lambda row, model: RetrieverSpec("bm25"),
+    CV_ROWS["zero-shot"]: lambda row, model: RetrieverSpec("dense", model),
+    CV_ROWS["hybrid"]: lambda row, model: RetrieverSpec("hybrid", model, {"alpha": HYBRID_ALPHA}),
+    CV_ROWS["rrf"]: lambda row, model: RetrieverSpec("rrf", model),
+    CV_ROWS["hybrid-tuned"]: _tuned_hybrid,
+    CV_ROWS["rank-fusion"]: lambda row, model: RetrieverSpec("rank-fusion"),
+}
+
+
+def cv_row_spec(row: Mapping[str, Any], model: str = OFFLINE_ENCODER) -> RetrieverSpec | None:
+    """The CLI retriever a CV row measured (``model``: the table's zero-shot encoder), or None where the row is no
+    CLI retriever without a trained artifact, or lacks what its spec needs."""
+    make = _ROW_SPECS.get(str(row.get("row")))
+    return make(row, model) if make else None
+
+
+def best_cv_spec(table: Mapping[str, Any]) -> RetrieverSpec | None:
+    """The spec of the table's best usable row: highest pooled Recall@10, ties by MAP@10 (then the first listed)."""
+    model = table.get("model") or OFFLINE_ENCODER
+    usable = []
+    for row in table.get("rows") or []:
+        spec = cv_row_spec(row, model) if isinstance(row, Mapping) else None
+        if spec is not None and isinstance(row.get("recall@10"), (int, float)):
+            usable.append(((float(row["recall@10"]), float(row.get("map@10") or 0.0)), row["row"], spec))
+    if not usable:
+        return None
+    best = max(usable, key=lambda u: u[0])
+    logger.debug("default retriever: CV row %r (R@10 %.4f, MAP@10 %.4f)", best[1], *best[0])
+    return best[2]
+
+
+def default_retriever(path: str | Path | None = None) -> RetrieverSpec:
+    """The default retriever spec: the best CV row needing no trained artifact, read from ``path`` (default
+    ``$RIRAG_CV_RESULTS``, else :data:`CV_RESULTS`); :data:`FALLBACK_RETRIEVER` where that gives none."""
+    from rirag.data import DataError, read_json
+
+    path = Path(path or os.environ.get(CV_RESULTS_ENV_VAR) or CV_RESULTS)
+    if not path.is_file():
+        logger.debug("no CV table at %s: default retriever %s", path, FALLBACK_RETRIEVER)
+        return RetrieverSpec(FALLBACK_RETRIEVER)
+    try:
+        table = read_json(path)
+    except DataError as err:
+        logger.warning("CV table %s unreadable (%s): default retriever %s", path, err, FALLBACK_RETRIEVER)
+        return RetrieverSpec(FALLBACK_RETRIEVER)
+    spec = best_cv_spec(table) if isinstance(table, Mapping) else None
+    return spec or RetrieverSpec(FALLBACK_RETRIEVER)
+
+
+def with_default_retriever(model: str | None, options: Iterable[tuple[str, Any]]) -> tuple[str, str | None, list]:
+    """``(retriever, model, options)`` for a command given no ``--retriever``: the default spec, with the command's
+    own ``--model`` and ``--option`` values taking precedence. Logs which retriever it chose, and suggests
+    ``--retriever learned-fusion`` when a trained ranker is at :data:`LEARNED_FUSION_RANKER`."""
+    spec = default_retriever()
+    own = list(options)
+    logger.info("retriever: %s%s%s (the best CV row needing no trained artifact; --retriever to change)", spec.name,
+                f" ({model or spec.model})" if model or spec.model else "",
+                "".join(f" {k}={v}" for k, v in [*spec.options.items(), *own]))
+    hint = trained_ranker_hint()
+    if hint:
+        logger.info(hint)
+    return spec.name, model or spec.model, [*spec.options.items(), *own]
+
+
+def trained_ranker_hint(folder: str | Path = LEARNED_FUSION_RANKER) -> str | None:
+    """One line suggesting the learned fusion when a trained ranker is in ``folder``, else None."""
+    from rirag.retrieval.learned_fusion import RANKER_FILE
+
+    if not (Path(folder) / RANKER_FILE).is_file():
+        return None
+    return (f"a trained learned-fusion ranker is in {folder}: try --retriever learned-fusion --option ranker={folder} "
+            "(benchmarks/results/retrieval.json has its numbers)")
