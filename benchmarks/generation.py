@@ -249,8 +249,9 @@ def mismatched_flag_rate(records: list[dict], golds: dict[str, list[str]], gener
             "mismatched_questions": len(answers), "mismatched_seed": seed}
 
 
-def merge_results(path: str, rows: dict[str, dict], meta: dict) -> dict:
-    """Merge ``rows`` into the results JSON (other rows kept; a row's keys updated), atomically."""
+def merge_results(path: str, rows: dict[str, dict], meta: dict, replace: set[str] | frozenset = frozenset()) -> dict:
+    """Merge ``rows`` into the results JSON (other rows kept; a row's keys updated), atomically. A row in
+    ``replace`` is written anew: its answers changed, so nothing measured on the old ones is kept."""
     from rirag.io import atomic_write_json
 
     results = {}
@@ -260,7 +261,7 @@ def merge_results(path: str, rows: dict[str, dict], meta: dict) -> dict:
     results.update({k: v for k, v in meta.items() if k != "rows"})
     merged = results.setdefault("rows", {})
     for name, values in rows.items():
-        merged[name] = {**merged.get(name, {}), **values}
+        merged[name] = {**({} if name in replace else merged.get(name, {})), **values}
     atomic_write_json(path, results)
     return results
 
@@ -300,8 +301,11 @@ def main(args: GenerationBenchArguments) -> dict:
         values: dict = {"model": model if model in PASSAGE_GENERATORS else
                         (args.base_model + (f" + {args.raft_adapter}" if model == "raft" else "")),
                         "strategy": strategy}
+        replace = set()
         if args.stage in ("generate", "all"):
             stats = generate_row(args, row, questions, run, obliqa.corpus)
+            if stats["answered_now"]:  # new answers: the row's old metrics describe other answers
+                replace.add(row)
             done = {r["QuestionID"] for r in read_answers(args, row)}
             stats["answered_in_sample"] = sum(q.id in done for q in sample)
             values["generation"] = stats | {"command": command, "threads": args.threads or "torch default"}
@@ -328,7 +332,7 @@ def main(args: GenerationBenchArguments) -> dict:
             values["questions"] = len(records)
             values["complete"] = len(records) == args.sample_size
             values["score_command"] = command
-        merge_results(args.results, {row: values}, meta)  # each row lands as soon as it is done
+        merge_results(args.results, {row: values}, meta, replace)  # each row lands as soon as it is done
         out[row] = values
         logger.info("%s: %s", row, {k: v for k, v in values.items() if k in QUALITY_KEYS + ANSWER_KEYS})
     return out

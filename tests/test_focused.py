@@ -93,6 +93,9 @@ def test_headings_only_passages_have_no_unit_and_get_the_abstention_line():
     from rirag.generation.prompts import NO_ANSWER
 
     assert split_units("Part 1 General\nApplication") == [] and split_units("   ") == []
+    # a real one-line ObliQA passage that is only a heading (the passage gate once cited it as an answer unit)
+    assert split_units("Additional disclosure in a Prospectus of an Islamic Fund which is a Public Fund") == []
+    assert len(split_units("A Fund Manager must keep records for six years")) == 1  # a rule, not a heading
     result = answerer().answer(QUESTION, ["Part 1 General\nApplication"], [1.0])
     assert result.text == NO_ANSWER and not result.kept
 
@@ -116,6 +119,18 @@ def test_mismatched_partners_never_hold_the_question_gold():
     assert partner[0] == 2  # 1 and 3 both hold "a"; only 2 qualifies
     with pytest.raises(ValueError, match="no partner"):
         mismatched_partners([["a"], ["a"]], [["a"], ["a"]], seed=1)
+
+
+def test_an_inline_title_is_glued_to_the_sentence_it_titles_and_a_rule_is_not():
+    titled = ("Change of Participating Jurisdictions during current reporting period. A Reporting Financial "
+              "Institution may apply the due diligence procedures for Pre-Existing Accounts.")
+    assert [u.text for u in split_units(titled)] == [normalise_ws(titled)]
+    two_rules = "Records must be kept in English. The Fund Manager is an Authorised Person for these Rules."
+    assert len(split_units(two_rules)) == 2  # a short sentence with a verb is a rule, not a title
+
+
+def normalise_ws(text: str) -> str:
+    return " ".join(text.split())
 
 
 def test_numbered_paragraph_loses_its_label():
@@ -145,7 +160,38 @@ def test_the_answer_is_the_third_unit_of_the_second_passage():
     assert result.kept[0].unit is best.unit
     assert result.text.startswith("A Fund Manager must notify the Regulator within 10 business days")
     assert "[2]" in result.text and result.addressed
-    assert {s.number for s in result.kept} == {2}  # the question decides what is cited, not the passage order
+    assert 2 in {s.number for s in result.kept}
+    # the question decides what is cited, not the passage order: citing one passage, it is the second
+    one = answerer(passage_margin=0.0, max_passages=1).answer(QUESTION, PASSAGES, [1.0, 0.9])
+    assert {s.number for s in one.kept} == {2} and one.kept[0].unit == best.unit
+
+
+def _scored(*rows):
+    """ScoredUnits from (passage, index, words, unit score, passage retrieval score) rows."""
+    from rirag.generation.focused import ScoredUnit
+    from rirag.units import Unit
+
+    return [ScoredUnit(Unit(" ".join(f"p{p}u{i}w{k}" for k in range(n)), p, i, 0, 1), score, retrieval)
+            for p, i, n, score, retrieval in rows]
+
+
+def test_the_passage_gate_cites_each_passage_within_the_margin_with_its_best_unit():
+    # passage 0: retrieval 1.0, best unit 0.6 -> 1.12 (weight 0.2); passage 1: 0.8 + 0.2 * 0.9 = 0.98;
+    # passage 2: 0.5 + 0.2 * 0.95 = 0.69. Passage 1's best unit (0.9) outranks passage 0's, the gate decides.
+    units = _scored((0, 0, 10, 0.6, 1.0), (0, 1, 10, 0.1, 1.0), (1, 0, 10, 0.9, 0.8), (1, 1, 10, 0.3, 0.8),
+                    (2, 0, 10, 0.95, 0.5))
+    gate = dict(passage_weight=0.2, max_passages=3, keep_ratio=1.01, min_score=0.0, max_words=120)
+    wide = answerer(passage_margin=0.2, **gate).select(units)
+    assert [(s.unit.passage, s.unit.index) for s in wide] == [(0, 0), (1, 0)]  # the best passage leads
+    narrow = answerer(passage_margin=0.1, **gate).select(units)
+    assert [(s.unit.passage, s.unit.index) for s in narrow] == [(0, 0)]  # passage 1 is 0.14 behind
+    # without the gate the unit scores alone decide: passage 2's unit leads, passage 0's is dropped by keep_ratio
+    plain = answerer(keep_ratio=0.9, min_score=0.0, max_words=120, passage_gate=False).select(units)
+    assert plain[0].unit.passage == 2
+    # a cited passage whose best unit does not fit gives its best unit that does
+    tight = _scored((0, 0, 60, 0.6, 1.0), (1, 0, 70, 0.9, 0.9), (1, 1, 20, 0.2, 0.9))
+    kept = answerer(passage_margin=0.2, **gate).select(tight)
+    assert [(s.unit.passage, s.unit.index) for s in kept] == [(0, 0), (1, 1)]
 
 
 def test_word_budget_and_keep_ratio_limit_the_answer():

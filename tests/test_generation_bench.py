@@ -93,6 +93,10 @@ def test_merge_keeps_other_rows(tmp_path):
     assert data["rows"]["extractive"] == {"repass": 0.9}
     assert data["rows"]["raft"] == {"repass": 0.6, "questions": 20, "seconds_per_answer": 3.0}
     assert data["sample_size"] == 150
+    # new answers for a row: its old scores described other answers, so the row is written anew
+    bench.merge_results(str(path), {"raft": {"gold_citation_precision": 0.5}}, {}, replace={"raft"})
+    data = json.loads(path.read_text())
+    assert data["rows"]["raft"] == {"gold_citation_precision": 0.5} and data["rows"]["extractive"] == {"repass": 0.9}
 
 
 @pytest.mark.slow

@@ -7,15 +7,18 @@
 * **Answerability** (logistic regression over :data:`rirag.generation.focused.ANSWERABILITY_FEATURES`): each
   train question with its own passages (positive) and with the passages of another train question whose gold
   passages differ (negative).
-* **Selection options** (``keep_ratio``, ``min_score``) chosen on ``tune_split`` questions of ``tune_run`` outside
-  the generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`), by the mean of gold-citation
-  precision and recall among the settings whose median answer stays within ``median_words_max`` words; the
-  answerability threshold is the ``matched_flag_rate`` quantile of the matched tuning questions' answerability.
-  Never a test split.
+* **Selection options** (``keep_ratio``, ``min_score``, and the passage gate's ``passage_weight``,
+  ``passage_margin``, ``max_passages``, or no gate) chosen on ``tune_split`` questions of ``tune_run`` outside the
+  generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`), by the mean of gold-citation precision
+  and recall among the settings whose median answer stays within ``median_words_max`` words and whose 95th
+  percentile within ``p95_words_max``; the answerability threshold is the ``matched_flag_rate`` quantile of the
+  matched tuning questions' answerability. Never a test split.
 
 Usage:
 
     python train/focused_scorer.py --config recipes/focused/offline.yaml
+    # the selection options only, with the frozen unit and answerability models (no train retrieval):
+    python train/focused_scorer.py --config recipes/focused/offline.yaml --selection_only true
 """
 
 from __future__ import annotations
@@ -44,8 +47,20 @@ class FocusedScorerArguments:
     tune_split: str = field(default="validation", metadata={"help": "Questions of tune_run (never a test split)."})
     keep_ratio_grid: str = field(default="0.3,0.5,0.7", metadata={"help": "keep_ratio values to choose among."})
     min_score_grid: str = field(default="0.1,0.2,0.3", metadata={"help": "min_score values to choose among."})
+    gate_weight_grid: str = field(default="", metadata={
+        "help": "passage_weight values of the passage gate to choose among (empty: no gated settings)."})
+    gate_margin_grid: str = field(default="", metadata={"help": "passage_margin values of the passage gate."})
+    gate_max_passages_grid: str = field(default="", metadata={"help": "max_passages values of the passage gate."})
+    gate_keep_ratio_grid: str = field(default="", metadata={
+        "help": "keep_ratio values tried with the gate (its min_score is 0; above 1: only each cited passage's "
+                "best unit)."})
     max_words: int = field(default=120, metadata={"help": "The answer's word budget (FocusedConfig.max_words)."})
     median_words_max: int = field(default=80, metadata={"help": "Settings with a longer median answer are out."})
+    p95_words_max: int = field(default=200, metadata={
+        "help": "Settings whose 95th-percentile answer is longer are out."})
+    selection_only: bool = field(default=False, metadata={
+        "help": "Keep the unit and answerability models of the existing output file and choose only the "
+                "selection options (no retrieval or features of train questions)."})
     matched_flag_rate: float = field(default=0.05, metadata={
         "help": "Share of matched tuning questions allowed below the answerability threshold."})
     regularisation: float = field(default=1.0, metadata={"help": "Inverse L2 strength C of both models."})
@@ -115,14 +130,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> dict:
 
 def evaluate_selection(answerer, items: list[dict]) -> dict:
     """Gold-citation precision/recall and answer length of the answerer's selection over featurised items."""
-    from rirag.generation.focused import ScoredUnit, _logistic
-
     precision, recall, words = [], [], []
     for it in items:
         if not it["units"]:
             continue
-        probs = _logistic(it["x"], answerer.scorer["unit"])
-        kept = answerer.select([ScoredUnit(u, float(p)) for u, p in zip(it["units"], probs)])
+        kept = answerer.select(answerer.scored_units(it["units"], it["x"]))
         cited = {it["ids"][s.unit.passage] for s in kept}
         hits = len(cited & it["gold"])
         precision.append(hits / len(cited) if cited else 0.0)
@@ -133,81 +145,120 @@ def evaluate_selection(answerer, items: list[dict]) -> dict:
             "words_max": int(max(words)), "questions": len(precision)}
 
 
-def main(args: FocusedScorerArguments) -> dict:
-    from rirag.constants import OFFLINE_ENCODER
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
-    from rirag.generation.extractive import modal_cue_obligations
-    from rirag.generation.focused import ANSWERABILITY_FEATURES, FEATURES, FocusedAnswerer, FocusedConfig
-    from rirag.io import atomic_write_json
-    from rirag.retrieval.registry import RetrieverSpec, build_retriever
-    from rirag.splits import seeded_sample, split_questions
+def _floats(grid: str) -> list[float]:
+    return [float(v) for v in grid.split(",") if v.strip()]
 
-    start = time.time()
-    obliqa = load_obliqa(args.data)
+
+def selection_settings(args: FocusedScorerArguments) -> list[dict]:
+    """Every selection setting of the grid: without the passage gate, then with it."""
+    settings = [{"keep_ratio": k, "min_score": m} for k in _floats(args.keep_ratio_grid)
+                for m in _floats(args.min_score_grid)]
+    settings += [{"keep_ratio": k, "min_score": 0.0, "passage_weight": w, "passage_margin": d, "max_passages": int(n)}
+                 for w in _floats(args.gate_weight_grid) for d in _floats(args.gate_margin_grid)
+                 for n in _floats(args.gate_max_passages_grid) for k in _floats(args.gate_keep_ratio_grid)]
+    return settings
+
+
+def choose_selection(args: FocusedScorerArguments, answerer, unit_model: dict, tune_items: list[dict]):
+    """(the chosen setting with its metrics, the whole grid): the best mean of gold-citation precision and recall
+    among the settings within both length bounds (all settings if none is)."""
+    from rirag.generation.focused import FocusedConfig
+
+    answerer._scorer = {"unit": unit_model, "selection": {}}
+    grid = []
+    for setting in selection_settings(args):
+        answerer.config = FocusedConfig(max_words=args.max_words, **setting)
+        grid.append({**setting, **evaluate_selection(answerer, tune_items)})
+    eligible = [g for g in grid if g["words_median"] <= args.median_words_max
+                and g["words_p95"] <= args.p95_words_max] or grid
+    return max(eligible, key=lambda g: (g["gold_citation_precision"] + g["gold_citation_recall"]) / 2), grid
+
+
+def fit_models(args: FocusedScorerArguments, answerer, obliqa) -> tuple[dict, dict, dict]:
+    """(unit model, answerability model, provenance) learned on train questions (module docstring)."""
+    from rirag.retrieval.registry import RetrieverSpec, build_retriever
+    from rirag.splits import split_questions
+
     train = split_questions(obliqa, "train")
     train = random.Random(args.seed).sample(train, min(args.train_questions, len(train)))
     retriever = build_retriever(obliqa.corpus, RetrieverSpec(args.retriever))
     run = retriever.search({q.id: q.text for q in train}, k=RUN_DEPTH, show_progress=True)
     train_items = items_of(train, run, obliqa.corpus)
+    featurise(answerer, train_items, "train features")
+    x = np.concatenate([it["x"] for it in train_items if it["units"]])
+    y = np.concatenate([it["y"] for it in train_items if it["units"]])
+    unit_model = fit_logistic(x, y, args.regularisation, args.seed)
+    a = np.stack([it["a"] for it in train_items] + mismatched_features(answerer, train_items, args.seed))
+    b = np.array([1] * len(train_items) + [0] * len(train_items))
+    answerability_model = fit_logistic(a, b, args.regularisation, args.seed)
+    provenance = {"train_questions": len(train_items), "train_retriever": args.retriever, "train_units": int(len(y)),
+                  "train_positive_share": round(float(y.mean()), 4)}
+    return unit_model, answerability_model, provenance
+
+
+def mismatched_features(answerer, items: list[dict], seed: int) -> list[np.ndarray]:
+    """Answerability features of each item's question against its mismatched partner's passages."""
+    return [answerer.features(it["question"], items[j]["texts"], items[j]["scores"])[2]
+            for it, j in zip(items, mismatched_partner(items, seed))]
+
+
+def frozen_models(path: str) -> tuple[dict, dict, dict]:
+    """The unit and answerability models (and the train provenance) of an existing scorer file."""
+    from rirag.generation.focused import load_scorer
+
+    frozen = load_scorer(path)
+    strip = ("features",)
+    keys = ("train_questions", "train_retriever", "train_units", "train_positive_share")
+    return ({k: v for k, v in frozen["unit"].items() if k not in strip},
+            {k: v for k, v in frozen["answerability"].items() if k not in strip},
+            {k: frozen["provenance"][k] for k in keys if k in frozen.get("provenance", {})})
+
+
+def main(args: FocusedScorerArguments) -> dict:
+    from rirag.constants import OFFLINE_ENCODER
+    from rirag.data import load_obliqa
+    from rirag.evaluation import read_trec
+    from rirag.generation.extractive import modal_cue_obligations
+    from rirag.generation.focused import ANSWERABILITY_FEATURES, FEATURES, FocusedAnswerer, _logistic
+    from rirag.io import atomic_write_json
+    from rirag.splits import seeded_sample, split_questions
+
+    start = time.time()
+    obliqa = load_obliqa(args.data)
+    answerer = FocusedAnswerer(encode=cached_encoder(OFFLINE_ENCODER), is_obligation=modal_cue_obligations,
+                               scorer={})
+
+    # Unit and answerability models: learned on train, or kept from the frozen file
+    if args.selection_only:
+        unit_model, answerability_model, train_provenance = frozen_models(args.output)
+    else:
+        unit_model, answerability_model, train_provenance = fit_models(args, answerer, obliqa)
+
+    # Tuning questions: validation questions outside the benchmark sample, never a test split
     tune_run = read_trec(args.tune_run)
     tune_questions = split_questions(obliqa, args.tune_split)
     sample = {q.id for q in seeded_sample(tune_questions, tune_run)}
     tune_items = items_of([q for q in tune_questions if q.id not in sample and q.id in tune_run], tune_run,
                           obliqa.corpus)
-    logger.info("%d train questions (%s), %d tuning questions (%s, outside the %d-question benchmark sample)",
-                len(train_items), args.retriever, len(tune_items), args.tune_split, len(sample))
-
-    answerer = FocusedAnswerer(encode=cached_encoder(OFFLINE_ENCODER), is_obligation=modal_cue_obligations,
-                               scorer={})
-    featurise(answerer, train_items, "train features")
+    logger.info("%d tuning questions (%s, outside the %d-question benchmark sample)", len(tune_items),
+                args.tune_split, len(sample))
     featurise(answerer, tune_items, "tuning features")
-
-    # unit scorer
-    x = np.concatenate([it["x"] for it in train_items if it["units"]])
-    y = np.concatenate([it["y"] for it in train_items if it["units"]])
-    unit_model = fit_logistic(x, y, args.regularisation, args.seed)
-
-    # answerability: matched vs mismatched contexts
-    def mismatched_features(items):
-        partner = mismatched_partner(items, args.seed)
-        return [answerer.features(it["question"], items[j]["texts"], items[j]["scores"])[2]
-                for it, j in zip(items, partner)]
-
-    train_mis = mismatched_features(train_items)
-    a = np.stack([it["a"] for it in train_items] + train_mis)
-    b = np.array([1] * len(train_items) + [0] * len(train_mis))
-    answerability_model = fit_logistic(a, b, args.regularisation, args.seed)
-
-    from rirag.generation.focused import _logistic
-
-    tune_mis = mismatched_features(tune_items)
     matched_p = _logistic(np.stack([it["a"] for it in tune_items]), answerability_model)
-    mismatched_p = _logistic(np.stack(tune_mis), answerability_model)
+    mismatched_p = _logistic(np.stack(mismatched_features(answerer, tune_items, args.seed)), answerability_model)
     threshold = float(np.quantile(matched_p, args.matched_flag_rate))
+    best, grid = choose_selection(args, answerer, unit_model, tune_items)
 
-    # selection options on the tuning questions
-    grid = []
-    for keep_ratio in (float(v) for v in args.keep_ratio_grid.split(",")):
-        for min_score in (float(v) for v in args.min_score_grid.split(",")):
-            answerer.config = FocusedConfig(max_words=args.max_words, keep_ratio=keep_ratio, min_score=min_score)
-            answerer._scorer = {"unit": unit_model, "selection": {}}
-            metrics = evaluate_selection(answerer, tune_items)
-            grid.append({"keep_ratio": keep_ratio, "min_score": min_score, **metrics})
-    eligible = [g for g in grid if g["words_median"] <= args.median_words_max] or grid
-    best = max(eligible, key=lambda g: (g["gold_citation_precision"] + g["gold_citation_recall"]) / 2)
-
+    # Save
     command = "python train/focused_scorer.py " + " ".join(sys.argv[1:])
+    selection = {k: best[k] for k in ("keep_ratio", "min_score", "passage_weight", "passage_margin", "max_passages")
+                 if k in best}
     scorer = {
         "source": f"{args.output} ({command})",
         "unit": {"features": list(FEATURES), **unit_model},
         "answerability": {"features": list(ANSWERABILITY_FEATURES), **answerability_model},
-        "selection": {"keep_ratio": best["keep_ratio"], "min_score": best["min_score"],
-                      "answerable_threshold": round(threshold, 6), "max_words": args.max_words},
-        "provenance": {"command": command, "train_questions": len(train_items), "train_retriever": args.retriever,
-                       "train_units": int(len(y)), "train_positive_share": round(float(y.mean()), 4),
-                       "encoder": OFFLINE_ENCODER, "obligations": "deontic cues",
-                       "tune_run": args.tune_run, "tune_questions": len(tune_items),
+        "selection": {**selection, "answerable_threshold": round(threshold, 6), "max_words": args.max_words},
+        "provenance": {"command": command, **train_provenance, "encoder": OFFLINE_ENCODER,
+                       "obligations": "deontic cues", "tune_run": args.tune_run, "tune_questions": len(tune_items),
                        "made": datetime.date.today().isoformat()},
     }
     atomic_write_json(args.output, scorer)

@@ -13,7 +13,10 @@ Rules (documented, deterministic):
   consecutive items belong to the last prose sentence before them (their lead-in). A passage's first line that is
   labelled and has no lead-in is a numbered paragraph: its label is dropped and the rest is prose;
 * prose is split into sentences with Punkt (as RePASs); a "sentence" that starts in lower case or has fewer than
-  :data:`MIN_UNIT_WORDS` words is glued to the previous one (Punkt cuts at abbreviations such as "U.A.E.");
+  :data:`MIN_UNIT_WORDS` words is glued to the previous one (Punkt cuts at abbreviations such as "U.A.E."); a
+  block's first sentence that is an in-line title ("Change of Participating Jurisdictions during current reporting
+  period. A Reporting Financial Institution may …": at most :data:`TITLE_MAX_WORDS` words and no finite-verb
+  cue) is glued to the sentence it titles;
 * a unit longer than :data:`MAX_SPLIT_CHARS` characters is not split by Punkt (length guard): it is kept whole;
 * a passage of headings only, or of fewer than :data:`MIN_UNIT_WORDS` words, has no unit.
 """
@@ -47,6 +50,10 @@ DEONTIC_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNOREC
 #: A line of at most this many words may be a heading (ADGM passages often start with their guidance document's
 #: section titles, which Punkt would glue to the first sentence).
 HEADING_MAX_WORDS = 15
+#: An in-line title ("Title. Body" on one line) has at most this many words, and none of these verb cues.
+TITLE_MAX_WORDS = 10
+_VERB_CUE = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|may|might|can|could|will|would|must|shall|should|"
+                       r"does|do|did|means|includes|applies|requires|refers|sets|needs)\b", re.IGNORECASE)
 #: The list labels the leading-heading rule knows (a label before a heading is part of the heading).
 _HEADING_LIST_LABEL = re.compile(r"^\s*(\(?[a-z]{1,3}\)|\(?[ivxlc]+\)|\(?\d+(\.\d+)*\)|[•\-–])\s", re.IGNORECASE)
 _LINE_END_PUNCTUATION = re.compile(r"[.:;,!?—–-]\s*$")
@@ -111,6 +118,13 @@ def _default_splitter() -> Splitter:
     return punkt_split
 
 
+def is_inline_title(sentence: str) -> bool:
+    """Whether a sentence is an in-line title: at most :data:`TITLE_MAX_WORDS` words, and no deontic or finite-verb
+    cue ("Change of Participating Jurisdictions during current reporting period.", "Principle 6 Compliance.")."""
+    return 0 < len(sentence.split()) <= TITLE_MAX_WORDS and not DEONTIC_CUE.search(sentence) \
+        and not _VERB_CUE.search(sentence)
+
+
 def _sentences(text: str, split: Splitter) -> list[str]:
     """Punkt sentences of a prose line, fragments glued back (see the module's rules)."""
     if len(text) > MAX_SPLIT_CHARS:
@@ -124,6 +138,8 @@ def _sentences(text: str, split: Splitter) -> list[str]:
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)
+    if len(out) > 1 and is_inline_title(out[0]):
+        out[:2] = [f"{out[0]} {out[1]}"]
     return out
 
 
@@ -149,6 +165,8 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
         if line.strip():
             lines.append((at, line))
         at += len(line) + 1
+    if len(lines) == 1 and not is_item(lines[0][1]) and _is_heading(lines[0][1], ""):
+        return []  # a passage that is one heading line ("Additional disclosure in a Prospectus of ...")
     # blocks: ("prose", [lines]) or ("list", lead-in line index, item lines)
     blocks: list[dict] = []
     for i, (start, line) in enumerate(lines):

@@ -11,11 +11,17 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    and length, and the same measures relative to the best unit of the question;
 3. score it with a logistic model learned on the leakage-free ``train`` split (a unit of a gold passage is a
    positive for its question; ``train/focused_scorer.py``, weights frozen in ``focused_scorer.json`` beside this
-   module), and keep the best units while their score stays within :attr:`FocusedConfig.keep_ratio` of the best
-   one and above :attr:`FocusedConfig.min_score`, within a word budget (:attr:`FocusedConfig.max_words`);
-4. write the kept units most relevant first (the sentence that answers leads), each followed by its passage's
+   module);
+4. decide which passages to cite (the *passage gate*): each passage's score is its retrieval score plus
+   :attr:`FocusedConfig.passage_weight` times its best unit's score; the best passage is cited, and so is every
+   other passage within :attr:`FocusedConfig.passage_margin` of it, at most :attr:`FocusedConfig.max_passages`.
+   Each cited passage contributes its best unit that fits; further units of cited passages are kept while their
+   score stays within :attr:`FocusedConfig.keep_ratio` of the best one and above :attr:`FocusedConfig.min_score`,
+   within a word budget (:attr:`FocusedConfig.max_words`). Without a gate (``passage_margin`` unset in the scorer
+   and the config) units of any passage compete on score alone;
+5. write the kept units most relevant first (the best passage's best unit leads), each followed by its passage's
    citation ``[n]``;
-5. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
+6. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
    learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
    starts with :data:`NOT_ADDRESSED` and then gives the closest provisions, cited.
 
@@ -74,6 +80,17 @@ class FocusedConfig:
         "help": "Never keep a unit scoring below this (default: the scorer's)."})
     answerable_threshold: float | None = field(default=None, metadata={
         "help": "Below this answerability the answer opens with NOT_ADDRESSED (default: the scorer's)."})
+    passage_gate: bool | None = field(default=None, metadata={
+        "help": "Decide the cited passages first (see the module); default: when the scorer or passage_margin sets "
+                "a gate. False: units of any passage compete on score alone."})
+    passage_weight: float | None = field(default=None, metadata={
+        "help": "Weight of a passage's best unit score in its passage score (added to its normalised retrieval "
+                "score; default: the scorer's)."})
+    passage_margin: float | None = field(default=None, metadata={
+        "help": "Cite every passage whose passage score is within this of the best passage's (default: the "
+                "scorer's; unset in both: no passage gate)."})
+    max_passages: int | None = field(default=None, metadata={
+        "help": "With the passage gate: cite at most this many passages (default: the scorer's)."})
     dedup_min_ratio: float = field(default=90.0, metadata={"help": "rapidfuzz ratio of near-duplicate units."})
 
 
@@ -81,6 +98,8 @@ class FocusedConfig:
 class ScoredUnit:
     unit: Unit
     score: float
+    #: The normalised retrieval score of the unit's passage (what the passage gate adds to the unit score).
+    passage_score: float = 1.0
 
     @property
     def number(self) -> int:
@@ -216,6 +235,17 @@ class FocusedAnswerer:
         value = getattr(self.config, name)
         return float(self.scorer["selection"][name] if value is None else value)
 
+    def _gate(self) -> tuple[float, float, int] | None:
+        """(passage_weight, passage_margin, max_passages) of the passage gate, or None without one."""
+        selection = self.scorer["selection"]
+        if self.config.passage_gate is False or (
+                self.config.passage_margin is None and selection.get("passage_margin") is None):
+            return None
+        names = ("passage_weight", "passage_margin", "max_passages")
+        weight, margin, most = (getattr(self.config, n) if getattr(self.config, n) is not None else selection.get(n)
+                                for n in names)
+        return float(weight or 0.0), float(margin), int(most or 1 << 30)
+
     @property
     def obligation_source(self) -> str:
         """What decides obligation-ness: the trained classifier's folder, or deontic cues."""
@@ -268,28 +298,64 @@ class FocusedAnswerer:
         return units, x, a
 
     def select(self, scored: list[ScoredUnit]) -> list[ScoredUnit]:
-        """The kept units, most relevant first, while the score holds and the budget allows."""
-        from rapidfuzz import fuzz
-
+        """The kept units, most relevant first, while the score holds and the budget allows (through the passage
+        gate when the scorer or the config sets one)."""
         cfg = self.config
         usable = [s for s in scored if s.unit.words <= cfg.max_unit_words and not is_broken_unit(s.unit.text)]
         if not usable:  # every unit is a bare lead-in or too long: one unit, whole ones first, then the shortest
             usable = sorted(scored, key=lambda s: (is_broken_unit(s.unit.text), s.unit.words))[:1]
         ranked = sorted(usable, key=lambda s: -s.score)
+        gate = self._gate()
+        if gate is None:
+            return self._fill([], ranked)
+        weight, margin, most = gate
+        best_of: dict[int, ScoredUnit] = {}
+        for s in ranked:  # ranked by score: the first unit seen of a passage is its best
+            best_of.setdefault(s.unit.passage, s)
+        passage_score = {p: s.passage_score + weight * s.score for p, s in best_of.items()}
+        order = sorted(passage_score, key=lambda p: -passage_score[p])
+        cited = [p for p in order if passage_score[p] >= passage_score[order[0]] - margin][:most]
+        lead: list[ScoredUnit] = []
+        words, max_words = 0, self._option("max_words")
+        for p in cited:  # each cited passage's best unit that fits (the first always does)
+            fitting = next((s for s in ranked if s.unit.passage == p and (not lead or words + s.unit.words <= max_words)
+                            and not self._duplicate(s, lead, cfg.dedup_min_ratio)), None)
+            if fitting is not None:
+                lead.append(fitting)
+                words += fitting.unit.words
+        return self._fill(lead, [s for s in ranked if s.unit.passage in cited])
+
+    @staticmethod
+    def _duplicate(unit: ScoredUnit, kept: list[ScoredUnit], min_ratio: float) -> bool:
+        from rapidfuzz import fuzz
+
+        return any(fuzz.ratio(unit.unit.text, k.unit.text) >= min_ratio for k in kept)
+
+    def _fill(self, kept: list[ScoredUnit], ranked: list[ScoredUnit]) -> list[ScoredUnit]:
+        """``kept`` plus the units of ``ranked`` (best first) that hold their score and fit the word budget."""
         keep_ratio, min_score = self._option("keep_ratio"), self._option("min_score")
         max_words = self._option("max_words")
-        kept: list[ScoredUnit] = []
-        words = 0
+        kept = list(kept)
+        words = sum(k.unit.words for k in kept)
+        best = max((k.score for k in kept), default=ranked[0].score if ranked else 0.0)
         for s in ranked:
-            if kept and (s.score < min_score or s.score < keep_ratio * kept[0].score):
+            if any(s is k for k in kept):
+                continue
+            if kept and (s.score < min_score or s.score < keep_ratio * best):
                 break
             if kept and words + s.unit.words > max_words:
                 continue
-            if any(fuzz.ratio(s.unit.text, k.unit.text) >= cfg.dedup_min_ratio for k in kept):
+            if self._duplicate(s, kept, self.config.dedup_min_ratio):
                 continue
             kept.append(s)
             words += s.unit.words
-        return kept  # the most relevant unit first: the sentence that answers is never buried
+        return kept  # the best (passage's) unit first: the sentence that answers is never buried
+
+    def scored_units(self, units: Sequence[Unit], x: np.ndarray) -> list[ScoredUnit]:
+        """Each unit with its probability of answering the question and its passage's retrieval score."""
+        probs = _logistic(x, self.scorer["unit"])
+        retrieval = x[:, FEATURES.index("retrieval_score")]
+        return [ScoredUnit(u, float(p), float(r)) for u, p, r in zip(units, probs, retrieval)]
 
     def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None) -> FocusedAnswer:
         """The focused answer to one question from its passages (retrieval order) and their retrieval scores."""
@@ -306,8 +372,7 @@ class FocusedAnswerer:
             if not units:  # nothing but headings (or nothing) to quote
                 out.append(FocusedAnswer(question, [], [], 0.0, False, NO_ANSWER))
                 continue
-            probs = _logistic(x, self.scorer["unit"])
-            scored = [ScoredUnit(u, float(p)) for u, p in zip(units, probs)]
+            scored = self.scored_units(units, x)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
