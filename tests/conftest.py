@@ -71,3 +71,19 @@ def write_tiny_obliqa(root: Path, n_docs: int = 6) -> Path:
 @pytest.fixture
 def tiny_data_dir(tmp_path) -> Path:
     return write_tiny_obliqa(tmp_path / "obliqa")
+
+
+@pytest.fixture
+def patch_everywhere(monkeypatch):
+    """``patch_everywhere(module, name, replacement)``: replace ``module.name`` and every binding of the same object
+    that a loaded rirag module took with ``from module import name`` at its top (monkeypatch restores them all)."""
+    import sys
+
+    def patch(module, name, replacement):
+        original = getattr(module, name)
+        for loaded in list(sys.modules.values()):
+            if getattr(loaded, "__name__", "").startswith("rirag") and getattr(loaded, name, None) is original:
+                monkeypatch.setattr(loaded, name, replacement)
+        assert getattr(module, name) is replacement
+
+    return patch

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rirag.build_models import stage_for
 from rirag.precision import AUTO, PRECISIONS
+from rirag.scoring.models import MissingModelError, missing_model_message
 
 logger = logging.getLogger(__name__)
 
@@ -125,8 +127,6 @@ def remove_checkpoints(output_dir: str | Path) -> list[str]:
 def run_trainer(main: Callable[..., Any], *args: Any) -> int:
     """Run a trainer's ``main``; a refusal or a missing input artifact is one logged line (the last) and exit
     status 2, never a traceback."""
-    from rirag.scoring.models import MissingModelError
-
     try:
         main(*args)
     except (TrainingRefused, MissingModelError) as err:
@@ -139,9 +139,6 @@ def require_artifacts(*names: str | None) -> None:
     """Before any heavy work: each name that is one of our artifacts (:data:`rirag.build_models.STAGES`) must hold a
     trained model, and any other local path must exist; else :class:`~rirag.scoring.models.MissingModelError`, one
     line naming it, ``make models`` and its trainer command. Hub ids and wheel names pass."""
-    from rirag.build_models import stage_for
-    from rirag.scoring.models import MissingModelError, missing_model_message
-
     for name in names:
         if not name:
             continue

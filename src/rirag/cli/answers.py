@@ -37,10 +37,17 @@ from rirag.cli.options import (
     add_system_option,
 )
 from rirag.constants import EVAL_K
-from rirag.data import DataError
+from rirag.data import DataError, load_obliqa
+from rirag.evaluation import read_trec, write_trec
 from rirag.generation.base import ENDPOINT, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
-from rirag.generation.pipeline import ASK_RETRIEVER, answer_all, read_questions
+from rirag.generation.citations import strip_citations
+from rirag.generation.pipeline import ASK_RETRIEVER, answer_all, answer_question, prepare_question, read_questions
+from rirag.generation.prompts import GROUNDED_STRATEGIES
 from rirag.generation.registry import build_generator
+from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
+from rirag.io import atomic_write_json
+from rirag.retrieval.registry import build_retriever, retriever_spec
+from rirag.splits import split_questions
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +68,6 @@ WHY_ASK_RETRIEVER = "the best that needs no trained model"
 
 
 def generator_from_args(args: Any):
-    from rirag.generation.prompts import GROUNDED_STRATEGIES
-
     if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
         raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
                         f"{args.strategy} gives it none (closed-book needs a language model)")
@@ -98,14 +103,10 @@ def _option_items(args: Any) -> list[tuple[str, Any]]:
 
 def retriever_spec_from_args(args: Any):
     """The checked retriever spec (typed options, a model where needed); cheap: nothing loads."""
-    from rirag.retrieval.registry import retriever_spec
-
     return retriever_spec(args.retriever, args.model, _option_items(args))
 
 
 def retriever_from_args(args: Any, corpus):
-    from rirag.retrieval.registry import build_retriever
-
     return build_retriever(corpus, retriever_spec_from_args(args))
 
 
@@ -143,8 +144,6 @@ def _summary(summary: dict, generator=None) -> str:
 def _answers_run(command: str, args: Any, answers: Path, questions: list[tuple[str, str]], questions_from: str,
                  passages: dict[str, Any], label: str | None = None, companions: tuple = ()):
     """The manifest and lock of ``answers`` (see :mod:`rirag.generation.runfiles`), checked (nothing written)."""
-    from rirag.generation.runfiles import AnswersRun, build_manifest
-
     manifest = build_manifest(command, questions, questions_from, passages=passages,
                               generator=generator_manifest(args), strategy=args.strategy, k=args.k,
                               filtered=not args.no_filter)
@@ -159,11 +158,6 @@ def _retriever_manifest(args: Any) -> dict[str, Any]:
 
 
 def cmd_answer(args: Any) -> int:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
-    from rirag.generation.runfiles import file_sha256
-    from rirag.splits import split_questions
-
     # every check that needs no data, before the corpus loads
     check.generator_limits(args)
     if bool(args.split) == bool(args.questions):
@@ -240,9 +234,6 @@ def format_answer(answer, titles: dict[int, str]) -> str:
 
 
 def cmd_ask(args: Any) -> int:
-    from rirag.data import load_obliqa
-    from rirag.generation.pipeline import answer_question
-
     check.generator_limits(args)
     retriever_spec_from_args(args)
     if args.timings:
@@ -275,8 +266,6 @@ def cmd_ask(args: Any) -> int:
                 cold_cpu, timings[0], f"; later answers {sum(later) / len(later):.2f} s wall, "
                 f"{sum(later_cpu) / len(later_cpu):.2f} s CPU each over {len(later)}" if later else "")
     if args.timings:
-        from rirag.io import atomic_write_json
-
         atomic_write_json(args.timings, {"cold_start_s": cold, "cold_start_cpu_s": cold_cpu, "answer_s": timings,
                                          "answer_cpu_s": cpu, "retriever": args.retriever,
                                          "generator": getattr(generator, "name", args.generator),
@@ -288,10 +277,6 @@ def cmd_ask(args: Any) -> int:
 
 
 def cmd_submit(args: Any) -> int:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import write_trec
-    from rirag.io import atomic_write_json
-
     # every check that needs no data, before the corpus loads: --out must be a folder (an existing file is refused)
     check.generator_limits(args)
     out = check.output_dir(args.out, "--out")
@@ -319,8 +304,6 @@ def cmd_submit(args: Any) -> int:
     with answers_run:
         generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
         retriever = retriever_from_args(args, obliqa.corpus)
-        from rirag.generation.pipeline import prepare_question
-
         queries = {qid: prepare_question(text)[0] for qid, text in questions}
         empty = [qid for qid, text in queries.items() if not text]
         run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
@@ -333,8 +316,6 @@ def cmd_submit(args: Any) -> int:
         except GenerationError as err:
             logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
             return EXIT_GENERATION_ERROR
-    from rirag.generation.citations import strip_citations
-
     with open(summary["out"], encoding="utf-8") as f:
         cited = json.load(f)
     plain_path = out / SUBMIT_PLAIN_ANSWERS_FILE

@@ -37,13 +37,16 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from rirag.answer_record import REQUIRED_FIELDS, read_answers  # noqa: F401 - part of this module's API
+from rirag.answer_record import CITATION_PATTERN, REQUIRED_FIELDS, read_answers, strip_citations  # noqa: F401 - part of this module's API
+from rirag.data import load_obliqa
 from rirag.io import atomic_write_json
+from rirag.scoring.answer_quality import answer_quality
 from rirag.scoring.constants import (
     CSV_COLUMNS,
     LOCAL_JUDGE_LABEL,
     MAX_ANSWER_CHARS,
 )
+from rirag.scoring.signature import OFFICIAL_LABEL, is_official_judge, judge_label
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +92,6 @@ def repass_text(answer: str | None, strip_citation_markers: bool = True) -> str 
     false (``None`` stays ``None``)."""
     if answer is None or not strip_citation_markers:
         return answer
-    from rirag.answer_record import CITATION_PATTERN, strip_citations
-
     return strip_citations(answer) if CITATION_PATTERN.search(answer) else answer  # no marker: the text as written
 
 
@@ -244,16 +245,12 @@ def _one_signature(csv_path: str, signatures: set[str | None]) -> str | None:
 
 def is_official(args_or_config: Any) -> bool:
     """Whether the official NLI and coverage models are in use (otherwise numbers are 'RePASs (local judge)')."""
-    from rirag.scoring.signature import is_official_judge
-
     return is_official_judge(args_or_config.nli_model, args_or_config.coverage_model)
 
 
 def format_summary(averages: dict[str, Any], official: bool) -> str:
     """A small text table of the averages; the RePASs label comes from their ``signature`` when they record one
     (else from ``official``)."""
-    from rirag.scoring.signature import OFFICIAL_LABEL, judge_label
-
     name = judge_label(averages["signature"]) if averages.get("signature") else (
         OFFICIAL_LABEL if official else LOCAL_JUDGE_LABEL)
     rows = [("Entailment", "entailment_score"), ("Contradiction", "contradiction_score"),
@@ -288,12 +285,8 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
     """The answer metrics that copying cannot game (:mod:`rirag.scoring.answer_quality`) of answer records; the
     gold-citation metrics and shared answers over the questions that ObliQA has gold passages for (when the data is
     at hand: ``data`` or ``$RIRAG_DATA_DIR``), per question under ``per_question``."""
-    from rirag.scoring.answer_quality import answer_quality
-
     gold: dict[str, list[str]] = {}
     if data or os.environ.get("RIRAG_DATA_DIR"):
-        from rirag.data import load_obliqa
-
         obliqa = load_obliqa(data)
         gold = {q.id: list(q.gold) for questions in obliqa.splits.values() for q in questions if q.gold}
     qids = [str(r["QuestionID"]) for r in records]
