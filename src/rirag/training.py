@@ -1,5 +1,6 @@
 """What every trainer in ``train/`` shares: the precision and time-guard arguments, the run-time estimate measured on
-the first steps, the one-line refusal (exit 2), and an artifact folder without checkpoint folders.
+the first steps, the one-line refusal (exit 2, :data:`rirag.exit_codes.EXIT_USAGE`), and an artifact folder without
+checkpoint folders.
 
 A trainer's script-arguments dataclass inherits :class:`RunArguments`; its ``main`` calls
 :func:`rirag.precision.apply_precision`, adds :func:`run_estimate` to its callbacks, calls :func:`check_estimate`
@@ -17,13 +18,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rirag.build_models import stage_for
+from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.precision import AUTO, PRECISIONS
 from rirag.scoring.models import MissingModelError, missing_model_message
 
 logger = logging.getLogger(__name__)
 
-#: Exit status of a refused or impossible training run (the same as every expected CLI failure).
-EXIT_REFUSED = 2
 #: Optimizer steps timed before the estimate is logged (fewer when the run is shorter).
 ESTIMATE_STEPS = 5
 
@@ -131,8 +131,8 @@ def run_trainer(main: Callable[..., Any], *args: Any) -> int:
         main(*args)
     except (TrainingRefused, MissingModelError) as err:
         logger.error("%s", " ".join(str(err).split()))
-        return EXIT_REFUSED
-    return 0
+        return EXIT_USAGE  # the same status as every expected failure of the rirag command
+    return EXIT_OK
 
 
 def require_artifacts(*names: str | None) -> None:
