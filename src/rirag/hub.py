@@ -59,6 +59,7 @@ from rirag.cards import (
 from rirag.hub_load import code_blocks
 from rirag.io import atomic_dir, atomic_write_text
 from rirag.retrieval.learned_fusion import CONFIG_FILE
+from rirag.validation import looks_local
 
 logger = logging.getLogger(__name__)
 
@@ -352,6 +353,9 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
         card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
     if card.base_model:
         card.base_model = _hub_id(manifest, card.base_model)
+        given = {**manifest.defaults, **entry.context}.get("base_model")
+        if given and looks_local(card.base_model):  # an unpublished start model (the entailment-tuned encoder a
+            card.base_model = _hub_id(manifest, given)  # contrastive run began from): the manifest's base model
     metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
     if isinstance(card, ClassifierCard) and metric is not None:
         card.metric_repo = manifest.repo_id(metric)
