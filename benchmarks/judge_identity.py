@@ -9,7 +9,7 @@ scoring) and reports the mean entailment and contradiction per sentence-length b
 
 Usage:
     python benchmarks/judge_identity.py [--answers benchmarks/answers/extractive.json.gz] \
-        [--nli_model artifacts/nli_judge]
+        [--nli-model artifacts/nli_judge]
 
 Writes benchmarks/results/judge_identity.json.
 """

@@ -17,10 +17,10 @@ per model. Numbers from the local stand-in models are "RePASs (local judge)".
 
 Usage (one command; refuses to overwrite an existing result unless --overwrite):
 
-    python benchmarks/repass_speed.py --n_answers 210 --output benchmarks/results/repass_speed.json --overwrite true
-    python benchmarks/repass_speed.py --n_answers 30 --output /tmp/repass_dry.json          # dry run
-    python benchmarks/repass_speed.py --nli_model cross-encoder/nli-deberta-v3-xsmall \\
-        --coverage_model microsoft/deberta-large-mnli --output /tmp/repass_official.json     # official models (Hub)
+    python benchmarks/repass_speed.py --n-answers 210 --output benchmarks/results/repass_speed.json --overwrite true
+    python benchmarks/repass_speed.py --n-answers 30 --output /tmp/repass_dry.json          # dry run
+    python benchmarks/repass_speed.py --nli-model cross-encoder/nli-deberta-v3-xsmall \\
+        --coverage-model microsoft/deberta-large-mnli --output /tmp/repass_official.json     # official models (Hub)
 """
 
 from __future__ import annotations

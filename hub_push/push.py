@@ -92,6 +92,7 @@ def run(argv=None) -> int:
     """The command line: 0 when everything assembled, loaded and (unless a dry run) pushed; 1 when an artifact is
     broken (an error row or a failed load); 2, with one line on stderr, when the manifest, the token or the Hub
     stops it."""
+    from rirag.exit_codes import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
     from rirag.hub import HubAccessError, ManifestError
 
     try:
@@ -99,8 +100,9 @@ def run(argv=None) -> int:
     except (ManifestError, HubAccessError) as err:
         sys.stdout.flush()
         sys.stderr.write(f"error: {err}\n")
-        return 2
-    return 1 if any(r.status == "error" or r.load.startswith("failed") for r in rows) else 0
+        return EXIT_USAGE
+    broken = any(r.status == "error" or r.load.startswith("failed") for r in rows)
+    return EXIT_SOME_FAILED if broken else EXIT_OK
 
 
 if __name__ == "__main__":

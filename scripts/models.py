@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from rirag.build_models import STAGES, build, failed, format_table
+from rirag.exit_codes import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 
 
 @dataclass
@@ -37,9 +38,9 @@ def main(config: ModelsConfig) -> int:
                      dry_run=config.dry_run)
     except ValueError as err:
         logging.getLogger("models").error("%s", err)
-        return 2
+        return EXIT_USAGE
     sys.stdout.write(format_table(rows) + "\n")
-    return 1 if failed(rows) else 0
+    return EXIT_SOME_FAILED if failed(rows) else EXIT_OK
 
 
 def parse_args(argv: list[str] | None = None) -> ModelsConfig:

@@ -80,3 +80,19 @@ def _fallback_default_retriever(monkeypatch):
     from rirag.retrieval.defaults import CV_RESULTS_ENV_VAR
 
     monkeypatch.setenv(CV_RESULTS_ENV_VAR, "/nonexistent/retrieval_cv.json")
+
+
+@pytest.fixture
+def patch_everywhere(monkeypatch):
+    """``patch_everywhere(module, name, replacement)``: replace ``module.name`` and every binding of the same object
+    that a loaded rirag module took with ``from module import name`` at its top (monkeypatch restores them all)."""
+    import sys
+
+    def patch(module, name, replacement):
+        original = getattr(module, name)
+        for loaded in list(sys.modules.values()):
+            if getattr(loaded, "__name__", "").startswith("rirag") and getattr(loaded, name, None) is original:
+                monkeypatch.setattr(loaded, name, replacement)
+        assert getattr(module, name) is replacement
+
+    return patch

@@ -17,6 +17,7 @@ from rirag.card_data import (
     CARD_DATA_FILE,
     CARD_FILE,
     ClassifierCard,
+    EncoderCard,
     JudgeCard,
     card_type,
     load_card_data,
@@ -173,3 +174,26 @@ def test_non_default_hyperparameters_compare_with_the_dataclass_defaults():
     got = non_default_hyperparameters(TrainingArguments(output_dir="o", warmup_steps=7, hub_token="secret",
                                                         lr_scheduler_type="cosine", report_to="none"))
     assert got == {"warmup_steps": 7, "lr_scheduler_type": "cosine"}  # enums by value; secrets and logging left out
+
+
+def test_an_unpublished_local_base_model_gives_way_to_the_manifests(tmp_path):
+    """A contrastive run began from the entailment-tuned folder, which is not published: the Hub card names the
+    manifest's base model; a start model that is published keeps its own Hub id."""
+    folder = tmp_path / "artifacts" / "ct"
+    save_card(EncoderCard(name="ct", repo_id="artifacts/ct", base_model="artifacts/et", tags=["contrastive-tuning"]),
+              folder)
+    (folder / "config.json").write_text("{}")
+    (folder / "modules.json").write_text("[]")
+
+    def published_base(**entry) -> str:
+        path = tmp_path / "manifest.yaml"
+        path.write_text(yaml.safe_dump({"namespace": "ns", "entries": [
+            {"name": "ct", "kind": "model", "source": "artifacts/ct", "repo": "ct",
+             "card": "sentence_transformer.md.j2", "results": [], **entry}]}))
+        manifest = load_manifest(path)
+        row = assemble(manifest.entries[0], manifest, tmp_path)
+        return _front_matter((Path(row.folder) / CARD_FILE).read_text())["base_model"]
+
+    assert published_base(context={"base_model": "sentence-transformers/all-MiniLM-L6-v2"}) == \
+        "sentence-transformers/all-MiniLM-L6-v2"
+    assert published_base() == "artifacts/et"  # nothing better to name: the record stays

@@ -137,7 +137,7 @@ class Heavy(BaseException):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_path, classifier, monkeypatch):
+def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_path, classifier, patch_everywhere):
     import rirag.cli.answers as commands
     import rirag.evaluation
 
@@ -147,8 +147,8 @@ def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_pa
         raise Heavy("heavy work before the check")
 
     for module, name in ((commands, "generator_from_args"), (commands, "retriever_from_args"),
-                         (rirag.evaluation, "read_trec")):
-        monkeypatch.setattr(module, name, heavy)
+                         (rirag.evaluation, "read_trec")):  # read_trec: the commands' own binding too
+        patch_everywhere(module, name, heavy)
     assert main(argv) == 2
 
 

@@ -15,6 +15,18 @@ from tiny_encoder import tiny_mlm, tiny_sentence_transformer  # noqa: E402
 TEXTS = ["passage: an authorised person must maintain records", "query: how long must records be kept"]
 
 
+def _assert_encoder_card(folder: Path, base: str, tag: str, hyperparameter: str) -> None:
+    """The trainer saved EncoderCard data and the README.md hub_push's template renders from it (same bytes)."""
+    from rirag.card_data import CARD_FILE, EncoderCard, load_card_data
+
+    card = load_card_data(folder, EncoderCard)
+    assert card is not None and card.TEMPLATE == "sentence_transformer.md.j2"
+    assert card.base_model == base and tag in card.tags and hyperparameter in card.hyperparameters
+    text = (folder / CARD_FILE).read_text(encoding="utf-8")
+    assert text == card.render()
+    assert f'SentenceTransformer("{folder}")' in text and tag in text and card.train_data in text
+
+
 def _bert_weights(folder):
     from transformers import AutoModel
 
@@ -42,7 +54,8 @@ def test_entailment_tuning_two_steps(tiny_data_dir, tmp_path):
     result = et.main(args, targs)
     assert result["examples"] > 4 and np.isfinite(result["train_loss"])
     out = tmp_path / "et"
-    assert (out / "modules.json").exists() and "entailment-tuning" in (out / "README.md").read_text()
+    assert (out / "modules.json").exists()
+    _assert_encoder_card(out, str(base), "entailment-tuning", "learning_rate")
     reloaded = SentenceTransformer(str(out))
     import re
 
@@ -85,6 +98,8 @@ def test_contrastive_tuning_two_steps(tiny_data_dir, tmp_path, hard_negatives):
     after = reloaded.encode(TEXTS)
     assert not np.allclose(before, after, atol=1e-6)  # weights changed
     assert np.allclose(summary["model"].encode(TEXTS), after, atol=1e-5)  # saved = the best model in memory
+    _assert_encoder_card(tmp_path / "ct", str(start), "contrastive-tuning", "hard_negatives" if hard_negatives
+                         else "eval_holdout_fraction")
 
 
 def test_no_duplicates_sampler_never_repeats_question_or_passage(tiny_data_dir):

@@ -210,7 +210,7 @@ class Heavy(BaseException):
 
 
 @pytest.fixture
-def no_heavy_work(monkeypatch):
+def no_heavy_work(patch_everywhere):
     """Loading the corpus, an encoder or the RePASs scorer fails the test with :class:`Heavy`."""
     import rirag.data
     import rirag.dataset_build  # imported here, so that its own binding of load_obliqa is patched and restored
@@ -220,10 +220,10 @@ def no_heavy_work(monkeypatch):
     def heavy(*args, **kwargs):
         raise Heavy("heavy work before the check")
 
-    monkeypatch.setattr(rirag.data, "load_obliqa", heavy)
-    monkeypatch.setattr(rirag.dataset_build, "load_obliqa", heavy)
-    monkeypatch.setattr(rirag.retrieval.dense, "load_encoder", heavy)
-    monkeypatch.setattr(rirag.scoring.repass, "RePASsScorer", heavy)
+    # the commands bind load_obliqa at their top: each loaded module's binding is patched
+    patch_everywhere(rirag.data, "load_obliqa", heavy)
+    patch_everywhere(rirag.retrieval.dense, "load_encoder", heavy)
+    patch_everywhere(rirag.scoring.repass, "RePASsScorer", heavy)
 
 
 @pytest.mark.parametrize("case", sorted(c for c in CASES if "push-to-hub" not in c))

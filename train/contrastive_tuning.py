@@ -118,13 +118,44 @@ def build_evaluator(args, questions, corpus, name: str = "selection"):
         write_csv=False)
 
 
+def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary: dict, hyperparameters: dict):
+    """The card data of the tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the template
+    hub_push renders too). The selection Recall@10 is a training fact (on the selection corpus, not the whole one), so
+    it is a setting; the model-index comes from ``benchmarks/retrieval.py``'s results when hub_push renders it."""
+    from rirag.card_data import EncoderCard
+
+    repo_id = training_args.hub_model_id or training_args.output_dir
+    best = summary["best"]
+    selection = script_args.eval_split or (f"held-out {script_args.eval_holdout_fraction:.0%} of "
+                                           f"{script_args.train_split}")
+    return EncoderCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
+        datasets=["RegNLP/ObliQA"], tags=["contrastive-tuning"],
+        description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
+                    "MultipleNegativesRankingLoss over in-batch negatives, no duplicate question or passage in a "
+                    "batch, epoch chosen by selection Recall@10.",
+        command="python train/contrastive_tuning.py " + " ".join(sys.argv[1:]),
+        train_data=f"ObliQA split `{script_args.train_split}`: {summary['pairs']} (question, gold passage) pairs",
+        settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
+                  f"selection Recall@{EVAL_K} (best epoch)": best and round(best["recall@10"], 4),
+                  "selection questions": f"{summary['selection_questions']} ({selection})",
+                  "selection corpus": f"{summary['selection_corpus']} passages",
+                  "batch size": training_args.per_device_train_batch_size,
+                  "learning rate": training_args.learning_rate, "warm-up steps": training_args.warmup_steps,
+                  "mined negatives per pair": script_args.hard_negatives and
+                  f"{script_args.hard_negatives} from the top {script_args.negatives_depth} of "
+                  f"{script_args.negatives_retriever}",
+                  "train seconds": summary["train_seconds"]},
+        hyperparameters=hyperparameters)
+
+
 def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from rirag.cards import render_card
+    from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.data import load_obliqa
     from rirag.precision import apply_precision
@@ -162,6 +193,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     result = trainer.train()
     seconds = time.time() - start
     check_estimate(estimate)
+    hyperparameters = non_default_hyperparameters(script_args, training_args)
     history = [{"epoch": h["epoch"], "recall@10": h[metric]} for h in trainer.state.log_history if metric in h]
     best = max(history, key=lambda h: h["recall@10"]) if history else None
     summary = {"selection_questions": len(select_q), "selection_corpus": len(evaluator.corpus),
@@ -175,28 +207,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     if trainer.is_world_process_zero():
         trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
         remove_checkpoints(training_args.output_dir)  # only the model stays
-        card = render_card(
-            "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="sentence-similarity",
-            base_model=script_args.model_name_or_path, stage_tag="contrastive-tuning",
-            metrics={f"recall_at_{EVAL_K} (selection)": best["recall@10"]} if best else {},
-            eval_split=script_args.eval_split or f"held-out {script_args.eval_holdout_fraction:.0%} of "
-                                                 f"{script_args.train_split}",
-            name=os.path.basename(os.path.normpath(training_args.output_dir)),
-            description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
-                        "MultipleNegativesRankingLoss over in-batch negatives, no duplicate question or passage "
-                        "in a batch, epoch chosen by selection Recall@10.",
-            train_split=script_args.train_split, n_examples=n_pairs, query_prefix=QUERY_PREFIX,
-            passage_prefix=PASSAGE_PREFIX,
-            settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
-                      "batch size": training_args.per_device_train_batch_size,
-                      "learning rate": training_args.learning_rate, "warm-up steps": training_args.warmup_steps,
-                      "mined negatives per pair": script_args.hard_negatives and
-                      f"{script_args.hard_negatives} from the top {script_args.negatives_depth} of "
-                      f"{script_args.negatives_retriever}",
-                      "selection corpus": f"{len(evaluator.corpus)} passages", "train seconds": round(seconds, 1)},
-            command="python train/contrastive_tuning.py " + " ".join(sys.argv[1:]))
-        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-            f.write(card)
+        # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
+        save_card(encoder_card(script_args, training_args, summary, hyperparameters), training_args.output_dir)
         if script_args.results_path:
             from rirag.io import atomic_write_json
 

@@ -86,13 +86,32 @@ def save_as_sentence_transformer(encoder, tokenizer, output_dir: str, max_seq_le
         SentenceTransformer(modules=[word, pooling]).save(output_dir)
 
 
+def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: dict, hyperparameters: dict):
+    """The card data of the entailment-tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the
+    template hub_push renders too); ``facts``: ``examples``, ``train_loss``, ``train_seconds``."""
+    from rirag.card_data import EncoderCard
+
+    repo_id = training_args.hub_model_id or training_args.output_dir
+    return EncoderCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
+        datasets=["RegNLP/ObliQA"], tags=["entailment-tuning"],
+        description="Bi-encoder after entailment tuning (stage 1 of the domain-adapted retriever): masked-LM "
+                    "reconstruction of question-derived claims from their gold ObliQA passages, mean pooling.",
+        command="python train/entailment_tuning.py " + " ".join(sys.argv[1:]),
+        train_data=f"ObliQA split `{script_args.train_split}`: {facts['examples']} (claim, gold passage) examples",
+        settings={"β (hypothesis mask probability)": script_args.mask_probability,
+                  "max length": script_args.max_length, "epochs": training_args.num_train_epochs,
+                  "learning rate": training_args.learning_rate, "train loss": round(facts["train_loss"], 4),
+                  "train seconds": round(facts["train_seconds"], 1)},
+        hyperparameters=hyperparameters)
+
+
 def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer
 
-    from rirag.cards import render_card
+    from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.collators import HypothesisMaskingCollator
-    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.mlm import masked_positions_trainer
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
@@ -131,21 +150,10 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
         encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
         save_as_sentence_transformer(encoder, tokenizer, training_args.output_dir, script_args.max_length)
         remove_checkpoints(training_args.output_dir)
-        card = render_card(
-            "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="sentence-similarity",
-            base_model=script_args.model_name_or_path, stage_tag="entailment-tuning", metrics={}, eval_split="",
-            name=os.path.basename(os.path.normpath(training_args.output_dir)),
-            description="Bi-encoder after entailment tuning (stage 1 of the domain-adapted retriever): masked-LM "
-                        "reconstruction of question-derived claims from their gold ObliQA passages, mean pooling.",
-            train_split=script_args.train_split, n_examples=len(train_ds), query_prefix=QUERY_PREFIX,
-            passage_prefix=PASSAGE_PREFIX,
-            settings={"β (hypothesis mask probability)": script_args.mask_probability,
-                      "max length": script_args.max_length, "epochs": training_args.num_train_epochs,
-                      "learning rate": training_args.learning_rate, "train loss": round(result.training_loss, 4),
-                      "train seconds": round(seconds, 1)},
-            command="python train/entailment_tuning.py " + " ".join(sys.argv[1:]))
-        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-            f.write(card)
+        facts = {"examples": len(train_ds), "train_loss": result.training_loss, "train_seconds": seconds}
+        hyperparameters = non_default_hyperparameters(script_args, training_args)
+        # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
+        save_card(encoder_card(script_args, training_args, facts, hyperparameters), training_args.output_dir)
         if training_args.push_to_hub and training_args.hub_model_id:
             from sentence_transformers import SentenceTransformer
 

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from rirag.sentences import punkt_split
+
 #: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle);
 #: re-exported by :mod:`rirag.generation.prompts`.
 NO_ANSWER = "The provided passages do not answer this question."
@@ -89,8 +91,6 @@ def with_citation(sentence: str, number: int) -> str:
 
 
 def _default_splitter() -> Callable[[str], Sequence[str]]:
-    from rirag.sentences import punkt_split
-
     return punkt_split
 
 

@@ -285,6 +285,34 @@ def _last_line(path: Path) -> str:
     return next((line for line in reversed(lines) if line), "")
 
 
+def _estimate(stage: Stage, root: Path) -> float:
+    """Minutes a stage is expected to take: what its last build measured, else the stage's own estimate."""
+    stamp = read_stamp(stage, root)
+    return float(stamp["minutes"]) if stamp and stamp.get("minutes") else stage.minutes
+
+
+def _plan(chosen: Sequence[Stage], root: Path, by_name: dict[str, Stage],
+          forced: set[str]) -> tuple[dict[str, str], set[str]]:
+    """Each chosen stage's status now, and what will run: missing, stale, forced, or downstream of something that
+    will run."""
+    to_run: set[str] = set()
+    initial = {}
+    for stage in chosen:
+        initial[stage.name] = status(stage, root, by_name)
+        if initial[stage.name] in (MISSING, STALE) or stage.name in forced or any(n in to_run for n in stage.needs):
+            to_run.add(stage.name)
+    return initial, to_run
+
+
+def _write_stamp(stage: Stage, root: Path, by_name: dict[str, Stage], minutes: float) -> None:
+    """Record a built stage: its key (what makes it stale later) and the minutes it took."""
+    path = stamp_path(stage, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"stage": stage.name, "artifact": stage.artifact, "command": stage.command,
+                                "key": stage_key(stage, root, by_name), "minutes": minutes,
+                                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2), encoding="utf-8")
+
+
 def build(stages: Sequence[Stage] = STAGES, root: str | Path = ".", only: Iterable[str] = (),
           rebuild: Iterable[str] = (), dry_run: bool = False, show_progress: bool = True) -> list[Row]:
     """Build what is missing or stale (and ``rebuild``), in order; stop building after a failure (the stages that
@@ -298,25 +326,14 @@ def build(stages: Sequence[Stage] = STAGES, root: str | Path = ".", only: Iterab
     if unknown:
         raise ValueError(f"unknown stage(s) {', '.join(sorted(unknown))}; stages: {', '.join(by_name)}")
 
-    # what will run (a dry run stops here): missing, stale, forced, or downstream of something that will run
-    to_run: set[str] = set()
-    initial = {}
-    for stage in chosen:
-        initial[stage.name] = status(stage, root, by_name)
-        if initial[stage.name] in (MISSING, STALE) or stage.name in forced or any(n in to_run for n in stage.needs):
-            to_run.add(stage.name)
-
-    def estimate(stage: Stage) -> float:
-        stamp = read_stamp(stage, root)
-        return float(stamp["minutes"]) if stamp and stamp.get("minutes") else stage.minutes
-
-    if dry_run:
+    initial, to_run = _plan(chosen, root, by_name, forced)
+    if dry_run:  # what would run, and nothing run
         return [Row(s, f"{WOULD_BUILD} ({initial[s.name]})" if s.name in to_run else initial[s.name],
-                    estimate(s) if s.name in to_run else None, estimated=s.name in to_run) for s in chosen]
+                    _estimate(s, root) if s.name in to_run else None, estimated=s.name in to_run) for s in chosen]
 
     from tqdm.auto import tqdm
 
-    total = sum(estimate(s) for s in chosen if s.name in to_run)
+    total = sum(_estimate(s, root) for s in chosen if s.name in to_run)
     bar = tqdm(total=round(total, 1), unit="min", desc="make models", disable=not show_progress or not to_run,
                bar_format="{desc} |{bar}| {percentage:3.0f}% of ~{total} min estimated")
     rows: list[Row] = []
@@ -334,7 +351,7 @@ def build(stages: Sequence[Stage] = STAGES, root: str | Path = ".", only: Iterab
             rows.append(Row(stage, BLOCKED, note=f"needs {', '.join(blocked)}"))
             continue
         n_run += 1
-        expected = estimate(stage)
+        expected = _estimate(stage, root)
         label = f"[{n_run}/{len(to_run)}] {stage.name}"
         bar.set_description_str(f"{label}: starting, ~{expected:.0f} min")
         logger.info("[%d/%d] %s -> %s: about %.0f min (%s; log %s)", n_run, len(to_run), stage.name, stage.artifact,
@@ -359,11 +376,7 @@ def build(stages: Sequence[Stage] = STAGES, root: str | Path = ".", only: Iterab
             why = f"exit {rc}" if rc != 0 else f"no {stage.marker} written"
             rows.append(Row(stage, FAILED, minutes, note=f"{why}; {_last_line(log_path)[:160]} (log {log_path})"))
             continue
-        path = stamp_path(stage, root)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"stage": stage.name, "artifact": stage.artifact, "command": stage.command,
-                                    "key": stage_key(stage, root, by_name), "minutes": minutes,
-                                    "date": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2), encoding="utf-8")
+        _write_stamp(stage, root, by_name, minutes)
         rows.append(Row(stage, BUILT, minutes))
     bar.close()
     return rows

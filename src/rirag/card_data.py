@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from rirag.cards import CardError, model_index, render_card, results_from, results_table
 from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+from rirag.io import atomic_write_json, atomic_write_text
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
 #: Beside the artifact: the card data (this module's dataclasses as JSON) and the card rendered from it.
@@ -187,8 +188,6 @@ def card_type(template_or_kind: str) -> type[CardData]:
 
 def save_card(card: CardData, folder: str | Path) -> str:
     """Write ``card_data.json`` and the ``README.md`` rendered from it into ``folder``; returns the card text."""
-    from rirag.io import atomic_write_json, atomic_write_text
-
     text = card.render()
     atomic_write_json(Path(folder) / CARD_DATA_FILE, card.to_dict())
     atomic_write_text(Path(folder) / CARD_FILE, text)

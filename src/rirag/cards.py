@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from rirag.scoring.constants import LOCAL_JUDGE_LABEL, REGNLP_BIBTEX
+from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, REGNLP_BIBTEX
 
 #: The templates live at the repository root (recipes run from a checkout with an editable install).
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "model_cards"
@@ -117,8 +117,6 @@ def _same_artifact(a: str | None, b: str) -> bool:
 
 def _repass_label(*records: dict) -> str:
     """A record's own ``metric_label`` wins; otherwise NLI models other than the official ones mean the local judge."""
-    from rirag.scoring.constants import OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL
-
     for rec in records:
         if isinstance(rec, dict) and rec.get("metric_label"):
             return str(rec["metric_label"])

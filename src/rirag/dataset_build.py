@@ -15,9 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rirag import __version__
+from rirag.cards import render_card
 from rirag.constants import OFFLINE_ENCODER, SEED, SPLIT_FRACTIONS
-from rirag.data import ObliQA, Question, load_obliqa
+from rirag.data import DataError, ObliQA, Passage, Question, load_obliqa
+from rirag.hub import push_folder
 from rirag.io import atomic_dir, atomic_write_json, atomic_write_text
+from rirag.models import load_sentence_transformer
+from rirag.splits import leakage_free_split, overlap_audit
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +91,6 @@ def make_embedder(name: str | None):
         return None, None
     model_name = OFFLINE_ENCODER if name == "offline" else name
     try:
-        from rirag.models import load_sentence_transformer
-
         model = load_sentence_transformer(model_name)
     except Exception as err:  # missing wheel, no network for a Hub id, bad path
         logger.warning("overlap audit: embedder %s unavailable (%s); the semantic check is skipped", model_name, err)
@@ -123,9 +125,6 @@ def build(config: BuildConfig, obliqa: ObliQA | None = None) -> dict:
 
     ``obliqa`` (already loaded from ``config.data``) saves reading the files again.
     """
-    from rirag.cards import render_card
-    from rirag.splits import leakage_free_split, overlap_audit
-
     schemes = SCHEMES if config.scheme == "all" else (config.scheme,)
     unknown = set(schemes) - set(SCHEMES)
     if unknown:
@@ -189,8 +188,6 @@ def build(config: BuildConfig, obliqa: ObliQA | None = None) -> dict:
 
 def push_to_hub(folder: Path, repo_id: str, scheme: str) -> None:
     """Upload a built folder (arrow files + card) to a Hub dataset repo, one subfolder per scheme."""
-    from rirag.hub import push_folder
-
     push_folder(folder, repo_id, "dataset", path_in_repo=scheme, commit_message=f"rirag data build: {scheme}")
 
 
@@ -216,8 +213,6 @@ class AustralianBuildConfig:
 def read_australian_legalqa(data: str | None = None) -> list[dict]:
     """Records of qa.jsonl: {question, answer, text, prompt, source: {citation, ...}}, validated."""
     import json
-
-    from rirag.data import DataError
 
     path = Path(data) if data else None
     if path is None or (not path.exists() and "/" in str(data) and not str(data).startswith((".", "/"))):
@@ -258,8 +253,6 @@ def australian_splits(records: list[dict], seed: int = SEED, train_fraction: flo
     import hashlib
     import random
 
-    from rirag.data import Passage
-
     seen, kept = set(), []
     for rec in records:
         key = " ".join(rec["question"].split()).lower()
@@ -290,9 +283,6 @@ def australian_splits(records: list[dict], seed: int = SEED, train_fraction: flo
 
 def build_australian(config: AustralianBuildConfig) -> dict:
     from datasets import Dataset
-
-    from rirag.cards import render_card
-    from rirag.splits import overlap_audit
 
     corpus, splits, stats = australian_splits(read_australian_legalqa(config.data), config.seed)
     corpus_ds = Dataset.from_dict({

@@ -45,7 +45,21 @@ from rirag.card_data import (
     card_type,
     load_card_data,
 )
-from rirag.cards import CardError, check_card, collect_results, model_index, render_card, results_table
+from rirag.cards import (
+    SEED_PAPERS_BIBTEX,
+    CardError,
+    check_card,
+    collect_results,
+    eval_results,
+    model_index,
+    read_results,
+    render_card,
+    results_table,
+)
+from rirag.hub_load import code_blocks
+from rirag.io import atomic_dir, atomic_write_text
+from rirag.retrieval.learned_fusion import CONFIG_FILE
+from rirag.validation import looks_local
 
 logger = logging.getLogger(__name__)
 
@@ -205,8 +219,6 @@ def gitattributes(folder: Path) -> str | None:
 
 
 def _read_json(path: Path) -> dict:
-    from rirag.cards import read_results
-
     data = read_results(path)
     if not isinstance(data, dict):
         raise CardError(f"{path}: expected a JSON object")
@@ -235,8 +247,6 @@ def _encoder_refs(manifest: Manifest, paths: list[str]) -> list[dict]:
 
 
 def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
-    from rirag.retrieval.learned_fusion import CONFIG_FILE
-
     path = folder / CONFIG_FILE
     if not path.exists():
         return {}
@@ -343,6 +353,9 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
         card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
     if card.base_model:
         card.base_model = _hub_id(manifest, card.base_model)
+        given = {**manifest.defaults, **entry.context}.get("base_model")
+        if given and looks_local(card.base_model):  # an unpublished start model (the entailment-tuned encoder a
+            card.base_model = _hub_id(manifest, given)  # contrastive run began from): the manifest's base model
     metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
     if isinstance(card, ClassifierCard) and metric is not None:
         card.metric_repo = manifest.repo_id(metric)
@@ -361,8 +374,6 @@ def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path)
     """A trainer's own card, completed for the Hub: its model-index from the results files (replacing any) and the
     seed papers' BibTeX when it lacks them."""
     from huggingface_hub import ModelCard
-
-    from rirag.cards import eval_results
 
     card = ModelCard(text, ignore_metadata_errors=True)
     base = card.data.base_model
@@ -419,8 +430,6 @@ def usage_context(text: str, entry: Entry, manifest: Manifest) -> dict:
 
 def has_usage(text: str, repo_id: str) -> bool:
     """Whether a card has a fenced code block that names ``repo_id`` (its usage snippet)."""
-    from rirag.hub_load import code_blocks
-
     return any(repo_id in code for _, code in code_blocks(text))
 
 
@@ -442,8 +451,6 @@ def with_usage(text: str, entry: Entry, manifest: Manifest) -> str:
 
 def with_citation(text: str) -> str:
     """``text`` ending with the seed papers' BibTeX (added when it lacks them)."""
-    from rirag.cards import SEED_PAPERS_BIBTEX
-
     if SEED_PAPERS_BIBTEX.splitlines()[0] in text:
         return text
     return text.rstrip("\n") + "\n\n" + render_card("_citation.md.j2")
@@ -473,8 +480,6 @@ class Row:
 
 def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     """Write ``OUT/<repo>/`` for one entry (atomically) and check its card; a missing source gives a missing row."""
-    from rirag.io import atomic_dir, atomic_write_text
-
     root = Path(root)
     row = Row(entry.name, manifest.repo_id(entry), entry.kind, "missing")
     out = root / manifest.out_dir / entry.repo

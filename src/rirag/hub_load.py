@@ -28,6 +28,10 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from rirag.data import Passage
+from rirag.models import resolve_model
+from rirag.retrieval.registry import RetrieverSpec, build_retriever
+
 logger = logging.getLogger(__name__)
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
@@ -59,8 +63,6 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
 def local_ids(manifest, root: str | Path = ".") -> dict[str, str]:
     """Hub id -> local folder for everything the round trip may use offline: every assembled upload folder (by its
     repo id) and every alias whose local copy is here (a wheel-shipped model, a downloaded base model)."""
-    from rirag.models import resolve_model
-
     root = Path(root).resolve()
     ids = {}
     for local, hub_id in (manifest.aliases or {}).items():
@@ -132,9 +134,6 @@ def _retrieve_command(code: str) -> tuple[list[str], dict[str, str]]:
 def run_retrieve_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
     """The library equivalent of the card's ``rirag retrieve`` on the probe passages: the ranker and its encoders
     loaded, one question ranked."""
-    from rirag.data import Passage
-    from rirag.retrieval.registry import RetrieverSpec, build_retriever
-
     argv, downloads = _retrieve_command(code)
     if not argv:
         raise ValueError("the snippet has no `rirag retrieve` command")

@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from rirag.data import DataError, read_json
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -98,8 +100,6 @@ def merge_results_file(path: str | Path, rows: list[dict], key: Sequence[str], p
     new ones appended, ``top`` fields updated, and the run is logged under ``updates`` (its provenance and the keys of
     its rows). A file that is not such a results file is an error, never overwritten.
     """
-    from rirag.data import DataError, read_json
-
     path = Path(path)
     if path.exists():
         result = read_json(path)

@@ -1,5 +1,6 @@
 """What every trainer in ``train/`` shares: the precision and time-guard arguments, the run-time estimate measured on
-the first steps, the one-line refusal (exit 2), and an artifact folder without checkpoint folders.
+the first steps, the one-line refusal (exit 2, :data:`rirag.exit_codes.EXIT_USAGE`), and an artifact folder without
+checkpoint folders.
 
 A trainer's script-arguments dataclass inherits :class:`RunArguments`; its ``main`` calls
 :func:`rirag.precision.apply_precision`, adds :func:`run_estimate` to its callbacks, calls :func:`check_estimate`
@@ -16,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rirag.build_models import stage_for
+from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.precision import AUTO, PRECISIONS
+from rirag.scoring.models import MissingModelError, missing_model_message
 
 logger = logging.getLogger(__name__)
 
-#: Exit status of a refused or impossible training run (the same as every expected CLI failure).
-EXIT_REFUSED = 2
 #: Optimizer steps timed before the estimate is logged (fewer when the run is shorter).
 ESTIMATE_STEPS = 5
 
@@ -125,23 +127,18 @@ def remove_checkpoints(output_dir: str | Path) -> list[str]:
 def run_trainer(main: Callable[..., Any], *args: Any) -> int:
     """Run a trainer's ``main``; a refusal or a missing input artifact is one logged line (the last) and exit
     status 2, never a traceback."""
-    from rirag.scoring.models import MissingModelError
-
     try:
         main(*args)
     except (TrainingRefused, MissingModelError) as err:
         logger.error("%s", " ".join(str(err).split()))
-        return EXIT_REFUSED
-    return 0
+        return EXIT_USAGE  # the same status as every expected failure of the rirag command
+    return EXIT_OK
 
 
 def require_artifacts(*names: str | None) -> None:
     """Before any heavy work: each name that is one of our artifacts (:data:`rirag.build_models.STAGES`) must hold a
     trained model, and any other local path must exist; else :class:`~rirag.scoring.models.MissingModelError`, one
     line naming it, ``make models`` and its trainer command. Hub ids and wheel names pass."""
-    from rirag.build_models import stage_for
-    from rirag.scoring.models import MissingModelError, missing_model_message
-
     for name in names:
         if not name:
             continue

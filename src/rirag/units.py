@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from rirag.answer_record import CITATION_PATTERN
+from rirag.sentences import punkt_split
 
 #: The sentence that opens an answer whose retrieved passages do not address the question (then the closest
 #: provisions follow, cited).
@@ -113,8 +114,6 @@ def passage_body(passage: str) -> str:
 
 
 def _default_splitter() -> Splitter:
-    from rirag.sentences import punkt_split
-
     return punkt_split
 
 

@@ -26,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from rirag.answer_record import read_answers
+from rirag.build_models import build_hint
 from rirag.constants import OBLIQA_PASSAGES
 from rirag.data import DataError
+from rirag.models import WHEEL_MODELS
 
 logger = logging.getLogger(__name__)
 
@@ -334,16 +337,12 @@ def local_model(name: str, what: str = "model") -> str:
 def model_available(name: str, what: str = "model") -> str:
     """A model that can load without surprises: a local folder that exists (with the command that trains it when it
     is one of ours), a wheel-shipped name, or a Hub id (which, with HF_HUB_OFFLINE set, must be in the local cache)."""
-    from rirag.models import WHEEL_MODELS
-
     if name in WHEEL_MODELS:
         return name
     if looks_local(name):
         try:
             return local_model(name, what)
         except UsageError as err:
-            from rirag.build_models import build_hint  # our artifacts: make models, and the trainer of each
-
             how = build_hint(name)
             raise UsageError(f"{err}; {how}" if how else str(err)) from None
     from huggingface_hub import constants, try_to_load_from_cache
@@ -378,8 +377,6 @@ def hub_reachable(repo_id: str, what: str = "--push-to-hub") -> None:
 def answers_args(args: Any) -> None:
     """``rirag evaluate answers``: the answer file (exists, UTF-8 JSON list of records with the fields), something to
     score, the output CSV writable, and the models present, all before any model loads."""
-    from rirag.answer_record import read_answers
-
     path = input_file(args.answers, "--answers")
     try:
         records = read_answers(str(path))

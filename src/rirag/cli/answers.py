@@ -37,10 +37,18 @@ from rirag.cli.options import (
     add_system_option,
 )
 from rirag.constants import EVAL_K
-from rirag.data import DataError
+from rirag.data import DataError, load_obliqa
+from rirag.evaluation import read_trec, write_trec
 from rirag.generation.base import ENDPOINT, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
-from rirag.generation.pipeline import answer_all, read_questions
+from rirag.generation.citations import strip_citations
+from rirag.generation.pipeline import answer_all, answer_question, prepare_question, read_questions
+from rirag.generation.prompts import GROUNDED_STRATEGIES
 from rirag.generation.registry import build_generator
+from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
+from rirag.io import atomic_write_json
+from rirag.retrieval.defaults import with_default_retriever
+from rirag.retrieval.registry import build_retriever, retriever_spec
+from rirag.splits import split_questions
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +70,6 @@ WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no tra
 
 
 def generator_from_args(args: Any):
-    from rirag.generation.prompts import GROUNDED_STRATEGIES
-
     if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
         raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
                         f"{args.strategy} gives it none (closed-book needs a language model)")
@@ -100,18 +106,12 @@ def _option_items(args: Any) -> list[tuple[str, Any]]:
 def retriever_spec_from_args(args: Any):
     """The checked retriever spec (typed options, a model where needed); cheap: nothing loads. Without
     ``--retriever``, ``args`` gets the default one (:func:`rirag.retrieval.defaults.with_default_retriever`)."""
-    from rirag.retrieval.registry import retriever_spec
-
     if args.retriever is None:
-        from rirag.retrieval.defaults import with_default_retriever
-
         args.retriever, args.model, args.option = with_default_retriever(args.model, _option_items(args))
     return retriever_spec(args.retriever, args.model, _option_items(args))
 
 
 def retriever_from_args(args: Any, corpus):
-    from rirag.retrieval.registry import build_retriever
-
     return build_retriever(corpus, retriever_spec_from_args(args))
 
 
@@ -149,8 +149,6 @@ def _summary(summary: dict, generator=None) -> str:
 def _answers_run(command: str, args: Any, answers: Path, questions: list[tuple[str, str]], questions_from: str,
                  passages: dict[str, Any], label: str | None = None, companions: tuple = ()):
     """The manifest and lock of ``answers`` (see :mod:`rirag.generation.runfiles`), checked (nothing written)."""
-    from rirag.generation.runfiles import AnswersRun, build_manifest
-
     manifest = build_manifest(command, questions, questions_from, passages=passages,
                               generator=generator_manifest(args), strategy=args.strategy, k=args.k,
                               filtered=not args.no_filter)
@@ -165,11 +163,6 @@ def _retriever_manifest(args: Any) -> dict[str, Any]:
 
 
 def cmd_answer(args: Any) -> int:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
-    from rirag.generation.runfiles import file_sha256
-    from rirag.splits import split_questions
-
     # every check that needs no data, before the corpus loads
     check.generator_limits(args)
     if bool(args.split) == bool(args.questions):
@@ -246,9 +239,6 @@ def format_answer(answer, titles: dict[int, str]) -> str:
 
 
 def cmd_ask(args: Any) -> int:
-    from rirag.data import load_obliqa
-    from rirag.generation.pipeline import answer_question
-
     check.generator_limits(args)
     retriever_spec_from_args(args)
     if args.timings:
@@ -281,8 +271,6 @@ def cmd_ask(args: Any) -> int:
                 cold_cpu, timings[0], f"; later answers {sum(later) / len(later):.2f} s wall, "
                 f"{sum(later_cpu) / len(later_cpu):.2f} s CPU each over {len(later)}" if later else "")
     if args.timings:
-        from rirag.io import atomic_write_json
-
         atomic_write_json(args.timings, {"cold_start_s": cold, "cold_start_cpu_s": cold_cpu, "answer_s": timings,
                                          "answer_cpu_s": cpu, "retriever": args.retriever,
                                          "generator": getattr(generator, "name", args.generator),
@@ -294,10 +282,6 @@ def cmd_ask(args: Any) -> int:
 
 
 def cmd_submit(args: Any) -> int:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import write_trec
-    from rirag.io import atomic_write_json
-
     # every check that needs no data, before the corpus loads: --out must be a folder (an existing file is refused)
     check.generator_limits(args)
     out = check.output_dir(args.out, "--out")
@@ -325,8 +309,6 @@ def cmd_submit(args: Any) -> int:
     with answers_run:
         generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
         retriever = retriever_from_args(args, obliqa.corpus)
-        from rirag.generation.pipeline import prepare_question
-
         queries = {qid: prepare_question(text)[0] for qid, text in questions}
         empty = [qid for qid, text in queries.items() if not text]
         run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
@@ -339,8 +321,6 @@ def cmd_submit(args: Any) -> int:
         except GenerationError as err:
             logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
             return EXIT_GENERATION_ERROR
-    from rirag.generation.citations import strip_citations
-
     with open(summary["out"], encoding="utf-8") as f:
         cited = json.load(f)
     plain_path = out / SUBMIT_PLAIN_ANSWERS_FILE

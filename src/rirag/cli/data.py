@@ -13,6 +13,7 @@ from rirag.cli.output import format_table
 
 
 def cmd_data_build(args) -> int:
+    # lazy: dataset_build loads numpy (through rirag.hub); `rirag --help` loads no numpy (tests/test_light_imports.py)
     from rirag.dataset_build import BuildConfig, build
 
     check.output_dir(args.out, "--out")

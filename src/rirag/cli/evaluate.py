@@ -16,6 +16,21 @@ from rirag.cli.options import Parser, add_data_option, add_k_option, add_split_o
 from rirag.cli.output import format_table
 from rirag.cli.runner import checked
 from rirag.constants import EVAL_K
+from rirag.data import load_obliqa
+from rirag.evaluation import evaluate_run, metric_names, read_trec
+from rirag.io import atomic_write_json
+from rirag.scoring.constants import (
+    AUTO_BATCH_SIZE,
+    AUTO_WORKERS,
+    DEFAULT_BATCH_SIZE,
+    MAX_ANSWER_CHARS,
+    MODES,
+    OFFICIAL_COVERAGE_MODEL,
+    OFFICIAL_NLI_MODEL,
+    OFFICIAL_OBLIGATION_MODEL,
+)
+from rirag.scoring.models import MissingModelError
+from rirag.splits import check_split_name, qrels_of, split_questions
 
 logger = logging.getLogger(__name__)
 
@@ -24,11 +39,6 @@ logger = logging.getLogger(__name__)
 
 
 def cmd_evaluate_retrieval(args) -> int:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import evaluate_run, metric_names, read_trec
-    from rirag.io import atomic_write_json
-    from rirag.splits import check_split_name, qrels_of, split_questions
-
     check_split_name(args.split)
     check.input_file(args.run, "--run")
     for option, path in (("--json", args.json), ("--per-query", args.per_query)):
@@ -61,7 +71,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     (``<csv>.quality.json``); a model that is missing then (an untrained local folder, or a Hub id offline) ends the
     command with one line saying how to get it, and exit status 2, before any score is written.
     """
-    from rirag.io import atomic_write_json
+    # lazy: the scorers import numpy at their top; `rirag --help` loads no numpy (tests/test_light_imports.py)
     from rirag.scoring.answer_quality import format_quality
     from rirag.scoring.answers import (
         answer_quality_of,
@@ -71,8 +81,6 @@ def run_answers(args: Any) -> dict[str, Any] | int:
         read_answers,
         score_answers_file,
     )
-    from rirag.scoring.constants import MAX_ANSWER_CHARS
-    from rirag.scoring.models import MissingModelError
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
     out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
@@ -104,7 +112,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
 def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:
     """``--attribution``: citation precision/recall and the rest, written to ``<csv>.attribution.json`` and printed;
     returns them without the per-question part."""
-    from rirag.io import atomic_write_json
+    # lazy, as in run_answers: the scorers import numpy at their top
     from rirag.scoring.answers import within_length
     from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
     from rirag.scoring.attribution import score_answers_file as attribution_of_file
@@ -120,17 +128,6 @@ def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:
 
 def add_answers_parser(subparsers: Any) -> Any:
     """Register ``answers`` (``rirag evaluate answers``) on an argparse subparsers object."""
-    from rirag.scoring.constants import (
-        AUTO_BATCH_SIZE,
-        AUTO_WORKERS,
-        DEFAULT_BATCH_SIZE,
-        MAX_ANSWER_CHARS,
-        MODES,
-        OFFICIAL_COVERAGE_MODEL,
-        OFFICIAL_NLI_MODEL,
-        OFFICIAL_OBLIGATION_MODEL,
-    )
-
     limits = check.LIMITS
     p = subparsers.add_parser("answers", help="RePASs for a shared-task answer JSON → per-question CSV (resumable)")
     p.add_argument("--answers", required=True, help="answer JSON (QuestionID, RetrievedPassages, Answer, ...)")

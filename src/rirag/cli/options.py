@@ -14,6 +14,21 @@ from rirag import validation as check
 from rirag.cli.exit_codes import EXIT_USAGE
 from rirag.constants import SEED
 from rirag.data import DataError
+from rirag.generation.base import (
+    BATCH_SIZE,
+    DEFAULT_GENERATOR,
+    ENDPOINT,
+    ENDPOINT_API_KEY_ENV,
+    ENDPOINT_CONCURRENCY,
+    ENDPOINT_MAX_RETRIES,
+    EXTRACTIVE,
+    FOCUSED,
+    MAX_NEW_TOKENS,
+    OFFLINE_GENERATOR,
+)
+from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
+from rirag.retrieval.registry import RETRIEVERS
+from rirag.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS, check_split_name
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,8 +85,6 @@ def auto_or(auto: str, limit: str) -> Callable[[str], int | str]:
 
 def split_name(value: str) -> str:
     """argparse type of ``--split``: one of :data:`rirag.splits.SPLIT_NAMES`, the same list its help shows."""
-    from rirag.splits import check_split_name
-
     try:
         return check_split_name(value)
     except DataError as err:
@@ -80,8 +93,6 @@ def split_name(value: str) -> str:
 
 def split_help(extra: str = "") -> str:
     """The help of ``--split``, naming every split :func:`split_name` accepts."""
-    from rirag.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS
-
     return (f"one of {', '.join(ORIGINAL_SPLITS)} (published; original-train only where the data has it) or "
             f"{', '.join(LEAKAGE_FREE_SPLITS)} (the leakage-free re-split){extra}")
 
@@ -131,8 +142,6 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: 
                           list_options: bool = False) -> None:
     """``--retriever`` (``why``: said after the default), ``--model`` and the repeatable ``--option KEY=VALUE``
     (typed when parsed; ``list_options``: every key listed in the help)."""
-    from rirag.retrieval.registry import RETRIEVERS
-
     p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
                    + (f" (default {default}: {why})" if why and default else f" (default: {why})" if why else ""))
     p.add_argument("--model", default=None, help=model_help)
@@ -157,20 +166,6 @@ def add_overwrite_option(p: argparse.ArgumentParser) -> None:
 
 def add_generator_options(p: argparse.ArgumentParser) -> None:
     """The ``generator`` group of ``rirag answer``, ``ask`` and ``submit``."""
-    from rirag.generation.base import (
-        BATCH_SIZE,
-        DEFAULT_GENERATOR,
-        ENDPOINT,
-        ENDPOINT_API_KEY_ENV,
-        ENDPOINT_CONCURRENCY,
-        ENDPOINT_MAX_RETRIES,
-        EXTRACTIVE,
-        FOCUSED,
-        MAX_NEW_TOKENS,
-        OFFLINE_GENERATOR,
-    )
-    from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
-
     g = p.add_argument_group("generator")
     g.add_argument("--generator", default=DEFAULT_GENERATOR,
                    help=f"'{FOCUSED}' (default: the passage units that answer the question, cited; no trained "

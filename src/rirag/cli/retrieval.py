@@ -10,14 +10,13 @@ from rirag import validation as check
 from rirag.cli.exit_codes import EXIT_OK
 from rirag.cli.options import add_data_option, add_k_option, add_retriever_options, add_split_option, add_system_option
 from rirag.constants import RUN_DEPTH
+from rirag.data import load_obliqa
+from rirag.evaluation import write_trec
+from rirag.retrieval.registry import build_retriever, retriever_spec
+from rirag.splits import check_split_name, split_questions
 
 
 def cmd_retrieve(args) -> int:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import write_trec
-    from rirag.retrieval.registry import build_retriever, retriever_spec
-    from rirag.splits import check_split_name, split_questions
-
     # every check before the corpus loads, a model loads or a passage is embedded
     check_split_name(args.split)
     spec = retriever_spec(args.retriever, args.model, args.option)

@@ -22,6 +22,8 @@ from typing import Callable, Sequence
 from rirag.answer_record import with_citation
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE
 from rirag.generation.prompts import Messages, normalise_whitespace, passages_from_messages
+from rirag.scoring.models import load_classifier, max_length_of, obligation_index, resolve_device
+from rirag.sentences import punkt_split
 from rirag.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
 
 logger = logging.getLogger(__name__)
@@ -51,8 +53,6 @@ def modal_cue_obligations(sentences: list[str]) -> list[bool]:
 def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, device: str | None = None,
                           batch_size: int = CLASSIFIER_BATCH_SIZE) -> ObligationFn:
     """``sentences -> [is obligation]`` with a sequence classifier, loaded (once, cached) by RePASs' loader."""
-    from rirag.scoring.models import load_classifier, max_length_of, obligation_index, resolve_device
-
     device = resolve_device(device)
     tokenizer, model = load_classifier(name_or_path, device)
     index = obligation_index(model.config)
@@ -100,8 +100,6 @@ class ExtractiveComposer:
 
     def _sentences(self, passage: str) -> list[str]:
         if self._split is None:
-            from rirag.sentences import punkt_split
-
             self._split = punkt_split
         return [normalise_whitespace(s) for s in self._split(passage_body(passage)) if s.strip()]
 

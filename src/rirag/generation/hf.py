@@ -15,6 +15,7 @@ from typing import Sequence
 
 from rirag.generation.base import BATCH_SIZE, MAX_NEW_TOKENS, OFFLINE_GENERATOR, OFFLINE_GENERATOR_GGUF
 from rirag.generation.prompts import Messages
+from rirag.scoring.models import resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +71,6 @@ class TransformersGenerator:
             return self
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from rirag.scoring.models import resolve_device
 
         path, gguf = resolve_generator(self.model_name)
         device = resolve_device(self.device)

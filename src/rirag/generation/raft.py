@@ -20,9 +20,29 @@ import random
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
+from rirag.answer_record import with_citation
+from rirag.cards import render_card
 from rirag.constants import SEED
-from rirag.data import DataError, Passage, Question
-from rirag.retrieval.negatives import draw
+from rirag.data import DataError, Passage, Question, load_obliqa
+from rirag.evaluation import read_trec
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec
+from rirag.generation.citations import CITATION_PATTERN, numbers_in, parse_citations, strip_citations
+from rirag.generation.extractive import ExtractiveComposer
+from rirag.generation.focused import FocusedAnswerer
+from rirag.generation.prompts import (
+    FEW_SHOT_COT,
+    RAFT_QUOTE,
+    cot_reply,
+    final_answer,
+    raft_messages,
+    raft_no_oracle_reply,
+    raft_teacher_messages,
+)
+from rirag.generation.registry import build_generator
+from rirag.io import atomic_dir
+from rirag.retrieval.negatives import draw, negative_pools
+from rirag.retrieval.registry import RetrieverSpec, build_retriever
+from rirag.splits import split_questions
 
 logger = logging.getLogger(__name__)
 
@@ -122,16 +142,12 @@ QUOTE_WORDS = 12
 
 def short_quote(sentence: str, words: int = QUOTE_WORDS) -> str:
     """The first ``words`` words of ``sentence`` without citation markers, with ``...`` when cut."""
-    from rirag.generation.citations import strip_citations
-
     tokens = strip_citations(sentence).split()
     return " ".join(tokens[:words]) + (" ..." if len(tokens) > words else "")
 
 
 def renumber_citations(text: str, numbers: Sequence[int]) -> str:
     """Rewrite citations ``[k]`` (1-based into ``numbers``) as ``[numbers[k - 1]]``; other numbers are kept."""
-    from rirag.generation.citations import CITATION_PATTERN, numbers_in
-
     def sub(match) -> str:
         mapped = [numbers[n - 1] if 1 <= n <= len(numbers) else n for n in numbers_in(match.group(0))]
         return "[" + ", ".join(str(n) for n in mapped) + "]"
@@ -159,9 +175,6 @@ class ExtractiveTeacher:
         self.model = getattr(composer, "classifier", None)  # the obligation classifier, for the report
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
-        from rirag.generation.citations import numbers_in, parse_citations
-        from rirag.generation.prompts import RAFT_QUOTE, cot_reply, raft_no_oracle_reply
-
         with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]
         answers = self.composer.compose_many(
             [[contexts[i][n - 1] for n in instances[i].oracle_numbers] for i in with_oracle])
@@ -193,9 +206,6 @@ class FocusedTeacher:
         self.model = getattr(answerer, "classifier", None)
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
-        from rirag.answer_record import with_citation
-        from rirag.generation.prompts import RAFT_QUOTE, cot_reply, raft_no_oracle_reply
-
         with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]
         answers = self.answerer.answer_many(
             [instances[i].question for i in with_oracle],
@@ -225,9 +235,6 @@ class EndpointTeacher:
         self.name = f"endpoint:{getattr(generator, 'model', getattr(generator, 'name', 'teacher'))}"
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
-        from rirag.generation.citations import parse_citations
-        from rirag.generation.prompts import FEW_SHOT_COT, final_answer, raft_no_oracle_reply, raft_teacher_messages
-
         out: list[str | None] = [raft_no_oracle_reply()] * len(instances)
         todo = [i for i, inst in enumerate(instances) if inst.has_oracle]
         for start in range(0, len(todo), self.batch_size):
@@ -255,8 +262,6 @@ def raft_rows(instances: Sequence[RaftInstance], corpus: Mapping[str, Passage], 
               batch_size: int = 64, show_progress: bool = False) -> tuple[list[dict], int]:
     """Prompt-completion rows (conversational) for ``instances``, and how many the teacher could not label."""
     from tqdm.auto import tqdm
-
-    from rirag.generation.prompts import raft_messages
 
     rows: list[dict] = []
     dropped = 0
@@ -343,16 +348,9 @@ def _subset(questions: list[Question], n: int | None, seed: int) -> list[Questio
 
 
 def build_teacher(args: RaftDataArguments) -> Teacher:
-    from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec
-    from rirag.generation.registry import build_generator
-
     if args.teacher == "focused":
-        from rirag.generation.focused import FocusedAnswerer
-
         return FocusedTeacher(FocusedAnswerer(args.teacher_model or DEFAULT_OBLIGATION_CLASSIFIER))
     if args.teacher == "extractive":
-        from rirag.generation.extractive import ExtractiveComposer
-
         return ExtractiveTeacher(ExtractiveComposer(args.teacher_model or DEFAULT_OBLIGATION_CLASSIFIER))
     if args.teacher == "endpoint":
         if not args.teacher_model:
@@ -365,12 +363,6 @@ def build_teacher(args: RaftDataArguments) -> Teacher:
 def build_raft_dataset(args: RaftDataArguments, teacher: Teacher | None = None, obliqa=None,
                        show_progress: bool = True):
     """The RAFT ``DatasetDict`` (``train``, ``held_out``) and its build report."""
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
-    from rirag.retrieval.negatives import negative_pools
-    from rirag.retrieval.registry import RetrieverSpec, build_retriever
-    from rirag.splits import split_questions
-
     check_training_split(args.questions_split)
     obliqa = obliqa if obliqa is not None else load_obliqa(args.data)
     corpus = obliqa.corpus
@@ -412,9 +404,6 @@ def save_raft_dataset(dataset, report: dict, folder: str, command: str = "") -> 
     """Save the DatasetDict, its card (README.md) and ``raft_report.json`` into ``folder`` (atomically)."""
     import json
 
-    from rirag.cards import render_card
-    from rirag.io import atomic_dir
-
     example = next((r for r in dataset["train"] if r["has_oracle"]), None) if len(dataset["train"]) else None
     card = render_card("raft_dataset.md.j2", report=report, splits={k: len(v) for k, v in dataset.items()},
                        example=example, command=command)
@@ -436,8 +425,6 @@ def export_gguf_model(package: str, gguf_file: str, out_dir: str) -> str:
     import importlib.util
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from rirag.io import atomic_dir
 
     spec = importlib.util.find_spec(package) if package else None
     if spec is None or not spec.submodule_search_locations:

@@ -14,6 +14,9 @@ from rirag.generation.base import (
     Generator,
     GeneratorSpec,
 )
+from rirag.generation.endpoint import EndpointGenerator
+from rirag.generation.extractive import ExtractiveComposer
+from rirag.generation.hf import TransformersGenerator
 
 __all__ = ["GeneratorSpec", "build_generator"]
 
@@ -21,21 +24,16 @@ __all__ = ["GeneratorSpec", "build_generator"]
 def build_generator(spec: GeneratorSpec) -> Generator:
     """Build (lazily loading) the generator ``spec`` names."""
     if spec.name == FOCUSED:
+        # lazy: rirag.generation.focused imports numpy at its top; the registry (and `rirag --help`) stay light
         from rirag.generation.focused import FocusedAnswerer
 
         return FocusedAnswerer(spec.model, **spec.options)
     if spec.name == EXTRACTIVE:
-        from rirag.generation.extractive import ExtractiveComposer
-
         return ExtractiveComposer(spec.model or DEFAULT_OBLIGATION_CLASSIFIER, **spec.options)
     if spec.name == ENDPOINT:
-        from rirag.generation.endpoint import EndpointGenerator
-
         if not spec.model:
             raise ValueError("generator 'endpoint' needs the served model name (--generator-model NAME)")
         return EndpointGenerator(spec.model, **spec.options)
-    from rirag.generation.hf import TransformersGenerator
-
     if spec.model:
         raise ValueError(f"generator {spec.name!r} is a model name itself; --generator-model applies to "
                          f"'{FOCUSED}', '{EXTRACTIVE}' and '{ENDPOINT}' only")

@@ -26,7 +26,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from rirag import __version__
 from rirag.generation.pipeline import JOURNAL_SUFFIX
+from rirag.io import atomic_write_json
 from rirag.validation import UsageError
 
 logger = logging.getLogger(__name__)
@@ -74,8 +76,6 @@ def build_manifest(command: str, questions: list[tuple[str, str]], questions_fro
     """The manifest of one ``answer``/``submit`` run. ``passages``: ``{"run": path, "run_sha256": ...}`` or
     ``{"retriever": ..., "retriever_model": ..., "retriever_options": [...]}``; ``generator``: the generator's name
     under ``"generator"`` and its answer-deciding options under ``"generator_options"``."""
-    from rirag import __version__
-
     return {"format": MANIFEST_FORMAT, "command": command,
             "questions": f"{len(questions)} questions from {questions_from}",
             "question_fingerprint": fingerprint(questions), **dict(passages), **dict(generator),
@@ -165,8 +165,6 @@ class AnswersRun:
 
     def __enter__(self) -> "AnswersRun":
         from filelock import FileLock, Timeout
-
-        from rirag.io import atomic_write_json
 
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.lock_path), timeout=0)

@@ -19,6 +19,9 @@ import numpy as np
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
 from rirag.data import DataError, Passage
 from rirag.evaluation import Run
+from rirag.io import atomic_write_bytes
+from rirag.models import resolve_model
+from rirag.retrieval.bm25 import check_queries
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +75,6 @@ def model_fingerprint(path_or_id: str) -> str:
 
 def load_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
     """Load a SentenceTransformer, turning every failure into a :class:`ModelLoadError` that names the model."""
-    from rirag.models import resolve_model
-
     if not name or not str(name).strip():
         raise ModelLoadError("a dense retriever needs a model: pass --model NAME_OR_PATH")
     try:
@@ -142,8 +143,6 @@ class DenseRetriever:
         self._model = None
         self._embeddings: np.ndarray | None = None
         # resolve now so that a wrong name fails before any work
-        from rirag.models import resolve_model
-
         try:
             self._resolved = resolve_model(model) if model else ""
         except (FileNotFoundError, ImportError) as err:
@@ -200,8 +199,6 @@ class DenseRetriever:
         if path is not None:
             import io
 
-            from rirag.io import atomic_write_bytes
-
             buf = io.BytesIO()
             np.save(buf, emb)
             atomic_write_bytes(path, buf.getvalue())
@@ -210,8 +207,6 @@ class DenseRetriever:
 
     def query_embeddings(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
         """Normalised embeddings of the queries (rows, in ``queries`` order), with the query prefix."""
-        from rirag.retrieval.bm25 import check_queries
-
         check_queries(queries)
         return self.encode(list(queries.values()), self.query_prefix, show_progress=show_progress)
 

@@ -48,7 +48,10 @@ from rirag.constants import (
 )
 from rirag.data import DataError, Passage, read_json
 from rirag.evaluation import Run
-from rirag.retrieval.lexical import LEXICAL_FEATURES
+from rirag.io import atomic_write_json
+from rirag.retrieval.bm25 import BM25Index, document_index, passage_index
+from rirag.retrieval.dense import DenseRetriever
+from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
 
 logger = logging.getLogger(__name__)
 
@@ -99,8 +102,6 @@ class QuestionMemory:
         return cls([q.id for q in kept], [q.text for q in kept], [list(q.gold) for q in kept])
 
     def save(self, path: str | Path) -> None:
-        from rirag.io import atomic_write_json
-
         atomic_write_json(path, [{"id": i, "text": t, "gold": g} for i, t, g in zip(self.ids, self.texts, self.gold)])
 
     @classmethod
@@ -162,8 +163,6 @@ class FeatureBuilder:
         self.candidate_depth, self.vote_depth = candidate_depth, vote_depth
         self._bm25, self._documents = bm25, documents
         if dense is None:
-            from rirag.retrieval.dense import DenseRetriever
-
             dense = [DenseRetriever(corpus, m, max_seq_length=max_seq_length, **dense_options) for m in self.encoders]
         if len(dense) != len(self.encoders):
             raise DataError(f"{len(dense)} dense retrievers for {len(self.encoders)} encoders")
@@ -212,8 +211,6 @@ class FeatureBuilder:
         enc = self.dense[0]
         self._memory_embeddings = enc.encode(self.memory.texts, enc.query_prefix)
         if self._memory_bm25 is None:
-            from rirag.retrieval.bm25 import BM25Index
-
             self._memory_bm25 = BM25Index().index(self.memory.ids, self.memory.texts)
         index = {pid: j for j, pid in enumerate(self.ids)}
         self._memory_gold = [np.array([index[g] for g in gold if g in index], dtype=np.int64)
@@ -240,8 +237,6 @@ class FeatureBuilder:
     @property
     def bm25(self):
         if self._bm25 is None:
-            from rirag.retrieval.bm25 import passage_index
-
             self._bm25 = passage_index(self.corpus)
         return self._bm25
 
@@ -249,16 +244,12 @@ class FeatureBuilder:
     def lexical(self):
         """Term / n-gram sets of every passage over the BM25 index's vocabulary (built on first use)."""
         if self._lexical is None:
-            from rirag.retrieval.lexical import LexicalOverlap
-
             self._lexical = LexicalOverlap(self.bm25, [self.corpus[p].text for p in self.ids])
         return self._lexical
 
     @property
     def documents(self):
         if self._documents is None:
-            from rirag.retrieval.bm25 import document_index
-
             self._documents = document_index(self.corpus)
         return self._documents
 

@@ -13,14 +13,14 @@ from typing import Mapping
 from rirag.constants import RERANK_DEPTH, RUN_DEPTH
 from rirag.data import Passage
 from rirag.evaluation import Run, ranked
+from rirag.models import resolve_model
+from rirag.retrieval.dense import ModelLoadError
+from rirag.retrieval.fusion import truncate
 
 logger = logging.getLogger(__name__)
 
 
 def load_cross_encoder(name: str, device: str | None = None, max_length: int | None = 256):
-    from rirag.models import resolve_model
-    from rirag.retrieval.dense import ModelLoadError
-
     try:
         resolved = resolve_model(name)
     except (FileNotFoundError, ImportError) as err:
@@ -79,8 +79,6 @@ class RerankRetriever:
                                   convert_to_numpy=True)
 
     def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
-        from rirag.retrieval.fusion import truncate
-
         first = self.first_stage.search(queries, max(k, self.depth), show_progress)
         reranked = rerank_run(first, queries, self.corpus, lambda p: self.score_pairs(p, show_progress),
                               self.depth, self.batch_size, show_progress)

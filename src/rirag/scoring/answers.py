@@ -37,13 +37,16 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from rirag.answer_record import REQUIRED_FIELDS, read_answers  # noqa: F401 - part of this module's API
+from rirag.answer_record import CITATION_PATTERN, REQUIRED_FIELDS, read_answers, strip_citations  # noqa: F401 - part of this module's API
+from rirag.data import load_obliqa
 from rirag.io import atomic_write_json
+from rirag.scoring.answer_quality import answer_quality
 from rirag.scoring.constants import (
     CSV_COLUMNS,
     LOCAL_JUDGE_LABEL,
     MAX_ANSWER_CHARS,
 )
+from rirag.scoring.signature import OFFICIAL_LABEL, is_official_judge, judge_label
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +92,6 @@ def repass_text(answer: str | None, strip_citation_markers: bool = True) -> str 
     false (``None`` stays ``None``)."""
     if answer is None or not strip_citation_markers:
         return answer
-    from rirag.answer_record import CITATION_PATTERN, strip_citations
-
     return strip_citations(answer) if CITATION_PATTERN.search(answer) else answer  # no marker: the text as written
 
 
@@ -122,43 +123,15 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
 
     data = read_answers(answers_path)
     done = _repair_and_read_ids(csv_path)
-    pending, skipped, failures = [], 0, []
     # the signatures of the scorers that made the CSV's rows (None: a row made by a scorer that records none)
     signatures = _read_signatures(csv_path) if done else set()
     recorded = set(signatures)
     if not done and os.path.exists(signatures_path(csv_path)):  # an earlier CSV's
         os.unlink(signatures_path(csv_path))
-    for item in data:
-        qid = str(item["QuestionID"])
-        if qid in done:
-            continue
-        text = repass_text(item["Answer"], strip_citation_markers) or ""
-        if not text.strip():
-            logger.info("skipping QuestionID %s: no answer", qid)
-            skipped += 1
-            continue
-        if max_answer_chars is not None and len(text) > max_answer_chars:
-            failures.append({"QuestionID": qid, "reason": f"the answer has {len(text):,} characters, more than the "
-                             f"{max_answer_chars:,} scored (--max-answer-chars)"})
-            logger.warning("QuestionID %s: not scored: %s", qid, failures[-1]["reason"])
-            continue
-        pending.append(item)
+    pending, skipped, failures = _select(data, done, strip_citation_markers, max_answer_chars)
     logger.info("%d already scored, %d to score, %d empty answers skipped", len(done), len(pending), skipped)
     os.makedirs(os.path.dirname(os.path.abspath(csv_path)), exist_ok=True)
-    new_file = not done and (not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0)
-    f = writer = None
-
-    def write_row(row: list) -> None:
-        nonlocal f, writer, new_file
-        if f is None:  # the CSV is created with its first row: a run that scores nothing leaves no header-only file
-            f = open(csv_path, "a", encoding="utf-8", newline="")
-            writer = csv.writer(f, lineterminator="\n")
-            if new_file:
-                writer.writerow(CSV_COLUMNS)
-                new_file = False
-        writer.writerow(row)
-        f.flush()
-        os.fsync(f.fileno())
+    out = _RowWriter(csv_path, new_file=not done and (not os.path.exists(csv_path) or os.path.getsize(csv_path) == 0))
 
     def score(chunk: list) -> list[list]:
         result = scorer.score([repass_text(x["Answer"], strip_citation_markers) for x in chunk],
@@ -175,29 +148,88 @@ def score_answers_file(answers_path: str, csv_path: str, scorer: Any, chunk_size
     try:
         with tqdm(total=len(pending), desc="RePASs", unit="answer") as bar:
             for chunk in _chunks(pending, chunk_size):
-                try:
-                    rows = score(chunk)
-                except Exception as err:  # noqa: BLE001 - one bad answer must not sink the run: find it
-                    rows = []
-                    if len(chunk) == 1:
-                        fail(chunk[0], err)
-                    else:
-                        logger.warning("scoring %d answers together failed (%s): scoring them one at a time",
-                                       len(chunk), _reason(err))
-                        for item in chunk:
-                            try:
-                                rows.extend(score([item]))
-                            except Exception as one:  # noqa: BLE001
-                                fail(item, one)
+                rows = _score_or_one_by_one(chunk, score, fail)
                 for row in rows:
-                    write_row(row)
+                    out.write(row)
                 if rows and signatures != recorded:
                     atomic_write_json(signatures_path(csv_path), sorted(signatures, key=str))
                     recorded = set(signatures)
                 bar.update(len(chunk))
     finally:
-        if f is not None:
-            f.close()
+        out.close()
+    return _finish(answers_path, csv_path, failures, skipped, strip_citation_markers, signatures)
+
+
+def _select(data: list[dict], done: set, strip_citation_markers: bool,
+            max_answer_chars: int | None) -> tuple[list[dict], int, list[dict]]:
+    """The answers to score now (not in the CSV yet), the number of empty ones skipped, and the failures: the answers
+    over ``max_answer_chars``, which are not scored."""
+    pending, skipped, failures = [], 0, []
+    for item in data:
+        qid = str(item["QuestionID"])
+        if qid in done:
+            continue
+        text = repass_text(item["Answer"], strip_citation_markers) or ""
+        if not text.strip():
+            logger.info("skipping QuestionID %s: no answer", qid)
+            skipped += 1
+            continue
+        if max_answer_chars is not None and len(text) > max_answer_chars:
+            failures.append({"QuestionID": qid, "reason": f"the answer has {len(text):,} characters, more than the "
+                             f"{max_answer_chars:,} scored (--max-answer-chars)"})
+            logger.warning("QuestionID %s: not scored: %s", qid, failures[-1]["reason"])
+            continue
+        pending.append(item)
+    return pending, skipped, failures
+
+
+class _RowWriter:
+    """Appends rows to the CSV, each flushed and synced; the file is created with its first row (a run that scores
+    nothing leaves no header-only file), with the header when ``new_file``."""
+
+    def __init__(self, csv_path: str, new_file: bool):
+        self.csv_path, self.new_file = csv_path, new_file
+        self.f = self.writer = None
+
+    def write(self, row: list) -> None:
+        if self.f is None:
+            self.f = open(self.csv_path, "a", encoding="utf-8", newline="")
+            self.writer = csv.writer(self.f, lineterminator="\n")
+            if self.new_file:
+                self.writer.writerow(CSV_COLUMNS)
+                self.new_file = False
+        self.writer.writerow(row)
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self) -> None:
+        if self.f is not None:
+            self.f.close()
+
+
+def _score_or_one_by_one(chunk: list[dict], score: Any, fail: Any) -> list[list]:
+    """The chunk's rows, scored together; when that raises, each answer alone (``fail`` records the ones that still
+    raise), so that one bad answer does not sink the run."""
+    try:
+        return score(chunk)
+    except Exception as err:  # noqa: BLE001 - one bad answer must not sink the run: find it
+        rows: list[list] = []
+        if len(chunk) == 1:
+            fail(chunk[0], err)
+        else:
+            logger.warning("scoring %d answers together failed (%s): scoring them one at a time",
+                           len(chunk), _reason(err))
+            for item in chunk:
+                try:
+                    rows.extend(score([item]))
+                except Exception as one:  # noqa: BLE001
+                    fail(item, one)
+        return rows
+
+
+def _finish(answers_path: str, csv_path: str, failures: list[dict], skipped: int, strip_citation_markers: bool,
+            signatures: set) -> dict[str, Any]:
+    """Write the failures (or remove an earlier run's) and the averages of the whole CSV; return the averages."""
     failed_file = failures_path(csv_path)
     if failures:
         atomic_write_json(failed_file, failures)
@@ -244,16 +276,12 @@ def _one_signature(csv_path: str, signatures: set[str | None]) -> str | None:
 
 def is_official(args_or_config: Any) -> bool:
     """Whether the official NLI and coverage models are in use (otherwise numbers are 'RePASs (local judge)')."""
-    from rirag.scoring.signature import is_official_judge
-
     return is_official_judge(args_or_config.nli_model, args_or_config.coverage_model)
 
 
 def format_summary(averages: dict[str, Any], official: bool) -> str:
     """A small text table of the averages; the RePASs label comes from their ``signature`` when they record one
     (else from ``official``)."""
-    from rirag.scoring.signature import OFFICIAL_LABEL, judge_label
-
     name = judge_label(averages["signature"]) if averages.get("signature") else (
         OFFICIAL_LABEL if official else LOCAL_JUDGE_LABEL)
     rows = [("Entailment", "entailment_score"), ("Contradiction", "contradiction_score"),
@@ -288,12 +316,8 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
     """The answer metrics that copying cannot game (:mod:`rirag.scoring.answer_quality`) of answer records; the
     gold-citation metrics and shared answers over the questions that ObliQA has gold passages for (when the data is
     at hand: ``data`` or ``$RIRAG_DATA_DIR``), per question under ``per_question``."""
-    from rirag.scoring.answer_quality import answer_quality
-
     gold: dict[str, list[str]] = {}
     if data or os.environ.get("RIRAG_DATA_DIR"):
-        from rirag.data import load_obliqa
-
         obliqa = load_obliqa(data)
         gold = {q.id: list(q.gold) for questions in obliqa.splits.values() for q in questions if q.gold}
     qids = [str(r["QuestionID"]) for r in records]

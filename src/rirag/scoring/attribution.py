@@ -33,6 +33,9 @@ import numpy as np
 
 from rirag.answer_record import NO_ANSWER, parse_citations, read_answers, strip_citations
 from rirag.scoring.constants import ENTAILMENT, LOCAL_NLI_JUDGE
+from rirag.scoring.models import label_index, resolve_device
+from rirag.scoring.repass import PAIR, Classifier
+from rirag.scoring.workers import resolve_workers
 from rirag.sentences import punkt_split
 
 logger = logging.getLogger(__name__)
@@ -102,10 +105,6 @@ class AttributionConfig:
 def nli_judge(config: AttributionConfig) -> EntailFn:
     """``[(premise, hypothesis)] -> [entails]`` by the NLI model of ``config``, through RePASs' classifier (same
     loading and truncation, no padding, the shared probability cache)."""
-    from rirag.scoring.models import label_index, resolve_device
-    from rirag.scoring.repass import PAIR, Classifier
-    from rirag.scoring.workers import resolve_workers
-
     device = resolve_device(config.device)
     classifier = Classifier(config.nli_model, device, config.batch_size, config.show_progress, PAIR,
                             workers=resolve_workers(config.workers, device))

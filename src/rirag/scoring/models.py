@@ -7,6 +7,7 @@ import logging
 import os
 from typing import Any
 
+from rirag.build_models import build_hint
 from rirag.scoring.constants import (
     FALLBACK_MAX_LENGTH,
     LOCAL_NLI_JUDGE,
@@ -25,8 +26,6 @@ class MissingModelError(FileNotFoundError):
 
 def missing_model_message(name_or_path: str, reason: str = "does not exist") -> str:
     """One line: what is missing and how to get it (``make models`` and the trainer command, or Hub ids)."""
-    from rirag.build_models import build_hint
-
     hint = build_hint(name_or_path)
     if hint:
         return f"model {name_or_path!r} {reason}: {hint}"

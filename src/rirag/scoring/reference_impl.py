@@ -24,6 +24,8 @@ from rirag.scoring.constants import (
     PASSAGE_JOIN,
     REFERENCE_NLI_BATCH_SIZE,
 )
+from rirag.scoring.models import label_index, load_classifier, obligation_index
+from rirag.sentences import get_splitter
 
 
 class ReferenceRePASs:
@@ -33,9 +35,6 @@ class ReferenceRePASs:
                  sentence_splitter: Any = "punkt"):
         import torch
         from transformers import pipeline
-
-        from rirag.scoring.models import label_index, load_classifier, obligation_index
-        from rirag.sentences import get_splitter
 
         self.torch = torch
         self.device = device

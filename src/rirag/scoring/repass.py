@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from rirag.scoring import core
+from rirag.scoring import workers as pool
 from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
     CONTRADICTION,
@@ -47,6 +48,19 @@ from rirag.scoring.constants import (
     PRECISIONS,
     ROUND_DECIMALS,
 )
+from rirag.scoring.models import (
+    MissingModelError,
+    label_index,
+    load_classifier,
+    max_length_of,
+    obligation_index,
+    position_limit,
+    prepared_model,
+    resolve_device,
+)
+from rirag.scoring.signature import repass_signature
+from rirag.scoring.workers import AUTO_WORKERS, resolve_workers
+from rirag.sentences import clear_split_caches, get_splitter
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +105,6 @@ class RePASsConfig:
         if self.batch_size != AUTO_BATCH_SIZE and (
                 not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1):
             raise ValueError(f"batch_size must be a positive integer or {AUTO_BATCH_SIZE!r}, got {self.batch_size!r}")
-        from rirag.scoring.workers import AUTO_WORKERS
-
         if isinstance(self.workers, str) and self.workers.isdigit():
             self.workers = int(self.workers)
         if self.workers != AUTO_WORKERS and (
@@ -191,8 +203,6 @@ PROBABILITY_CACHE = ProbabilityCache()
 
 def clear_caches() -> None:
     """Empty the probability cache and the sentence-split caches (benchmarks time cold runs with this)."""
-    from rirag.sentences import clear_split_caches
-
     PROBABILITY_CACHE.clear()
     clear_split_caches()
 
@@ -224,8 +234,6 @@ class Classifier:
 
     def __init__(self, name: str, device: str, batch_size: int | str, show_progress: bool, encoding: str = PAIR,
                  cache: ProbabilityCache | None = None, workers: int = 1, precision: str = DEFAULT_PRECISION):
-        from rirag.scoring.models import load_classifier, max_length_of, position_limit, prepared_model
-
         self.name = name
         self.precision = precision
         self.tokenizer, _ = load_classifier(name, device)
@@ -344,8 +352,6 @@ class Classifier:
         """Softmax probabilities for each unique input; returns {input: probs}."""
         import torch
         from tqdm.auto import tqdm
-
-        from rirag.scoring import workers as pool
 
         out: dict[Input, np.ndarray] = {}
         todo = []
@@ -484,14 +490,10 @@ class RePASsScorer:
         """The classifier of ``role`` (``nli``, ``obligation`` or ``coverage``), built on first use."""
         key = f"{role}:{name}"
         if key not in self._classifiers:
-            from rirag.scoring.models import resolve_device
-
             if role == "coverage":
                 encoding = JOINED if self.config.mode == "reference" else PAIR_KEEP_SECOND
             else:
                 encoding = SINGLE if role == "obligation" else PAIR
-            from rirag.scoring.workers import resolve_workers
-
             device = resolve_device(self.config.device)
             self._classifiers[key] = Classifier(name, device, self.config.batch_size, self.config.show_progress,
                                                 encoding=encoding, precision=self.config.precision,
@@ -500,8 +502,6 @@ class RePASsScorer:
 
     def load_models(self) -> None:
         """Load the three models now; missing ones raise one ``MissingModelError`` saying how to get each."""
-        from rirag.scoring.models import MissingModelError
-
         problems = []
         for role, name in (("obligation", self.config.obligation_model), ("nli", self.config.nli_model),
                            ("coverage", self.config.coverage_model)):
@@ -516,8 +516,6 @@ class RePASsScorer:
     @property
     def signature(self) -> str:
         """What makes this scorer's numbers: mode, models, precision, splitter, ... (:mod:`rirag.scoring.signature`)."""
-        from rirag.scoring.signature import repass_signature
-
         return repass_signature(self.config)
 
     def _loaded(self, role: str) -> Classifier | None:
@@ -559,8 +557,6 @@ class RePASsScorer:
     def _sentences(self, items: list[tuple[str | None, list[str]]]) -> tuple[list[Split | None], list[int]]:
         """Stage 1: the (passage sentences, answer sentences) of each item, ``None`` for a skipped answer; and the
         indices of the scored items whose passages hold no sentence."""
-        from rirag.sentences import get_splitter
-
         split = get_splitter(self.config.sentence_splitter)
         splits: list[Split | None] = []
         no_passage_text = []
@@ -586,8 +582,6 @@ class RePASsScorer:
         to_classify = list(dict.fromkeys(s for ps, as_ in scored for s in self._obligation_sentences(ps, as_)))
         if not to_classify:
             return {}
-        from rirag.scoring.models import obligation_index
-
         ob = self._classifier(self.config.obligation_model, "obligation")
         ob_idx = obligation_index(ob.config)
         probs = ob.probabilities([(s, None) for s in to_classify], desc="obligations")
@@ -599,8 +593,6 @@ class RePASsScorer:
         inputs = [(p, a) for ps, as_ in scored for p in ps for a in as_]
         if not inputs:
             return {}, None
-        from rirag.scoring.models import label_index
-
         nli = self._classifier(self.config.nli_model, "nli")
         labels = label_index(nli.config, ENTAILMENT), label_index(nli.config, CONTRADICTION)
         return nli.probabilities(inputs, desc="NLI pairs"), labels
@@ -624,8 +616,6 @@ class RePASsScorer:
         of every still-uncovered obligation, all items batched together), so covered obligations cost no more
         inputs (the coverage short-circuit). The result equals ``any`` over all candidates.
         """
-        from rirag.scoring.models import label_index
-
         covered = [[False] * len(obligations) for obligations, _, _ in cov_per_item]
         tried: list[list[Input]] = [[] for _ in cov_per_item]
         pending = [(i, k) for i, (obligations, candidates, _) in enumerate(cov_per_item) if candidates

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rirag import __version__
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL
+from rirag.sentences import SPLITTERS
 
 #: The signature's first word and its fields, in the order they are written.
 SIGNATURE_PREFIX = "repass"
@@ -45,8 +47,6 @@ def _unescape(value: str) -> str:
 
 def splitter_name(splitter: Any) -> str:
     """``punkt`` or ``nltk`` for the named splitters (or their functions), else ``module.qualname`` of a callable."""
-    from rirag.sentences import SPLITTERS
-
     if splitter is None:
         return "punkt"
     if isinstance(splitter, str):
@@ -59,8 +59,6 @@ def splitter_name(splitter: Any) -> str:
 
 def repass_signature(config: Any) -> str:
     """The signature of a :class:`rirag.scoring.repass.RePASsConfig` (or anything with its fields)."""
-    from rirag import __version__
-
     values = {"mode": config.mode, "nli": config.nli_model, "obligation": config.obligation_model,
               "coverage": config.coverage_model, "precision": config.precision,
               "splitter": splitter_name(config.sentence_splitter), "threshold": f"{config.threshold:g}",

@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from rirag.scoring.constants import AUTO_WORKERS
+from rirag.scoring.models import prepared_model
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +67,6 @@ def _init_worker() -> None:
 def _forward(name: str, precision: str, batches: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
     """Logits (float32) of each batch of token arrays, computed in a worker."""
     import torch
-
-    from rirag.scoring.models import prepared_model
 
     model = prepared_model(name, "cpu", precision)
     out = []
