@@ -157,7 +157,7 @@ def test_focused_teacher_answers_the_question_from_the_oracle_only():
     question = "When must a Fund Manager notify the Regulator of a change of auditor?"
     inst = RaftInstance("q1", question, ("c", "a", "d", "b"), ("a", "b"))
     answerer = FocusedAnswerer(encode=bag_of_words, is_obligation=no_obligations,
-                               config=FocusedConfig(keep_ratio=0.9, min_score=0.0))
+                               config=FocusedConfig(keep_ratio=0.9, min_score=0.0, passage_gate=False))
     rows, dropped = raft_rows([inst], corpus, FocusedTeacher(answerer))
     answer, found = final_answer(rows[0]["completion"][0]["content"], FEW_SHOT_COT)
     assert found and dropped == 0
@@ -166,6 +166,13 @@ def test_focused_teacher_answers_the_question_from_the_oracle_only():
     assert answer.startswith("A Fund Manager must notify the Regulator within 10 business days") and "[4]" in answer
     assert "[3]" not in answer and "annual fee" not in answer
     assert rows[0]["completion"][0]["content"].startswith('Passage [4] says: "A Fund Manager must notify')
+    # with the frozen scorer's passage gate every oracle passage is cited, each through its best unit (here a's
+    # best is its first): the distractors never are
+    gated = FocusedAnswerer(encode=bag_of_words, is_obligation=no_obligations)
+    answer, _ = final_answer(raft_rows([inst], corpus, FocusedTeacher(gated))[0][0]["completion"][0]["content"],
+                             FEW_SHOT_COT)
+    assert answer.startswith("A Fund Manager must notify the Regulator within 10 business days")
+    assert "[4]" in answer and "[2]" in answer and "[1]" not in answer and "[3]" not in answer
 
 
 def test_dataset_dict_and_card(mined, tmp_path):
