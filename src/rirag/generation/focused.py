@@ -42,8 +42,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rirag.answer_record import with_citation
-from rirag.generation.base import FOCUSED
-from rirag.generation.prompts import NO_ANSWER
+from rirag.constants import OFFLINE_ENCODER
+from rirag.data import DataError
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED
+from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
+from rirag.generation.prompts import NO_ANSWER, passages_from_messages, question_from_messages
+from rirag.retrieval.bm25 import BM25Index
+from rirag.retrieval.dense import load_encoder
+from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
 from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, split_units
 
 logger = logging.getLogger(__name__)
@@ -123,8 +129,6 @@ class FocusedAnswer:
 @functools.lru_cache(maxsize=4)
 def load_scorer(path: str | None = None) -> dict:
     """The frozen scorer JSON (cached). Missing or malformed: a clear error naming the file."""
-    from rirag.data import DataError
-
     path = Path(path) if path else SCORER_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -151,9 +155,6 @@ def _logistic(x: np.ndarray, model: dict) -> np.ndarray:
 
 def _bm25_and_lexical(question: str, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """BM25 of the question against each text (an index over these texts) and the lexical coverage features."""
-    from rirag.retrieval.bm25 import BM25Index
-    from rirag.retrieval.lexical import LexicalOverlap
-
     index = BM25Index().index([str(i) for i in range(len(texts))], texts, log=False)
     bm25 = np.asarray(index.score_all({"q": question}), dtype=np.float64).reshape(-1)
     lexical = LexicalOverlap(index, texts).features(question, list(range(len(texts))))
@@ -164,8 +165,6 @@ def unit_features(question: str, units: Sequence[Unit], scores: Sequence[float],
                   encode: EncodeFn, is_obligation: ObligationFn) -> tuple[np.ndarray, np.ndarray]:
     """(unit features ``(len(units), len(FEATURES))``, answerability features ``(len(ANSWERABILITY_FEATURES),)``)
     for one question. ``scores``: each passage's retrieval score (normalised to [0, 1]), in passage order."""
-    from rirag.retrieval.lexical import LEXICAL_FEATURES
-
     texts = [u.text for u in units]
     emb = encode([question, *texts])
     cos = emb[1:] @ emb[0]
@@ -203,14 +202,8 @@ class FocusedAnswerer:
                  config: FocusedConfig | None = None, scorer: str | dict | None = None,
                  encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
                  split: Callable[[str], Sequence[str]] | None = None):
-        from rirag.constants import OFFLINE_ENCODER
-        from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER
-        from rirag.generation.extractive import MODAL_CUES
-
         self.config = config or FocusedConfig()
         if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir():
-            from rirag.data import DataError
-
             raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "
                             f"{DEFAULT_OBLIGATION_CLASSIFIER} when trained (else deontic cues), or pass {MODAL_CUES}")
         self.classifier = classifier or DEFAULT_OBLIGATION_CLASSIFIER
@@ -260,8 +253,6 @@ class FocusedAnswerer:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self._encode is None:
-            from rirag.retrieval.dense import load_encoder
-
             model = load_encoder(self.encoder, self.device)
             self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
                                              show_progress_bar=False, batch_size=64)
@@ -269,8 +260,6 @@ class FocusedAnswerer:
 
     def is_obligation(self, texts: list[str]) -> list[bool]:
         if self._is_obligation is None:
-            from rirag.generation.extractive import modal_cue_obligations, obligation_classifier
-
             if Path(self.classifier).is_dir():
                 self._is_obligation = obligation_classifier(self.classifier, self.device)
             else:
@@ -390,8 +379,6 @@ class FocusedAnswerer:
 
     def generate(self, batch) -> list[str]:
         """The chat-generator interface: question and passages read back from each prompt."""
-        from rirag.generation.prompts import passages_from_messages, question_from_messages
-
         return self.answer_passages([question_from_messages(m) for m in batch],
                                     [passages_from_messages(m) for m in batch])
 

@@ -26,10 +26,14 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
-from rirag.data import DataError, Passage
+from rirag.data import DataError, Passage, read_json
+from rirag.evaluation import ranked
 from rirag.generation.base import BATCH_SIZE
 from rirag.generation.citations import ParsedAnswer, citation_records, parse_citations
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT, build_messages, final_answer
+from rirag.io import atomic_write_json
+from rirag.retrieval.filtering import filter_ranked
+from rirag.retrieval.fusion import min_max_normalise
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +112,6 @@ def prepare_question(text: str | None) -> tuple[str, list[str]]:
 def normalise(results: Mapping[str, float]) -> dict[str, float]:
     """Scores as the RIRAG filter expects them: unchanged when all lie in [0, 1] (hybrid, rank fusion), else
     min-max normalised over the question's results (BM25, learned fusion)."""
-    from rirag.retrieval.fusion import min_max_normalise
-
     if all(0.0 <= s <= 1.0 for s in results.values()):
         return dict(results)
     return min_max_normalise(results)
@@ -118,9 +120,6 @@ def normalise(results: Mapping[str, float]) -> dict[str, float]:
 def select_passages(results: Mapping[str, float], corpus: Mapping[str, Passage], k: int = EVAL_K,
                     filtered: bool = True, where: str = "run") -> list[RetrievedPassage]:
     """The top ``k`` of one question's results (RIRAG-filtered unless ``filtered`` is false), as passages."""
-    from rirag.evaluation import ranked
-    from rirag.retrieval.filtering import filter_ranked
-
     if filtered:
         scores = normalise(results)
         chosen = list(filter_ranked(scores, FILTER_MIN_SCORE, FILTER_MAX_DROP, k).items())
@@ -228,8 +227,6 @@ class AnswersFile:
         self.journal = self.out.with_name(self.out.name + JOURNAL_SUFFIX)
         self.records: dict[str, dict] = {}
         if self.out.exists():
-            from rirag.data import read_json
-
             data = read_json(self.out)
             if not isinstance(data, list):
                 raise DataError(f"{self.out}: expected a JSON list of answer records, got {type(data).__name__}")
@@ -275,8 +272,6 @@ class AnswersFile:
 
     def finalize(self, order: Iterable[str] = ()) -> Path:
         """Write every record to ``out`` (those in ``order`` first, in that order), atomically; drop the journal."""
-        from rirag.io import atomic_write_json
-
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -292,8 +287,6 @@ class AnswersFile:
 
 def read_questions(path: str | os.PathLike) -> list[tuple[str, str]]:
     """``[(QuestionID, Question)]`` from a JSON list of records (the RIRAG_Unseen_Questions.json layout)."""
-    from rirag.data import read_json
-
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, list):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from rirag.constants import HYBRID_ALPHA, LEARNED_FUSION_RANKER, OFFLINE_ENCODER
+from rirag.data import DataError, read_json
 from rirag.retrieval.registry import RetrieverSpec
 
 logger = logging.getLogger(__name__)
@@ -84,8 +85,6 @@ def best_cv_spec(table: Mapping[str, Any]) -> RetrieverSpec | None:
 def default_retriever(path: str | Path | None = None) -> RetrieverSpec:
     """The default retriever spec: the best CV row needing no trained artifact, read from ``path`` (default
     ``$RIRAG_CV_RESULTS``, else :data:`CV_RESULTS`); :data:`FALLBACK_RETRIEVER` where that gives none."""
-    from rirag.data import DataError, read_json
-
     path = Path(path or os.environ.get(CV_RESULTS_ENV_VAR) or CV_RESULTS)
     if not path.is_file():
         logger.debug("no CV table at %s: default retriever %s", path, FALLBACK_RETRIEVER)
@@ -116,7 +115,7 @@ def with_default_retriever(model: str | None, options: Iterable[tuple[str, Any]]
 
 def trained_ranker_hint(folder: str | Path = LEARNED_FUSION_RANKER) -> str | None:
     """One line suggesting the learned fusion when a trained ranker is in ``folder``, else None."""
-    from rirag.retrieval.learned_fusion import RANKER_FILE
+    from rirag.retrieval.learned_fusion import RANKER_FILE  # inside: that module imports numpy at its top
 
     if not (Path(folder) / RANKER_FILE).is_file():
         return None

@@ -1,5 +1,8 @@
 """Build a retriever by name: the one place the CLI, the demo and the benchmarks get retrievers from.
 
+Each factory imports its implementation inside the function: the implementations import numpy (and lightgbm,
+sentence-transformers) at their top, and this registry is imported by ``rirag --help``, which loads neither.
+
 =============  ======================================================================================================
 name           what (``spec.model``: the dense encoder; ``spec.options``: keyword options, see each factory)
 =============  ======================================================================================================
