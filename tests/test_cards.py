@@ -95,6 +95,13 @@ def test_every_model_card_parses_and_its_model_index_matches_the_results_json(pu
             values = {r.metric_name: r.metric_value for r in data.eval_results}
             assert values.pop("3-way accuracy (all sources)") == ref["overall_3way_accuracy"]
             assert values == {f"accuracy ({s})": v["accuracy"] for s, v in ref["per_source"].items()}
+        elif entry.card == "raft_adapter.md.j2":  # generation.json's rows for the adapter (base + adapter)
+            generation = json.loads((RESULTS / "generation.json").read_text())["rows"]
+            values = {r.metric_value for r in data.eval_results}
+            for name in ("raft", "raft-closed-book"):
+                assert (entry.results_artifact or entry.source) in generation[name]["model"]
+                assert generation[name]["repass"] in values, (entry.name, name)
+            assert {r.task_name for r in data.eval_results} == {"raft (raft)", "raft-closed-book (closed-book)"}
         else:
             expected = _expected_rows(entry.source, entry.results)
             assert expected, f"{entry.name}: no result rows for {entry.source} in {entry.results}"

@@ -184,6 +184,9 @@ def test_cards_name_hub_ids_not_local_paths(published):
     adapter = (Path(rows["raft-adapter"].folder) / "README.md").read_text()
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in adapter  # not the local folder it trained from
     assert 'PeftModel.from_pretrained(base, "rirag/smollm2-135m-raft-obliqa-lora")' in adapter
+    assert "RAFT dataset `rirag/obliqa-raft-instances`" in adapter  # the training data as published
+    merged = (Path(rows["raft-merged"].folder) / "README.md").read_text()
+    assert "adapter (`rirag/smollm2-135m-raft-obliqa-lora`) merged" in merged and "artifacts/raft" not in merged
     dataset = (Path(rows["obliqa-leakage-free"].folder) / "README.md").read_text()
     assert 'load_dataset("rirag/obliqa-leakage-free", "queries", split="train")' in dataset
     metric = (Path(rows["repass-metric"].folder) / "README.md").read_text()

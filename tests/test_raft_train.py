@@ -153,3 +153,41 @@ def test_one_step_lora_run_changes_the_adapter_and_reloads(tiny_setup):
     assert "completion-only cross-entropy" in card and "train_loss" in card
     assert "library_name: transformers" in (root / "merged" / "README.md").read_text()
     assert json.loads((root / "summary.json").read_text())["summary"]["steps"] == 2
+    _check_raft_cards(root, str(base))
+
+
+def _check_raft_cards(root: Path, base: str) -> None:
+    """Both folders' card data (RAFTAdapterCard) and cards, and hub_push rendering them again from the saved data."""
+    import json
+
+    import yaml
+
+    from rirag.card_data import CARD_DATA_FILE, CARD_FILE, RAFTAdapterCard, load_card_data
+    from rirag.hub import assemble, load_manifest
+
+    for folder, variant, library in (("out", "adapter", "peft"), ("merged", "merged", "transformers")):
+        text = (root / folder / CARD_FILE).read_text()
+        meta = yaml.safe_load(text.split("\n---\n", 1)[0][4:])
+        assert meta["base_model"] == base and meta["library_name"] == library and "raft" in meta["tags"]
+        saved = json.loads((root / folder / CARD_DATA_FILE).read_text())
+        assert saved["kind"] == "raft" and saved["variant"] == variant and saved["adapter"] == str(root / "out")
+        assert saved["training"]["steps"] == 2 and saved["raft_data"]["rows"] == 4 and saved["lora"]["lora_r"] == 16
+        hyper = saved["hyperparameters"]
+        assert hyper["learning_rate"] == 0.01 and hyper["max_steps"] == 2 and "`max_train_samples`: 4" in text
+        for default in ("qlora", "weight_decay", "dataset_train_split", "seed"):
+            assert default not in hyper and f"`{default}`" not in text
+        for ignored in ("output_dir", "merged_output_dir", "dataset_name", "model_name_or_path", "results_path"):
+            assert ignored not in hyper
+    assert "PeftModel.from_pretrained(base, " in (root / "out" / CARD_FILE).read_text()
+    assert f"(`{root / 'out'}`) merged into its weights" in (root / "merged" / CARD_FILE).read_text()
+    # hub_push renders the same template from the saved card data: the same bytes when publishing adds nothing
+    (root / "manifest.yaml").write_text(yaml.safe_dump({"namespace": "ns", "entries": [
+        {"name": "out", "kind": "adapter", "source": "out", "repo": "out", "card": "raft_adapter.md.j2",
+         "results": []}]}))
+    manifest = load_manifest(root / "manifest.yaml")
+    trainer_card = (root / "out" / CARD_FILE).read_bytes()
+    assert isinstance(load_card_data(root / "out", RAFTAdapterCard), RAFTAdapterCard)
+    row = assemble(manifest.entries[0], manifest, root)
+    assert row.status == "assembled" and row.card == "ok", row
+    published = (Path(row.folder) / CARD_FILE).read_text()
+    assert published.encode() == trainer_card.replace(str(root / "out").encode(), b"ns/out")

@@ -59,8 +59,9 @@ def test_reranker_training_two_steps(tiny_data_dir, tmp_path, loss):
                                       train_split="original-dev", negatives_retriever="bm25",
                                       negatives_per_question=2, negatives_depth=5, max_length=48, loss=loss,
                                       in_batch_negatives=1, precision="fp32")  # saved vs memory: exact
-    targs = CrossEncoderTrainingArguments(output_dir=str(tmp_path / "rr"), max_steps=2, per_device_train_batch_size=4,
-                                          learning_rate=1e-3, save_strategy="no", report_to="none", use_cpu=True)
+    targs = CrossEncoderTrainingArguments(output_dir=str(tmp_path / "rr"), hub_model_id="ns/rr", max_steps=2,
+                                          per_device_train_batch_size=4, learning_rate=1e-3, save_strategy="no",
+                                          report_to="none", use_cpu=True)
     result = reranker.main(args, targs)
     assert result["examples"] > 8
     if loss == "bce":
@@ -77,7 +78,46 @@ def test_reranker_training_two_steps(tiny_data_dir, tmp_path, loss):
             assert groups["positive"][i] in gold[query]
             assert not {groups["negative_1"][i], groups["negative_2"][i]} & gold[query]
     assert ("softmax" in (tmp_path / "rr" / "README.md").read_text()) == (loss == "mnrl")  # the card names the loss
+    _check_reranker_card(tmp_path, str(base), loss)
     reloaded = CrossEncoder(str(tmp_path / "rr"))
     after = reloaded.predict(pairs)
     assert not np.allclose(before, after, atol=1e-6)
     assert np.allclose(result["model"].predict(pairs), after, atol=1e-5)  # saved = trained
+
+
+def _check_reranker_card(root: Path, base: str, loss: str) -> None:
+    """The trainer's card data and card (cross_encoder_reranker.md.j2), and hub_push rendering the same bytes."""
+    import json
+
+    import yaml
+
+    from rirag.card_data import CARD_DATA_FILE, CARD_FILE, RerankerCard, load_card_data
+    from rirag.hub import assemble, load_manifest
+
+    folder = root / "rr"
+    text = (folder / CARD_FILE).read_text()
+    assert text.startswith("---\n")
+    meta = yaml.safe_load(text.split("\n---\n", 1)[0][4:])
+    assert meta["base_model"] == base and meta["pipeline_tag"] == "text-ranking" and "reranker" in meta["tags"]
+    assert 'CrossEncoder("ns/rr")' in text  # the usage snippet loads hub_model_id
+    saved = json.loads((folder / CARD_DATA_FILE).read_text())
+    assert saved["kind"] == "reranker" and saved["base_model"] == base
+    assert saved["settings"]["loss"].startswith(f"`{loss}`") and "top 5 of bm25" in saved["settings"]["negatives"]
+    hyper = saved["hyperparameters"]
+    assert hyper["negatives_per_question"] == 2 and hyper["learning_rate"] == 0.001 and hyper["max_length"] == 48
+    assert hyper.get("loss") == (None if loss == "bce" else "mnrl")  # 'bce' is the default: not recorded
+    assert "`negatives_per_question`: 2" in text and "`max_length`: 48" in text
+    for default in ("split_seed", "max_train_questions", "weight_decay", "num_train_epochs"):
+        assert default not in hyper and f"`{default}`" not in text
+    for ignored in ("output_dir", "hub_model_id", "report_to", "data", "model_name_or_path"):
+        assert ignored not in hyper
+    # hub_push renders the same template from the saved card data: the same bytes when publishing adds nothing
+    trainer_card = (folder / CARD_FILE).read_bytes()
+    assert isinstance(load_card_data(folder, RerankerCard), RerankerCard)
+    (root / "manifest.yaml").write_text(yaml.safe_dump({"namespace": "ns", "entries": [
+        {"name": "rr", "kind": "model", "source": "rr", "repo": "rr", "card": "cross_encoder_reranker.md.j2",
+         "results": []}]}))
+    manifest = load_manifest(root / "manifest.yaml")
+    row = assemble(manifest.entries[0], manifest, root)
+    assert row.status == "assembled" and row.card == "ok", row
+    assert (Path(row.folder) / CARD_FILE).read_bytes() == trainer_card

@@ -61,6 +61,10 @@ class RaftTrainingArguments(RunArguments):
     results_path: str = field(default="", metadata={"help": "Also write the training summary here (JSON)."})
 
 
+#: Arguments the card states elsewhere (the data, the merged folder, the dtype), beside the ones no card records.
+CARD_STATES = frozenset({"dataset_name", "merged_output_dir", "model_init_kwargs"})
+
+
 def use_qlora(mode: str, cuda: bool) -> bool:
     """Whether to train QLoRA: ``auto`` follows CUDA; ``true`` without CUDA is an error."""
     if mode not in ("auto", "true", "false"):
@@ -123,12 +127,6 @@ def merge_adapter(base_path: str, adapter_dir: str, out_dir: str, dtype: str = "
     base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
     merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
     merged.save_pretrained(out_dir)
-
-
-def _write(path: str, text: str) -> None:
-    from rirag.io import atomic_write_text
-
-    atomic_write_text(path, text)
 
 
 def fits(tokenizer, max_length: int | None):
@@ -205,7 +203,7 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
 def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     import torch
 
-    from rirag.cards import render_card
+    from rirag.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
     from rirag.precision import hardware_record
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints
 
@@ -260,13 +258,17 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
         data = {"dataset": data_args.dataset_name, "split": script_args.dataset_train_split,
                 "rows": info["rows"], "dropped_too_long": too_long,
                 "report": _dataset_report(data_args.dataset_name)}
-        for folder, kind in ((out, "adapter"), (merged, "merged")):
-            if folder == "none":
-                continue
-            _write(os.path.join(folder, "README.md"), render_card(
-                "raft_adapter.md.j2", kind=kind, name=os.path.basename(os.path.normpath(folder)),
-                base_model=model_args.model_name_or_path, recipe=recipe, data=data, results=summary,
-                command=command, adapter_dir=out))
+        hyperparameters = non_default_hyperparameters(data_args, script_args, training_args, model_args,
+                                                      ignore=IGNORED_HYPERPARAMETERS | CARD_STATES)
+        for folder, variant in ((out, "adapter"), (merged, "merged")):
+            if folder != "none":
+                repo_id = (training_args.hub_model_id if variant == "adapter" else None) or folder
+                # over any README.md PEFT wrote: the card hub_push renders from the same data
+                save_card(RAFTAdapterCard(
+                    name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id,
+                    base_model=model_args.model_name_or_path, datasets=["RegNLP/ObliQA"], command=command,
+                    variant=variant, adapter=out, lora=recipe, raft_data=data, training=summary,
+                    hyperparameters=hyperparameters), folder)
         if script_args.results_path:
             from rirag.io import atomic_write_json
 

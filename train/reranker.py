@@ -98,14 +98,48 @@ def build_groups(args: RerankerArguments, obliqa) -> dict[str, list[str]]:
     return columns
 
 
+def reranker_card(script_args: RerankerArguments, training_args, summary: dict, hyperparameters: dict):
+    """The card data of the trained reranker (rendered by ``model_cards/cross_encoder_reranker.md.j2``, the template
+    hub_push renders too): base model, negatives, loss and training facts; the model-index comes from
+    ``benchmarks/retrieval.py``'s results when hub_push renders it."""
+    from rirag.card_data import RerankerCard
+
+    repo_id = training_args.hub_model_id or training_args.output_dir
+    retriever = script_args.negatives_retriever
+    source = retriever if retriever == "bm25" or not script_args.negatives_model else \
+        f"{retriever} ({script_args.negatives_model})"
+    if script_args.loss == "bce":
+        loss, loss_class = "binary cross-entropy on one logit (gold 1, mined negative 0)", "BinaryCrossEntropyLoss"
+    else:
+        loss = (f"a softmax over each gold passage, its mined negatives and {script_args.in_batch_negatives} "
+                "in-batch negatives")
+        loss_class = "MultipleNegativesRankingLoss"
+    return RerankerCard(
+        name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
+        datasets=["RegNLP/ObliQA"],
+        description="Cross-encoder reranker (one relevance logit) for the hybrid retriever's top candidates: gold "
+                    "passages as positives, non-gold top-ranked passages of a first-stage retriever as negatives, "
+                    f"{loss}. Inputs are (question, passage) without prefixes.",
+        command="python train/reranker.py " + " ".join(sys.argv[1:]),
+        train_data=f"ObliQA split `{script_args.train_split}`: {summary['examples']} training "
+                   + ("examples" if script_args.loss == "bce" else "(question, gold passage) groups"),
+        settings={"negatives": f"{script_args.negatives_per_question} per question from the top "
+                               f"{script_args.negatives_depth} of {source}, never gold or a gold passage's text",
+                  "loss": f"`{script_args.loss}` ({loss_class})",
+                  "max length": f"{script_args.max_length} tokens per (question, passage) pair",
+                  "epochs": training_args.num_train_epochs, "learning rate": training_args.learning_rate,
+                  "batch size": training_args.per_device_train_batch_size,
+                  "train loss": round(summary["train_loss"], 4), "train seconds": round(summary["train_seconds"], 1)},
+        hyperparameters=hyperparameters)
+
+
 def main(script_args: RerankerArguments, training_args) -> dict:
     from datasets import Dataset
     from sentence_transformers import CrossEncoder
     from sentence_transformers.cross_encoder import CrossEncoderTrainer
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MultipleNegativesRankingLoss
 
-    from rirag.cards import render_card
-    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.data import load_obliqa
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
@@ -148,28 +182,10 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     if trainer.is_world_process_zero():
         trainer.save_model(training_args.output_dir)
         remove_checkpoints(training_args.output_dir)
-        card = render_card(
-            "rirag_encoder.md.j2", library_name="sentence-transformers", pipeline_tag="text-ranking",
-            base_model=script_args.model_name_or_path, stage_tag="reranker", metrics={}, eval_split="",
-            name=os.path.basename(os.path.normpath(training_args.output_dir)),
-            description="Cross-encoder reranker (one relevance logit) for the hybrid retriever's top candidates: "
-                        "gold passages as positives, non-gold top-ranked passages of a first-stage retriever as "
-                        "negatives, " + ("binary cross-entropy" if script_args.loss == "bce" else
-                                         f"a softmax over the gold passage, its mined negatives and "
-                                         f"{script_args.in_batch_negatives} in-batch negatives") +
-                        ". Inputs are (question, passage) without prefixes.",
-            train_split=script_args.train_split, n_examples=len(examples), query_prefix=QUERY_PREFIX,
-            passage_prefix=PASSAGE_PREFIX,
-            settings={"negatives": f"{script_args.negatives_per_question} per question from the top "
-                                   f"{script_args.negatives_depth} of {script_args.negatives_retriever}"
-                                   + (f" ({script_args.negatives_model})" if script_args.negatives_retriever != "bm25"
-                                      else ""),
-                      "loss": script_args.loss,
-                      "epochs": training_args.num_train_epochs, "learning rate": training_args.learning_rate,
-                      "train loss": round(result.training_loss, 4), "train seconds": round(seconds, 1)},
-            command="python train/reranker.py " + " ".join(sys.argv[1:]))
-        with open(os.path.join(training_args.output_dir, "README.md"), "w", encoding="utf-8") as f:
-            f.write(card)
+        # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
+        save_card(reranker_card(script_args, training_args, {
+            "examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds},
+            non_default_hyperparameters(script_args, training_args)), training_args.output_dir)
         if training_args.push_to_hub:
             trainer.push_to_hub()
     return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(examples), "model": model}

@@ -151,6 +151,25 @@ class LearnedFusionCard(CardData):
 
 
 @dataclass
+class RAFTAdapterCard(CardData):
+    """A RAFT LoRA adapter, or its base with the adapter merged in (``train/raft.py`` writes one of each).
+    ``variant``: ``adapter`` or ``merged``; ``adapter``: the adapter's folder (its Hub id once published);
+    ``lora``: the recipe (LoRA, quantisation, optimiser, schedule), by display name; ``raft_data``: the RAFT
+    DatasetDict trained on (``dataset``, ``split``, ``rows``, ``dropped_too_long``, the builder's ``report``);
+    ``training``: the run's measured facts (rows, steps, loss, tokens per second, hardware). Named apart from the
+    base fields they would clash with (``recipe`` is the recipe file, ``results`` the benchmark rows)."""
+
+    TEMPLATE: ClassVar[str] = "raft_adapter.md.j2"
+    KIND: ClassVar[str] = "raft"
+
+    variant: str = "adapter"
+    adapter: str = ""
+    lora: dict[str, Any] = field(default_factory=dict)
+    raft_data: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class NLIDatasetCard(CardData):
     """The NLI pairs of the local judge (``dataset_builders/nli.py``): rows per split and source."""
 
@@ -175,7 +194,7 @@ class DemoSpaceCard(CardData):
 
 #: Every card kind, by the template that renders it and by the kind recorded in card_data.json.
 CARD_TYPES: tuple[type[CardData], ...] = (ClassifierCard, JudgeCard, EncoderCard, RerankerCard, LearnedFusionCard,
-                                          NLIDatasetCard, DemoSpaceCard)
+                                          RAFTAdapterCard, NLIDatasetCard, DemoSpaceCard)
 
 
 def card_type(template_or_kind: str) -> type[CardData]:
@@ -234,9 +253,15 @@ def _plain(value: Any) -> Any:
 
 def _values_and_defaults(args: Any) -> tuple[dict, dict]:
     """An arguments dataclass's values and its class defaults. ``transformers.TrainingArguments`` (it has
-    ``to_dict``) is compared with a fresh instance, as ``__post_init__`` leaves it."""
+    ``to_dict``) is compared with a fresh instance, as ``__post_init__`` leaves it (with the run's device flags where
+    the plain defaults cannot be built on this machine: those flags are then not recorded)."""
     if hasattr(args, "to_dict"):
-        return args.to_dict(), type(args)(output_dir=getattr(args, "output_dir", None) or "unused").to_dict()
+        output_dir = getattr(args, "output_dir", None) or "unused"
+        try:
+            return args.to_dict(), type(args)(output_dir=output_dir).to_dict()
+        except ValueError:  # trl's SFTConfig defaults to bf16, which a machine without it refuses: the run's device
+            device = {k: getattr(args, k) for k in ("use_cpu", "bf16", "fp16") if hasattr(args, k)}
+            return args.to_dict(), type(args)(output_dir=output_dir, **device).to_dict()
     values, defaults = {}, {}
     for f in fields(args):
         if not f.init:

@@ -42,6 +42,7 @@ from rirag.card_data import (
     ClassifierCard,
     DemoSpaceCard,
     LearnedFusionCard,
+    RAFTAdapterCard,
     card_type,
     load_card_data,
 )
@@ -351,6 +352,10 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
         card.models = [_hub_id(manifest, x) for x in card.models or []]
     if isinstance(card, LearnedFusionCard) and saved is not None:
         card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
+    if isinstance(card, RAFTAdapterCard):  # the adapter a merged model was merged from, the RAFT data: as Hub ids
+        card.adapter = _hub_id(manifest, card.adapter) if card.adapter else card.adapter
+        if card.raft_data.get("dataset"):
+            card.raft_data = {**card.raft_data, "dataset": _hub_id(manifest, card.raft_data["dataset"])}
     if card.base_model:
         card.base_model = _hub_id(manifest, card.base_model)
         given = {**manifest.defaults, **entry.context}.get("base_model")
