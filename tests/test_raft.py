@@ -97,6 +97,33 @@ def test_seeded(mined):
     assert a == b and a != c
 
 
+def test_retrieval_order_sorts_the_same_draws_by_rank(mined):
+    corpus, questions, pools = mined
+    ranks = {q.id: {pid: r for r, pid in enumerate(reversed(sorted(corpus)))} for q in questions}
+    ranks[questions[1].id] = {}  # no ranking at all: the shuffled order stays
+    shuffled, _ = build_instances(questions, corpus, pools, seed=5)
+    ordered, report = build_instances(questions, corpus, pools, seed=5, order="retrieval", ranks=ranks)
+    assert report["context_order"] == "retrieval"
+    assert [i.question_id for i in ordered] == [i.question_id for i in shuffled]
+    for s, o in zip(shuffled, ordered):
+        assert sorted(s.passage_ids) == sorted(o.passage_ids) and s.oracle_ids == o.oracle_ids  # same draws
+        rank = ranks[o.question_id]
+        if rank:
+            assert [rank[p] for p in o.passage_ids] == sorted(rank[p] for p in o.passage_ids)
+        else:
+            assert o.passage_ids == s.passage_ids
+    # a passage the retriever did not rank goes after the ranked ones
+    q = next(i for i in shuffled if i.question_id == questions[2].id)
+    unranked = q.passage_ids[0]
+    partial = {questions[2].id: {p: r for r, p in enumerate(reversed(q.passage_ids[1:]))}}
+    again, _ = build_instances(questions, corpus, pools, seed=5, order="retrieval", ranks=partial)
+    assert again[2].passage_ids == (*reversed(q.passage_ids[1:]), unranked)
+    with pytest.raises(ValueError, match="needs the retriever's ranks"):
+        build_instances(questions, corpus, pools, order="retrieval")
+    with pytest.raises(ValueError, match="unknown context order"):
+        build_instances(questions, corpus, pools, order="random")
+
+
 def test_short_pools_and_missing_gold_are_skipped_and_counted():
     corpus = {f"p{i}": Passage(f"p{i}", 1, str(i), f"text {i}") for i in range(6)}
     questions = [Question("ok", "q", ("p0",)), Question("short", "q", ("p1",)), Question("nogold", "q", ("zz",))]

@@ -5,8 +5,10 @@ retriever. With probability :data:`ORACLE_PROBABILITY` the context holds the que
 plus :data:`DISTRACTORS_WITH_ORACLE` distractors; otherwise it holds :data:`DISTRACTORS_WITHOUT_ORACLE`
 distractors alone, and the target answer says that the passages do not settle the question. Distractors are the
 retriever's top-ranked non-gold passages (:func:`rirag.retrieval.negatives.negative_pools`: a passage whose text
-equals a gold passage's text is never a distractor). The context is shuffled, then numbered ``[1]``..``[n]``; all
-draws come from one seeded ``random.Random``, so the same questions, pools and seed give the same instances.
+equals a gold passage's text is never a distractor). The context is shuffled (the paper's recipe) or put in the
+retriever's rank order (:data:`CONTEXT_ORDERS`; what the student sees at answer time, where the filtered passages
+come best first), then numbered ``[1]``..``[n]``; all draws come from one seeded ``random.Random``, so the same
+questions, pools and seed give the same instances.
 
 Only the protocol's *training* questions may be used (:data:`TRAINING_SPLITS`); the builder refuses evaluation
 splits.
@@ -24,7 +26,7 @@ from rirag.answer_record import with_citation
 from rirag.cards import render_card
 from rirag.constants import SEED
 from rirag.data import DataError, Passage, Question, load_obliqa
-from rirag.evaluation import read_trec
+from rirag.evaluation import ranked, read_trec
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec
 from rirag.generation.citations import CITATION_PATTERN, numbers_in, parse_citations, strip_citations
 from rirag.generation.extractive import ExtractiveComposer
@@ -56,6 +58,10 @@ NEGATIVES_DEPTH = 20
 #: Splits whose questions RAFT may train on (the leakage-free ``train`` split; the original protocol's training
 #: splits). Validation and test questions never become training instances.
 TRAINING_SPLITS = ("train", "original-train", "original-dev")
+#: How a context is ordered: ``shuffled`` (RAFT's recipe: the oracle's position carries no signal) or
+#: ``retrieval`` (the retriever's rank order, passages it did not rank last, in shuffled order; the order the
+#: answering pipeline shows its filtered passages in).
+CONTEXT_ORDERS = ("shuffled", "retrieval")
 
 
 @dataclass(frozen=True)
@@ -89,12 +95,19 @@ def build_instances(questions: Sequence[Question], corpus: Mapping[str, Passage]
                     oracle_probability: float = ORACLE_PROBABILITY,
                     distractors_with_oracle: int = DISTRACTORS_WITH_ORACLE,
                     distractors_without_oracle: int = DISTRACTORS_WITHOUT_ORACLE,
-                    seed: int = SEED) -> tuple[list[RaftInstance], dict]:
+                    seed: int = SEED, order: str = "shuffled",
+                    ranks: Mapping[str, Mapping[str, int]] | None = None) -> tuple[list[RaftInstance], dict]:
     """RAFT instances for ``questions`` (in order) and a report of what was built and skipped.
 
     ``pools`` maps a question id to its distractor candidates (non-gold, best first). A question with no gold
     passage in the corpus, or whose pool is shorter than the distractors it needs, is skipped and counted.
+    ``order="retrieval"`` sorts each shuffled context by ``ranks[question id][passage id]`` (0 = best; a passage
+    without a rank goes last), so the same draws give the same passages in either order.
     """
+    if order not in CONTEXT_ORDERS:
+        raise ValueError(f"unknown context order {order!r}; choose one of {', '.join(CONTEXT_ORDERS)}")
+    if order == "retrieval" and ranks is None:
+        raise ValueError("context order 'retrieval' needs the retriever's ranks")
     if not 0.0 <= oracle_probability <= 1.0:
         raise ValueError(f"oracle_probability must lie in [0, 1], got {oracle_probability}")
     if distractors_with_oracle < 0 or distractors_without_oracle < 1:
@@ -120,12 +133,16 @@ def build_instances(questions: Sequence[Question], corpus: Mapping[str, Passage]
             continue
         context = (list(gold) if with_oracle else []) + draw(pool, need, rng)
         rng.shuffle(context)
+        if order == "retrieval":
+            rank = ranks.get(q.id, {})
+            context.sort(key=lambda pid: rank.get(pid, len(rank)))  # stable: unranked ones keep their shuffle
         instances.append(RaftInstance(q.id, q.text, tuple(context), gold if with_oracle else ()))
     n_oracle = sum(i.has_oracle for i in instances)
     report = {"questions": len(questions), "instances": len(instances), "with_oracle": n_oracle,
               "oracle_share": round(n_oracle / len(instances), 4) if instances else None,
               "oracle_probability": oracle_probability, "distractors_with_oracle": distractors_with_oracle,
-              "distractors_without_oracle": distractors_without_oracle, "seed": seed, "skipped": skipped}
+              "distractors_without_oracle": distractors_without_oracle, "seed": seed, "context_order": order,
+              "skipped": skipped}
     if any(skipped.values()):
         logger.warning("RAFT: skipped %s of %d questions", skipped, len(questions))
     return instances, report
@@ -327,6 +344,9 @@ class RaftDataArguments:
     distractors_without_oracle: int = field(default=DISTRACTORS_WITHOUT_ORACLE, metadata={
         "help": "Distractors in a context without the oracle."})
     raft_seed: int = field(default=SEED, metadata={"help": "Seed of the oracle draws, distractors and shuffles."})
+    context_order: str = field(default="shuffled", metadata={
+        "help": "'shuffled' (RAFT's recipe) or 'retrieval': the context in the retriever's rank order, as the "
+                "answering pipeline shows its filtered passages."})
     held_out_fraction: float = field(default=HELD_OUT_FRACTION, metadata={
         "help": "Share of instances (training questions) held out as the 'held_out' split."})
     teacher: str = field(default="focused", metadata={
@@ -345,6 +365,16 @@ def _subset(questions: list[Question], n: int | None, seed: int) -> list[Questio
         return questions
     chosen = set(random.Random(seed).sample(range(len(questions)), n))
     return [q for i, q in enumerate(questions) if i in chosen]
+
+
+class _RunRetriever:
+    """A computed run served as a retriever (its rankings, whatever ``k``)."""
+
+    def __init__(self, run: Mapping[str, Mapping[str, float]]):
+        self.run = run
+
+    def search(self, queries, k, show_progress=False):
+        return {qid: self.run[qid] for qid in queries}
 
 
 def build_teacher(args: RaftDataArguments) -> Teacher:
@@ -375,19 +405,16 @@ def build_raft_dataset(args: RaftDataArguments, teacher: Teacher | None = None, 
             raise DataError(f"{args.distractor_run}: no ranking for {len(missing)} training question(s), e.g. "
                             f"{missing[0]!r}")
         source = f"run {args.distractor_run}"
-
-        class _RunRetriever:
-            def search(self, queries, k, show_progress=False):
-                return {qid: run[qid] for qid in queries}
-
-        retriever = _RunRetriever()
     else:
         retriever = build_retriever(corpus, RetrieverSpec(args.retriever, args.retriever_model))
         source = f"retriever {args.retriever}" + (f" ({args.retriever_model})" if args.retriever_model else "")
-    pools = negative_pools(questions, corpus, retriever, args.negatives_depth, show_progress=show_progress)
+        run = retriever.search({q.id: q.text for q in questions}, k=args.negatives_depth, show_progress=show_progress)
+    pools = negative_pools(questions, corpus, _RunRetriever(run), args.negatives_depth)
+    ranks = {qid: {pid: r for r, (pid, _) in enumerate(ranked(scores, args.negatives_depth))}
+             for qid, scores in run.items()}
     instances, report = build_instances(questions, corpus, pools, args.oracle_probability,
                                         args.distractors_with_oracle, args.distractors_without_oracle,
-                                        args.raft_seed)
+                                        args.raft_seed, args.context_order, ranks)
     teacher = teacher or build_teacher(args)
     rows, dropped = raft_rows(instances, corpus, teacher, args.teacher_batch_size, show_progress)
     dataset = split_rows(rows, args.held_out_fraction, args.raft_seed)
