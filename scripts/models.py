@@ -5,6 +5,7 @@ Usage:
     python scripts/models.py --dry-run            # the table of what would be built, nothing run
     python scripts/models.py --only nli-judge,raft   # these stages (and what they need)
     python scripts/models.py --rebuild et-train   # retrain a stage even when current (its dependents follow)
+    python scripts/models.py --record benchmarks/results/models_build.json   # also write the table as JSON
 
 Stages (rirag.build_models.STAGES): obligation classifier, NLI judge, ET / ET+CT / CT encoders and the
 learned-fusion rankers of both protocols, the RAFT adapter. Each stage's output goes to artifacts/logs/models/
@@ -20,8 +21,9 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from rirag.build_models import STAGES, build, failed, format_table
+from rirag.build_models import STAGES, build, failed, format_table, table_record
 from rirag.exit_codes import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
+from rirag.io import atomic_write_json, provenance
 
 
 @dataclass
@@ -30,6 +32,15 @@ class ModelsConfig:
     only: str = ""
     rebuild: str = ""
     dry_run: bool = False
+    record: str = ""
+
+
+def write_record(path: str, rows) -> None:
+    """The table with the machine it was measured on (cores, torch's CPU capability, native bf16)."""
+    from rirag.precision import cpu_capability, cpu_native_bf16
+
+    atomic_write_json(path, {**provenance(), "cpu_capability": cpu_capability(), "cpu_native_bf16": cpu_native_bf16(),
+                             "rows": table_record(rows)})
 
 
 def main(config: ModelsConfig) -> int:
@@ -40,6 +51,8 @@ def main(config: ModelsConfig) -> int:
         logging.getLogger("models").error("%s", err)
         return EXIT_USAGE
     sys.stdout.write(format_table(rows) + "\n")
+    if config.record:
+        write_record(config.record, rows)
     return EXIT_SOME_FAILED if failed(rows) else EXIT_OK
 
 
@@ -49,6 +62,7 @@ def parse_args(argv: list[str] | None = None) -> ModelsConfig:
     p.add_argument("--only", default="", help="comma-separated stage names (their inputs are built too)")
     p.add_argument("--rebuild", default="", help="comma-separated stage names to retrain even when current")
     p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    p.add_argument("--record", default="", help="also write the table (and the machine's CPU facts) to this JSON")
     args = p.parse_args(argv)
     return ModelsConfig(**{f.name: getattr(args, f.name) for f in fields(ModelsConfig)})
 

@@ -2,6 +2,7 @@
 failures stop what depends on them, the table; fake stage commands (no training). Also: the real stage list matches
 the recipes and the scripts it names."""
 
+import json
 import os
 import shlex
 from pathlib import Path
@@ -111,6 +112,12 @@ def test_script_prints_the_table_and_exit_codes(root, capsys, monkeypatch):
     assert script.main(script.parse_args(["--root", str(root), "--dry-run"])) == 0
     assert capsys.readouterr().out.count("| current |") == 2
     assert script.main(script.parse_args(["--root", str(root), "--only", "zzz"])) == 2
+    record = root / "build.json"
+    assert script.main(script.parse_args(["--root", str(root), "--record", str(record)])) == 0
+    data = json.loads(record.read_text())
+    assert [(r["stage"], r["status"]) for r in data["rows"]] == [("a", "current"), ("b", "current")]
+    assert all(r["minutes"] is not None for r in data["rows"])  # the minutes the first build measured
+    assert data["cpu_cores"] == os.cpu_count() and data["cpu_capability"]
 
 
 def test_real_stages_match_recipes_scripts_and_hints():

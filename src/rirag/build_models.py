@@ -392,5 +392,11 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def table_record(rows: Sequence[Row]) -> list[dict]:
+    """The table as JSON rows (``scripts/models.py --record``): stage, artifact, status, minutes, command."""
+    return [{"stage": r.stage.name, "artifact": r.stage.artifact, "status": r.status, "minutes": r.minutes,
+             "estimated": r.estimated, "note": r.note, "command": r.stage.command} for r in rows]
+
+
 def failed(rows: Sequence[Row]) -> bool:
     return any(r.status in (FAILED, BLOCKED) for r in rows)
