@@ -76,23 +76,23 @@ def _encoder_stages(split: str, select: str, protocol: str) -> list[Stage]:
     lf_command = (f"python train/learned_fusion.py --config recipes/learned_fusion/offline.yaml --train_split {split} "
                   f"--eval_split {eval_split} --encoders {ct},{etct},{OFFLINE_ENCODER} --output_dir {{out}}")
     stages = [
-        # docs/research.md: ET 4.6 and 3.2 min, CT about 13 min per run, learned fusion 2.8-4.5 min plus the corpus
-        # encodings (about 4 min per encoder, three encoders)
+        # measured by a full `make models` (benchmarks/results/models_build.json, 2 cores, AVX-512): ET 1.8, ET+CT and
+        # CT about 8, learned fusion 8.7 (train) and 6.9 (original-dev) with the corpus encodings, 2.0 with memory
         Stage(f"et-{split}", et, "modules.json",
               f"{LAUNCH} train/entailment_tuning.py --config recipes/entailment_tuning/offline.yaml "
-              f"--train_split {split} --output_dir {et}", 5.0 if split == "train" else 3.5,
+              f"--train_split {split} --output_dir {et}", 2.0,
               what=f"entailment-tuned encoder (ET), {protocol}"),
-        Stage(f"et-ct-{split}", etct, "modules.json", ct_command.format(start=et, out=etct), 13.0, (f"et-{split}",),
+        Stage(f"et-ct-{split}", etct, "modules.json", ct_command.format(start=et, out=etct), 8.0, (f"et-{split}",),
               what=f"encoder ET+CT, {protocol}"),
-        Stage(f"ct-{split}", ct, "modules.json", ct_command.format(start=OFFLINE_ENCODER, out=ct), 13.0,
+        Stage(f"ct-{split}", ct, "modules.json", ct_command.format(start=OFFLINE_ENCODER, out=ct), 8.0,
               what=f"encoder CT, {protocol}"),
-        Stage(f"learned-fusion-{split}", lf, "ranker.txt", lf_command.format(out=lf), 16.0,
+        Stage(f"learned-fusion-{split}", lf, "ranker.txt", lf_command.format(out=lf), 9.0,
               (f"ct-{split}", f"et-ct-{split}"), what=f"learned-fusion ranker, {protocol}"),
     ]
     if protocol == "original protocol":
         mem = f"artifacts/learned_fusion/minilm-lfmem-{split}"
         stages.append(Stage(f"learned-fusion-memory-{split}", mem, "ranker.txt",
-                            lf_command.format(out=mem) + " --question_memory true", 16.0,
+                            lf_command.format(out=mem) + " --question_memory true", 2.0,
                             (f"ct-{split}", f"et-ct-{split}"),
                             what="learned-fusion ranker + question memory, original protocol"))
     return stages
@@ -108,9 +108,9 @@ STAGES: tuple[Stage, ...] = (
           what="local NLI judge (rirag evaluate answers)"),
     *_encoder_stages("train", "validation", "leakage-free protocol"),
     *_encoder_stages("original-dev", "", "original protocol"),
-    # benchmarks/results/raft_training.offline.json: 1,972 s of training; about 36 min with loading and the merge
+    # benchmarks/results/models_build.json: 37.5 min with the data, loading and the merge (2,083 s of training)
     Stage("raft", "artifacts/raft/smollm2-135m-raft", "adapter_config.json",
-          f"{LAUNCH} train/raft.py --config recipes/raft/offline.yaml", 36.0, ("obligation-classifier",),
+          f"{LAUNCH} train/raft.py --config recipes/raft/offline.yaml", 38.0, ("obligation-classifier",),
           what="RAFT-LoRA adapter (SmolLM2-135M)"),
 )
 
