@@ -42,7 +42,7 @@ from rirag.generation.prompts import (
 )
 from rirag.generation.registry import build_generator
 from rirag.io import atomic_dir
-from rirag.retrieval.negatives import draw, negative_pools
+from rirag.retrieval.negatives import draw, pools_from_run
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.splits import split_questions
 
@@ -367,16 +367,6 @@ def _subset(questions: list[Question], n: int | None, seed: int) -> list[Questio
     return [q for i, q in enumerate(questions) if i in chosen]
 
 
-class _RunRetriever:
-    """A computed run served as a retriever (its rankings, whatever ``k``)."""
-
-    def __init__(self, run: Mapping[str, Mapping[str, float]]):
-        self.run = run
-
-    def search(self, queries, k, show_progress=False):
-        return {qid: self.run[qid] for qid in queries}
-
-
 def build_teacher(args: RaftDataArguments) -> Teacher:
     if args.teacher == "focused":
         return FocusedTeacher(FocusedAnswerer(args.teacher_model or DEFAULT_OBLIGATION_CLASSIFIER))
@@ -409,7 +399,7 @@ def build_raft_dataset(args: RaftDataArguments, teacher: Teacher | None = None, 
         retriever = build_retriever(corpus, RetrieverSpec(args.retriever, args.retriever_model))
         source = f"retriever {args.retriever}" + (f" ({args.retriever_model})" if args.retriever_model else "")
         run = retriever.search({q.id: q.text for q in questions}, k=args.negatives_depth, show_progress=show_progress)
-    pools = negative_pools(questions, corpus, _RunRetriever(run), args.negatives_depth)
+    pools = pools_from_run(questions, corpus, run, args.negatives_depth)
     ranks = {qid: {pid: r for r, (pid, _) in enumerate(ranked(scores, args.negatives_depth))}
              for qid, scores in run.items()}
     instances, report = build_instances(questions, corpus, pools, args.oracle_probability,

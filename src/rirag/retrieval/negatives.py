@@ -27,6 +27,14 @@ def negative_pools(questions: Sequence[Question], corpus: Mapping[str, Passage],
     if depth < 1:
         raise ValueError(f"negatives depth must be >= 1, got {depth}")
     run = retriever.search({q.id: q.text for q in questions}, k=depth, show_progress=show_progress)
+    return pools_from_run(questions, corpus, run, depth)
+
+
+def pools_from_run(questions: Sequence[Question], corpus: Mapping[str, Passage], run: Mapping[str, Mapping[str, float]],
+                   depth: int) -> dict[str, list[str]]:
+    """:func:`negative_pools` over a computed run (question id -> passage id -> score)."""
+    if depth < 1:
+        raise ValueError(f"negatives depth must be >= 1, got {depth}")
     pools: dict[str, list[str]] = {}
     for q in questions:
         gold = set(q.gold)
