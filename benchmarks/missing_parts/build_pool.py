@@ -106,7 +106,9 @@ def counts(path: str) -> dict:
     return {"questions": len(records), "parts": len(parts),
             "unanswered_parts": sum(not p["stated"] for p in parts),
             "questions_with_unanswered": sum(any(not p["stated"] for p in r["parts"]) for r in records),
-            "questions_fully_answered": sum(all(p["stated"] for p in r["parts"]) for r in records)}
+            "questions_fully_answered": sum(all(p["stated"] for p in r["parts"]) for r in records),
+            "borderline_parts": sum(bool(p.get("borderline")) for p in parts),
+            "borderline_unanswered": sum(bool(p.get("borderline")) and not p["stated"] for p in parts)}
 
 
 def main(config: Config) -> int:
