@@ -476,9 +476,17 @@ def run_size_within(estimate: int, limit: int, what: str, how: str) -> int:
     """Refuse a run whose estimated size exceeds ``limit`` bytes (before it is built), saying how large it would be
     and ``how`` to allow it."""
     if estimate > limit:
-        raise UsageError(f"{what}: the run would be about {estimate / 1e6:,.0f} MB (more than the "
-                         f"{limit / 1e6:,.0f} MB limit); {how}")
+        raise UsageError(f"{what}: the run would be about {size_words(estimate)} (more than the "
+                         f"{size_words(limit)} limit); {how}")
     return estimate
+
+
+def size_words(n: int) -> str:
+    """Bytes as a person reads them: 950 bytes, 4.9 kB, 200.0 MB, 2.1 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 # -- runs against the corpus --------------------------------------------------------------------------------------
