@@ -453,8 +453,9 @@ def run_for_answers(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable
     unknown = [(q, d) for q in qids for d in run.get(q, {}) if d not in corpus_ids]
     if unknown:
         q, d = unknown[0]
-        raise UsageError(f"{source}: query {q}: passage id {d!r} is not in the corpus ({len(unknown)} such entries "
-                         "for these questions; the corpus ids are the passage UUIDs 'ID' of non-empty passages)")
+        raise UsageError(f"{source}: query {q}: passage id {d!r} is not in the corpus ({len(unknown)} "
+                         f"{'entry' if len(unknown) == 1 else 'entries'} like it for these questions; the corpus ids "
+                         "are the passage UUIDs 'ID' of non-empty passages)")
     missing = [q for q in qids if not run.get(q)]
     if missing and not allow_missing:
         raise UsageError(f"{source}: {len(missing)} of {len(qids)} questions have no passage in the run "
@@ -476,7 +477,7 @@ def run_size_within(estimate: int, limit: int, what: str, how: str) -> int:
     """Refuse a run whose estimated size exceeds ``limit`` bytes (before it is built), saying how large it would be
     and ``how`` to allow it."""
     if estimate > limit:
-        raise UsageError(f"{what}: the run would be about {size_words(estimate)} (more than the "
+        raise UsageError(f"{what}: the run would be up to about {size_words(estimate)} (more than the "
                          f"{size_words(limit)} limit); {how}")
     return estimate
 

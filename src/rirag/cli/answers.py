@@ -11,7 +11,10 @@ same command after an interruption and only the missing questions are answered. 
 (:mod:`rirag.generation.runfiles`) keeps runs from mixing: answers of another run (other questions, run, retriever,
 generator options, k or filter) stop the command with one line unless ``--overwrite``, and a lock keeps a second
 command off the same answers. Every check on the outputs, and the bounds of the options
-(:data:`rirag.validation.LIMITS`), come before retrieval or any model loads.
+(:data:`rirag.validation.LIMITS`), come before retrieval or any model loads; every input (the run: finite scores,
+passages in the corpus, every question in it; the questions: non-empty; the generator's model: at hand) is checked
+before the manifest, the lock or any answer is written, and a command that ends before its first answer leaves
+``--out`` as it found it (:class:`~rirag.generation.runfiles.AnswersRun`).
 """
 
 from __future__ import annotations
