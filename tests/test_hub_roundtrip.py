@@ -216,3 +216,60 @@ def test_a_snippet_that_does_not_load_is_reported_failed(published, tmp_path):
     assert check_load(entries["encoder-ct-leakage-free"], manifest, broken, {}) == (
         "failed: the card has no usage snippet that loads rirag/minilm-ct-obliqa-leakage-free")
     assert json.loads((Path(rows["raft-adapter"].folder) / "adapter_config.json").read_text())["peft_type"] == "LORA"
+
+
+def hub_cache(cache: Path, snapshots: dict) -> dict:
+    """An ``HF_HUB_CACHE`` in which each Hub id resolves offline to a copy of a local folder, in the layout a download
+    leaves (``models--org--name/refs/main`` -> ``snapshots/<commit>/``): what an ``HF_HUB_OFFLINE=1`` user has after
+    fetching those models once. Returns the environment that points at it."""
+    commit = "0" * 40
+    for repo_id, folder in snapshots.items():
+        repo = cache / ("models--" + repo_id.replace("/", "--"))
+        shutil.copytree(folder, repo / "snapshots" / commit)
+        (repo / "refs").mkdir(parents=True)
+        (repo / "refs" / "main").write_text(commit)
+    return {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "HF_HOME": str(cache.parent / "hf-home"),
+            "HF_DATASETS_CACHE": str(cache.parent / "datasets-cache")}
+
+
+def test_the_metric_cards_first_snippet_runs_verbatim_for_a_hub_user(published, tmp_path):
+    """The published metric card's first snippet, unchanged, in a fresh interpreter whose only models are the Hub ids
+    the metric defaults to (tiny stand-ins in a Hub cache, offline): its defaults must be Hub ids, not local folders.
+    The Space itself is where a Hub user's ``evaluate.load("rirag/repass")`` finds it: ``rirag/repass`` in the
+    working directory (evaluate looks there first)."""
+    import os
+    import subprocess
+
+    from rirag.hub_load import code_blocks
+    from rirag.scoring.constants import OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, OFFICIAL_OBLIGATION_MODEL
+
+    _, rows = published
+    metric = Path(rows["repass-metric"].folder)
+    card = (metric / "README.md").read_text()
+    first = next(code for lang, code in code_blocks(card) if lang == "python")
+    assert 'evaluate.load("rirag/repass")' in first and ".compute(" in first
+    env = {**os.environ, **hub_cache(tmp_path / "hub", {
+        OFFICIAL_NLI_MODEL: rows["nli-judge"].folder, OFFICIAL_COVERAGE_MODEL: rows["nli-judge"].folder,
+        OFFICIAL_OBLIGATION_MODEL: rows["obligation-classifier"].folder})}
+    user = tmp_path / "user"
+    shutil.copytree(metric, user / rows["repass-metric"].repo_id)
+    script = tmp_path / "snippet.py"
+    script.write_text(first + "\nimport json\nprint(json.dumps({k: results[k] for k in ('repass', 'n_scored', "
+                      "'signature')}))\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=user, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["n_scored"] == 1 and 0.0 <= out["repass"] <= 1.0
+    assert f"obligation={OFFICIAL_OBLIGATION_MODEL}" in out["signature"] and f"nli={OFFICIAL_NLI_MODEL}" in out["signature"]
+
+
+def test_the_metric_defaults_name_the_published_classifier():
+    """The metric's default obligation model is the repo hub_push publishes the classifier to (one namespace)."""
+    from rirag.hub import load_manifest
+    from rirag.scoring.constants import OFFICIAL_OBLIGATION_MODEL
+
+    manifest = load_manifest(MANIFEST)
+    entry = next(e for e in manifest.entries if e.name == "obligation-classifier")
+    assert manifest.repo_id(entry) == OFFICIAL_OBLIGATION_MODEL
+    assert "license: apache-2.0" in (REPO / "evaluate_scripts" / "repass" / "README.md").read_text().split("---")[1]

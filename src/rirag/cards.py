@@ -267,7 +267,7 @@ def results_table(results: list[Result]) -> list[dict]:
 
 #: The repo types a card belongs to, with the metadata keys it must carry.
 REQUIRED_KEYS = {"model": ("license", "library_name", "tags"), "dataset": ("license", "tags"),
-                 "space": ("sdk", "tags")}
+                 "space": ("sdk", "license", "tags")}
 
 
 def check_card(path: str | Path, repo_type: str) -> dict:
