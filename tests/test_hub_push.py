@@ -86,7 +86,8 @@ def project(tmp_path):
     space = tmp_path / "space"
     space.mkdir()
     (space / "app.py").write_text("print('hi')\n")
-    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\ntags: [evaluate, metric]\n---\n# m\n")
+    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\nlicense: apache-2.0\ntags: [evaluate, metric]\n---\n"
+                                    "# m\n")
     (tmp_path / "lib" / "pkg").mkdir(parents=True)
     (tmp_path / "lib" / "pkg" / "__init__.py").write_text("")
     manifest = _write_manifest(tmp_path, [
@@ -378,3 +379,28 @@ def test_the_push_command_without_a_token_prints_one_line(project, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == "error: no Hugging Face token: set HF_TOKEN or run `hf auth login`\n"
     assert not (root / "artifacts" / "hub").exists()
+
+
+def test_each_load_check_uses_a_fresh_datasets_cache(tmp_path, monkeypatch):
+    """datasets caches a local folder by its name: after loading one `leakage-free`, another folder of that name
+    gives the first one's rows from a shared cache. The publish-time check loads each folder in a cache of its own."""
+    import datasets.config
+    from datasets import Dataset, load_dataset
+
+    from rirag.hub import Entry, Manifest
+    from rirag.hub_load import check_load
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "shared-cache")
+    snippet = ('---\nconfigs:\n- config_name: corpus\n  data_files: corpus/*.arrow\n---\n\n```python\n'
+               'from datasets import load_dataset\n\nrow = load_dataset("ns/leakage-free", "corpus", split="train")[4]\n'
+               '```\n')
+    folders = {}
+    for name, rows in (("fixture", 3), ("real", 5)):
+        folder = folders[name] = tmp_path / name / "leakage-free"
+        Dataset.from_dict({"x": list(range(rows))}).save_to_disk(str(folder / "corpus"))
+        (folder / "README.md").write_text(snippet)
+    assert len(load_dataset(str(folders["fixture"]), "corpus", split="train")) == 3  # what `make test` leaves
+    assert len(load_dataset(str(folders["real"]), "corpus", split="train")) == 3  # the stale rows, shared cache
+    manifest = Manifest(namespace="ns", entries=[Entry(name="ds", kind="dataset", repo="leakage-free", source="x")])
+    assert check_load(manifest.entries[0], manifest, folders["real"], {}) == "ok (dict)"  # row 4 exists: 5 rows
+    assert datasets.config.HF_DATASETS_CACHE == tmp_path / "shared-cache"  # the shared cache is given back
