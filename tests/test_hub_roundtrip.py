@@ -185,6 +185,10 @@ def test_cards_name_hub_ids_not_local_paths(published):
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in adapter  # not the local folder it trained from
     assert 'PeftModel.from_pretrained(base, "rirag/smollm2-135m-raft-obliqa-lora")' in adapter
     assert "RAFT dataset `rirag/obliqa-raft-instances`" in adapter  # the training data as published
+    config = json.loads((Path(rows["raft-adapter"].folder) / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "HuggingFaceTB/SmolLM2-135M-Instruct"  # what AutoPeftModel loads
+    trained = json.loads((root / "artifacts/raft/smollm2-135m-raft/adapter_config.json").read_text())
+    assert trained["base_model_name_or_path"] == "artifacts/models/smollm2-135m-instruct"  # the source is untouched
     merged = (Path(rows["raft-merged"].folder) / "README.md").read_text()
     assert "adapter (`rirag/smollm2-135m-raft-obliqa-lora`) merged" in merged and "artifacts/raft" not in merged
     dataset = (Path(rows["obliqa-leakage-free"].folder) / "README.md").read_text()

@@ -219,6 +219,31 @@ def gitattributes(folder: Path) -> str | None:
     return "\n".join(lines) + "\n" if lines else None
 
 
+#: Configs whose base-model field a Hub user's library follows (``AutoPeftModel`` loads the adapter's base from it).
+BASE_MODEL_FIELDS = {"adapter_config.json": "base_model_name_or_path"}
+
+
+def with_hub_base_model(folder: Path, entry: Entry, manifest: Manifest) -> None:
+    """Name the Hub id, never a local path, as the base model of every config in an upload folder
+    (``adapter_config.json``'s ``base_model_name_or_path``: the local folder the trainer loaded). The id is the
+    manifest's alias for that path, else the entry's ``base_model``; a local path with neither is a CardError."""
+    import json
+
+    given = {**manifest.defaults, **entry.context}.get("base_model")
+    for name, key in BASE_MODEL_FIELDS.items():
+        for path in sorted(folder.rglob(name)):
+            config = _read_json(path)
+            base = config.get(key)
+            if not isinstance(base, str) or not base or not looks_local(base):
+                continue
+            hub = manifest.hub_id_of(base) or (given if given and not looks_local(given) else None)
+            if hub is None:
+                raise CardError(f"{entry.name}: {path.relative_to(folder)} names the local base model {base!r}, "
+                                "which the manifest maps to no Hub id (add it to `aliases`)")
+            config[key] = hub
+            atomic_write_text(path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def _read_json(path: Path) -> dict:
     data = read_results(path)
     if not isinstance(data, dict):
@@ -502,6 +527,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             if rel.as_posix() == CARD_FILE and not keep_card:
                 continue
             _copy(source / rel, tmp / rel)
+        with_hub_base_model(tmp, entry, manifest)
         for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI)
             for rel in upload_files(root / src):
                 _copy(root / src / rel, tmp / dst / rel)
