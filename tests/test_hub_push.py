@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -86,8 +87,8 @@ def project(tmp_path):
     space = tmp_path / "space"
     space.mkdir()
     (space / "app.py").write_text("print('hi')\n")
-    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\nlicense: apache-2.0\ntags: [evaluate, metric]\n---\n"
-                                    "# m\n")
+    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\nlicense: apache-2.0\n"
+                                     "tags: [evaluate, metric]\n---\n# m\n")
     (tmp_path / "lib" / "pkg").mkdir(parents=True)
     (tmp_path / "lib" / "pkg" / "__init__.py").write_text("")
     manifest = _write_manifest(tmp_path, [
@@ -392,7 +393,8 @@ def test_each_load_check_uses_a_fresh_datasets_cache(tmp_path, monkeypatch):
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "shared-cache")
     snippet = ('---\nconfigs:\n- config_name: corpus\n  data_files: corpus/*.arrow\n---\n\n```python\n'
-               'from datasets import load_dataset\n\nrow = load_dataset("ns/leakage-free", "corpus", split="train")[4]\n'
+               'from datasets import load_dataset\n\n'
+               'row = load_dataset("ns/leakage-free", "corpus", split="train")[4]\n'
                '```\n')
     folders = {}
     for name, rows in (("fixture", 3), ("real", 5)):
@@ -404,3 +406,90 @@ def test_each_load_check_uses_a_fresh_datasets_cache(tmp_path, monkeypatch):
     manifest = Manifest(namespace="ns", entries=[Entry(name="ds", kind="dataset", repo="leakage-free", source="x")])
     assert check_load(manifest.entries[0], manifest, folders["real"], {}) == "ok (dict)"  # row 4 exists: 5 rows
     assert datasets.config.HF_DATASETS_CACHE == tmp_path / "shared-cache"  # the shared cache is given back
+
+
+def _classifier_project(root: Path, weights: bytes) -> tuple[Path, Path]:
+    """The project's obligation-classifier entry, with the committed results file, and a model of ``weights`` placed
+    at its source path (not the model those results were measured on)."""
+    raw = yaml.safe_load((REPO / "hub_push" / "manifest.yaml").read_text())
+    entry = next(e for e in raw["entries"] if e["name"] == "obligation-classifier")
+    folder = root / entry["source"]
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(weights)
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    for name in entry["results"]:
+        shutil.copy(REPO / "benchmarks" / "results" / name, root / "benchmarks" / "results" / name)
+    return folder, _write_manifest(root, [entry], results_dir="benchmarks/results")
+
+
+def _published_index(root: Path, manifest: Path) -> tuple[str, int]:
+    (row,) = assemble_all(load_manifest(manifest), root)
+    assert row.status == "assembled" and row.card == "ok", row.detail
+    return (Path(row.folder) / "README.md").read_text(), row.results
+
+
+def test_a_model_placed_at_a_manifest_path_gets_no_numbers_it_was_not_measured_at(tmp_path, caplog):
+    """The committed classifier numbers belong to the weights they were measured on: another model at the same path
+    is published without a model-index (and a log line), never with those numbers."""
+    import json
+
+    from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
+
+    folder, manifest = _classifier_project(tmp_path, b"\1" * 4096)
+    committed = json.loads((tmp_path / "benchmarks/results/obligation_classifier.json").read_text())
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 0 and "model-index" not in card and str(round(committed["accuracy"], 5)) not in card
+    assert "no number measured on these weights" in caplog.text
+    # the same numbers, recorded for exactly these weights, are published
+    committed[WEIGHTS_FINGERPRINT] = weights_fingerprint(folder)
+    (tmp_path / "benchmarks/results/obligation_classifier.json").write_text(json.dumps(committed))
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 4 and "model-index" in card and str(committed["accuracy"]) in card
+    # ... and not once the weights change again
+    (folder / "model.safetensors").write_bytes(b"\2" * 4096)
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 0 and "model-index" not in card
+
+
+def test_the_artifacts_own_record_fills_the_model_index_only_for_its_weights(tmp_path):
+    """Without committed numbers for these weights: the artifact's own training record (training_result.json or its
+    card data) is used when it names these weights; a record of other weights is not."""
+    import json
+
+    from rirag.card_data import ClassifierCard, save_card
+    from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
+
+    folder, manifest = _classifier_project(tmp_path, b"\1" * 4096)
+    own = {"accuracy": 0.61234, "f1": 0.5, "split": "held-out", WEIGHTS_FINGERPRINT: weights_fingerprint(folder)}
+    (folder / "training_result.json").write_text(json.dumps(own))
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 2 and "0.61234" in card
+    (folder / "training_result.json").write_text(json.dumps({**own, WEIGHTS_FINGERPRINT: "0" * 64}))
+    assert _published_index(tmp_path, manifest)[1] == 0
+    (folder / "training_result.json").unlink()
+    trained = ClassifierCard(name="c", repo_id="c").with_results(own, "c", "x.json")
+    save_card(trained, folder)  # the card data records the fingerprint of the weights it is saved beside
+    assert json.loads((folder / "card_data.json").read_text())[WEIGHTS_FINGERPRINT] == weights_fingerprint(folder)
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 2 and "0.61234" in card
+    (folder / "model.safetensors").write_bytes(b"\3" * 4096)  # another model, the old card data beside it
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 0 and "0.61234" not in card
+
+
+def test_benchmark_rows_record_the_weights_of_each_artifact_they_name(tmp_path, monkeypatch):
+    from rirag.cards import collect_results
+    from rirag.io import WEIGHTS_FINGERPRINT, merge_results_file, weights_fingerprint
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("enc", "rr"):
+        (tmp_path / "artifacts" / name).mkdir(parents=True)
+        (tmp_path / "artifacts" / name / "model.safetensors").write_bytes(name.encode() * 100)
+    row = {"split": "validation", "model": "artifacts/enc", "reranker": "artifacts/rr", "recall@10": 0.7}
+    merge_results_file("r.json", [row], ("split",), {"command": "x"})
+    written = json.loads((tmp_path / "r.json").read_text())["rows"][0][WEIGHTS_FINGERPRINT]
+    assert written == {"artifacts/enc": weights_fingerprint("artifacts/enc"),
+                       "artifacts/rr": weights_fingerprint("artifacts/rr")}
+    assert len(collect_results("artifacts/rr", ["r.json"], fingerprint=weights_fingerprint("artifacts/rr"))) == 1
+    assert collect_results("artifacts/rr", ["r.json"], fingerprint=weights_fingerprint("artifacts/enc")) == []

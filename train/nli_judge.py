@@ -404,6 +404,10 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
             model.save_pretrained(str(tmp_dir))  # sentence-transformers writes its own README.md: replaced here
             save_card(judge_card(script_args, training_args, result, hyperparameters), tmp_dir)
     if is_main and script_args.results_path:
+        from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
+
+        measured = script_args.save_model or script_args.eval_only  # else the folder holds other weights
+        result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir) if measured else None
         atomic_write_json(script_args.results_path, result)
     if is_main and script_args.save_model and training_args.push_to_hub and not script_args.eval_only:
         from rirag.hub import push_folder  # the folder as saved, its card included

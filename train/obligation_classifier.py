@@ -137,13 +137,14 @@ def save_classifier(script_args: ObligationScriptArguments, training_args, train
     import sys
 
     from rirag.card_data import save_card
-    from rirag.io import atomic_write_json
+    from rirag.io import WEIGHTS_FINGERPRINT, atomic_write_json, weights_fingerprint
     from rirag.training import remove_checkpoints
 
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
     result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+    result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir)  # the weights these numbers are of
     save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
     if script_args.results_path:
         atomic_write_json(script_args.results_path, result)

@@ -58,7 +58,7 @@ from rirag.cards import (
     results_table,
 )
 from rirag.hub_load import code_blocks
-from rirag.io import atomic_dir, atomic_write_text
+from rirag.io import WEIGHTS_FINGERPRINT, atomic_dir, atomic_write_text, weights_fingerprint
 from rirag.retrieval.learned_fusion import CONFIG_FILE
 from rirag.validation import looks_local
 
@@ -347,8 +347,13 @@ def _hub_id(manifest: Manifest, name: str) -> str:
     return ids.get(name) or manifest.hub_id_of(name) or name
 
 
-def _publish_results(entry: Entry, manifest: Manifest, root: Path) -> list | None:
-    """The entry's results from its results files (None when it lists none: the saved card's results stay)."""
+#: A trainer's record of its own run beside the weights (older trainers wrote it instead of card_data.json).
+TRAINING_RESULT_FILE = "training_result.json"
+
+
+def _publish_results(entry: Entry, manifest: Manifest, root: Path, fingerprint: str | None) -> list | None:
+    """The entry's results from its results files, only the numbers measured on the weights being published (their
+    recorded fingerprint equals ``fingerprint``); None when the entry lists no results files."""
     if not entry.results:
         return None
     files = [Path(manifest.results_dir) / f for f in entry.results]
@@ -356,7 +361,51 @@ def _publish_results(entry: Entry, manifest: Manifest, root: Path) -> list | Non
     if absent:
         logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
     present = [f for f in files if (root / f).exists()]
-    return collect_results(entry.results_artifact or entry.source, present, root)
+    artifact = entry.results_artifact or entry.source
+    everything = collect_results(artifact, present, root)
+    measured = collect_results(artifact, present, root, fingerprint=fingerprint)
+    if len(measured) < len(everything):
+        logger.warning("%s: %d number(s) of %s for %s were not measured on the weights published here (no or another "
+                       "%s), left out of the model-index", entry.name, len(everything) - len(measured),
+                       ", ".join(f.name for f in present), artifact, WEIGHTS_FINGERPRINT)
+    return measured
+
+
+def _own_results(entry: Entry, root: Path, fingerprint: str | None) -> list:
+    """The numbers the artifact's own training record (``training_result.json`` beside its weights) gives, when
+    that record names the fingerprint of those weights."""
+    artifact = entry.results_artifact or entry.source
+    path = root / artifact / TRAINING_RESULT_FILE
+    if not path.is_file():
+        return []
+    found = collect_results(artifact, [Path(artifact) / TRAINING_RESULT_FILE], root, fingerprint=fingerprint)
+    if not found:
+        logger.warning("%s: %s records no %s equal to the weights' (%s): not used", entry.name, path,
+                       WEIGHTS_FINGERPRINT, fingerprint)
+    return found
+
+
+def _measured_model_index(card: CardData, saved: CardData | None, entry: Entry, manifest: Manifest,
+                          root: Path) -> None:
+    """The card's results and model-index: numbers measured on exactly the weights published (the committed results
+    files' rows with their fingerprint, else the artifact's own card data or training record with it); none
+    otherwise, with a log line. Never a number recorded for other weights."""
+    fingerprint = weights_fingerprint(root / (entry.results_artifact or entry.source))
+    results = _publish_results(entry, manifest, root, fingerprint)
+    if results:
+        card.results, card.model_index = results_table(results), model_index(entry.repo, results)
+        return
+    if card.model_index and saved is not None and fingerprint and saved.weights_sha256 == fingerprint:
+        card.model_index = [dict(item, name=entry.repo) for item in card.model_index]
+        return
+    own = _own_results(entry, root, fingerprint)
+    if own:
+        card.results, card.model_index = results_table(own), model_index(entry.repo, own)
+        return
+    if card.model_index or card.results or entry.results:
+        logger.warning("%s: no number measured on these weights (%s %s): the card has no model-index", entry.name,
+                       WEIGHTS_FINGERPRINT, fingerprint)
+    card.results, card.model_index = [], []
 
 
 def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> CardData:
@@ -390,30 +439,29 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     if isinstance(card, ClassifierCard) and metric is not None:
         card.metric_repo = manifest.repo_id(metric)
     card.name, card.repo_id = entry.repo, manifest.repo_id(entry)
-    results = _publish_results(entry, manifest, root)
-    if results is not None:
-        card.results, card.model_index = results_table(results), model_index(entry.repo, results)
-    elif card.model_index:
-        card.model_index = [dict(item, name=entry.repo) for item in card.model_index]
+    _measured_model_index(card, saved, entry, manifest, root)
     if saved is None or saved.command == CardData.command:
         card.command = recorded_command(entry, root) or recorded or values.get("command") or CardData.command
     return card
 
 
 def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path) -> str:
-    """A trainer's own card, completed for the Hub: its model-index from the results files (replacing any) and the
-    seed papers' BibTeX when it lacks them."""
+    """A trainer's own card, completed for the Hub: its model-index from the numbers measured on these weights
+    (replacing any; none when there are none) and the seed papers' BibTeX when it lacks them."""
     from huggingface_hub import ModelCard
 
     card = ModelCard(text, ignore_metadata_errors=True)
     base = card.data.base_model
     if isinstance(base, str) and base:  # a trainer records the local path it trained from: the Hub wants an id
         card.data.base_model = manifest.hub_id_of(base) or base
-    files = [Path(manifest.results_dir) / f for f in entry.results if (root / manifest.results_dir / f).exists()]
-    results = collect_results(entry.results_artifact or entry.source, files, root)
+    fingerprint = weights_fingerprint(root / (entry.results_artifact or entry.source))
+    results = _publish_results(entry, manifest, root, fingerprint) or _own_results(entry, root, fingerprint)
     if results:
         card.data.eval_results = eval_results(results)
         card.data.model_name = entry.repo
+    elif card.data.eval_results:  # the trainer's own numbers cannot be tied to these weights
+        logger.warning("%s: no number measured on these weights: the card's model-index is left out", entry.name)
+        card.data.eval_results = None
     card.text = with_citation(card.text)
     return card.content
 
