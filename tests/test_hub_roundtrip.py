@@ -24,7 +24,8 @@ MANIFEST = REPO / "hub_push" / "manifest.yaml"
 #: The manifest entries built here: one or more of every kind the manifest has.
 BUILT = {
     "obliqa-leakage-free": "dataset", "obliqa-original": "dataset", "raft-instances": "dataset",
-    "nli-judge-data": "dataset", "encoder-ct-leakage-free": "encoder", "learned-fusion-leakage-free": "ranker",
+    "nli-judge-data": "dataset", "encoder-ct-leakage-free": "encoder", "encoder-et-ct-leakage-free": "encoder",
+    "learned-fusion-leakage-free": "ranker",
     "reranker-leakage-free": "reranker", "obligation-classifier": "classifier", "nli-judge": "judge",
     "raft-adapter": "RAFT adapter", "raft-merged": "RAFT merged model", "repass-metric": "metric Space",
     "demo": "demo Space",
@@ -33,6 +34,7 @@ BUILT = {
 LOADED = {
     "obliqa-leakage-free": "ok (Dataset)", "obliqa-original": "ok (Dataset)", "raft-instances": "ok (DatasetDict)",
     "nli-judge-data": "ok (DatasetDict)", "encoder-ct-leakage-free": "ok (SentenceTransformer)",
+    "encoder-et-ct-leakage-free": "ok (SentenceTransformer)",
     "learned-fusion-leakage-free": "ok (LearnedFusionRetriever, 4 passages ranked)",
     "reranker-leakage-free": "ok (CrossEncoder)", "obligation-classifier": "ok (TextClassificationPipeline)",
     "nli-judge": "ok (CrossEncoder)", "raft-adapter": "ok (PeftModelForCausalLM)",
@@ -128,6 +130,7 @@ def published(tmp_path_factory):
         _nli_data(root / "artifacts" / "datasets" / "nli")
         encoder = "artifacts/contrastive_tuning/minilm-ct-train"
         tiny_sentence_transformer(root / encoder)
+        tiny_sentence_transformer(root / "artifacts/contrastive_tuning/minilm-et-ct-train")
         import learned_fusion
 
         learned_fusion.main(learned_fusion.LearnedFusionArguments(
@@ -278,3 +281,62 @@ def test_the_metric_defaults_name_the_published_classifier():
     entry = next(e for e in manifest.entries if e.name == "obligation-classifier")
     assert manifest.repo_id(entry) == OFFICIAL_OBLIGATION_MODEL
     assert "license: apache-2.0" in (REPO / "evaluate_scripts" / "repass" / "README.md").read_text().split("---")[1]
+
+
+def _hub_table_lines() -> list[str]:
+    section = (REPO / "README.md").read_text().split("## Use it from the Hub", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| what ")]
+
+
+def test_every_line_of_the_readmes_hub_table_runs_against_the_assembled_folders(published):
+    """Each line of the README's "Use it from the Hub" table, as written, with the Hub ids mapped to the assembled
+    upload folders (offline) in a fresh datasets cache: the Python calls run, the ranker's download + `rirag retrieve`
+    runs through its library equivalent, the Space named is assembled and builds."""
+    import re
+
+    from transformers import AutoModelForCausalLM
+
+    from rirag.hub import load_manifest
+    from rirag.hub_load import _replace_ids, fresh_datasets_cache, local_ids, run_retrieve_snippet
+
+    root, rows = published
+    manifest = load_manifest(MANIFEST)
+    ids = local_ids(manifest, root)
+    by_repo = {r.repo_id: r for r in rows.values()}
+    namespace = {"base": AutoModelForCausalLM.from_pretrained(str(root / "artifacts/models/smollm2-135m-instruct"))}
+    exec("from datasets import load_dataset\nfrom sentence_transformers import SentenceTransformer\n"  # noqa: S102
+         "from peft import PeftModel\nimport evaluate\n", namespace)
+    lines = _hub_table_lines()
+    assert len(lines) == 6
+    checked = {}
+    for line in lines:
+        spans = re.findall(r"`([^`]+)`", line)
+        downloads = [s for s in spans if s.startswith("hf download ")]
+        for span in spans:
+            if "(" in span and '"' in span:  # a Python call naming a repo
+                with fresh_datasets_cache():
+                    value = eval(_replace_ids(span, ids), namespace)  # noqa: S307 (the README's own line)
+                checked[span] = type(value).__name__
+            elif span.startswith("rirag retrieve"):
+                repo = downloads[0].split()[2]
+                checked[span] = run_retrieve_snippet("\n".join(downloads + [span]), repo, ids)
+            elif span in by_repo:  # a Space by its repo id
+                assert by_repo[span].load.startswith("ok"), by_repo[span].load
+                checked[span] = by_repo[span].load
+            elif span.startswith("python "):
+                assert (REPO / span.split()[1]).is_file()
+                checked[span] = "file"
+        assert any(s in checked for s in spans), line  # every line is exercised
+    assert checked['load_dataset("rirag/obliqa-original", "qrels", split="test")'] == "Dataset"
+    assert checked['SentenceTransformer("rirag/minilm-et-ct-obliqa-leakage-free")'] == "SentenceTransformer"
+    assert checked['PeftModel.from_pretrained(base, "rirag/smollm2-135m-raft-obliqa-lora")'].startswith("Peft")
+    assert checked['evaluate.load("rirag/repass")'] == "Repass"
+    assert "passages ranked" in checked["rirag retrieve --retriever learned-fusion --option ranker=lf"]
+
+
+def test_a_ranker_downloaded_from_the_hub_names_its_encoders_by_hub_id(published):
+    root, rows = published
+    config = json.loads((Path(rows["learned-fusion-leakage-free"].folder) / "learned_fusion.json").read_text())
+    assert config["encoders"] == ["rirag/minilm-ct-obliqa-leakage-free"]
+    trained = json.loads((root / "artifacts/learned_fusion/minilm-lf-train/learned_fusion.json").read_text())
+    assert trained["encoders"] == ["artifacts/contrastive_tuning/minilm-ct-train"]  # the source is untouched

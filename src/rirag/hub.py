@@ -225,8 +225,9 @@ BASE_MODEL_FIELDS = {"adapter_config.json": "base_model_name_or_path"}
 
 def with_hub_base_model(folder: Path, entry: Entry, manifest: Manifest) -> None:
     """Name the Hub id, never a local path, as the base model of every config in an upload folder
-    (``adapter_config.json``'s ``base_model_name_or_path``: the local folder the trainer loaded). The id is the
-    manifest's alias for that path, else the entry's ``base_model``; a local path with neither is a CardError."""
+    (``adapter_config.json``'s ``base_model_name_or_path``: the local folder the trainer loaded) and as a
+    learned-fusion ranker's encoders. The id is the manifest's alias for that path (or the entry publishing it), else
+    the entry's ``base_model``; a local path with neither is a CardError."""
     import json
 
     given = {**manifest.defaults, **entry.context}.get("base_model")
@@ -242,6 +243,26 @@ def with_hub_base_model(folder: Path, entry: Entry, manifest: Manifest) -> None:
                                 "which the manifest maps to no Hub id (add it to `aliases`)")
             config[key] = hub
             atomic_write_text(path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+    _with_hub_encoders(folder / CONFIG_FILE, entry, manifest)
+
+
+def _with_hub_encoders(path: Path, entry: Entry, manifest: Manifest) -> None:
+    """A learned-fusion ranker's ``encoders`` as the Hub ids they are published under, so that the downloaded ranker
+    finds them (``rirag retrieve --option ranker=DIR`` without ``encoders``); an unpublished local one is an error."""
+    import json
+
+    if not path.is_file():
+        return
+    config = _read_json(path)
+    encoders = config.get("encoders")
+    if not isinstance(encoders, list) or not any(isinstance(e, str) and looks_local(e) for e in encoders):
+        return
+    hub = [manifest.hub_id_of(e) or e for e in encoders]
+    local = [e for e in hub if looks_local(e)]
+    if local:
+        raise CardError(f"{entry.name}: {path.name} names encoder(s) {local} that no manifest entry publishes")
+    config["encoders"] = hub
+    atomic_write_text(path, json.dumps(config, indent=2) + "\n")
 
 
 def _read_json(path: Path) -> dict:

@@ -152,6 +152,12 @@ def run_retrieve_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str
         options["ranker"] = folders.get(ranker) or ids.get(ranker) or ranker
         if downloads.get(ranker) and not folders.get(ranker):
             raise SnippetSkipped(f"{downloads[ranker]} is not assembled here")
+    if "ranker" in options and not options.get("encoders"):  # the encoders the ranker names (Hub ids once published)
+        from rirag.retrieval.learned_fusion import load_ranker_config
+
+        saved = load_ranker_config(options["ranker"])["encoders"]
+        if any(enc in ids for enc in saved):
+            options["encoders"] = ",".join(saved)
     if options.get("encoders"):
         encoders = []
         for enc in options["encoders"].split(","):
