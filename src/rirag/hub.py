@@ -652,6 +652,45 @@ def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | N
 # --------------------------------------------------------------------------------------------------
 
 
+#: The manifest a trainer's own push reads its Hub ids from (relative to the repository root a recipe runs in).
+PROJECT_MANIFEST = "hub_push/manifest.yaml"
+
+
+def hold_trainer_push(training_args: object) -> tuple[str, str] | None:
+    """Turn a transformers / sentence-transformers Trainer's own Hub pushes off and say what to push instead.
+
+    With ``push_to_hub`` a Trainer pushes every checkpoint and, on ``save_model`` / ``push_to_hub``, writes the
+    library's generated README.md over the typed card. A trainer calls this before building its Trainer and, once
+    its typed card is saved, :func:`push_trained` with what it returned: ``(output_dir, hub_model_id or the
+    folder's name)``, None when no push was asked."""
+    if not getattr(training_args, "push_to_hub", False):
+        return None
+    training_args.push_to_hub = False
+    folder = str(training_args.output_dir)
+    return folder, getattr(training_args, "hub_model_id", None) or Path(os.path.normpath(folder)).name
+
+
+def push_trained(target: tuple[str, str] | None, manifest: str | Path = PROJECT_MANIFEST) -> str | None:
+    """Push a trainer's saved folder (its typed card included) through :func:`push_folder`, as hub_push would: a
+    copy without checkpoints, trainer states or card data (:data:`EXCLUDE`), with LFS rules, and any config naming a
+    local base model (``adapter_config.json``) naming the Hub id the project manifest gives it."""
+    import tempfile
+
+    if target is None or not is_main_process():
+        return None
+    folder, repo_id = target
+    plan = load_manifest(manifest) if Path(manifest).is_file() else Manifest(namespace="-", entries=[])
+    with tempfile.TemporaryDirectory(prefix="rirag-push-") as tmp:
+        copy = Path(tmp) / Path(folder).name
+        for rel in upload_files(Path(folder)):
+            _copy(Path(folder) / rel, copy / rel)
+        with_hub_base_model(copy, Entry(name=repo_id, kind="model", repo=repo_id, source=folder), plan)
+        attributes = gitattributes(copy)
+        if attributes:
+            atomic_write_text(copy / ".gitattributes", attributes)
+        return push_folder(copy, repo_id)
+
+
 def is_main_process() -> bool:
     """False on every process but the first under ``accelerate launch`` / torchrun (they set RANK)."""
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
