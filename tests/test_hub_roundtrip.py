@@ -195,6 +195,8 @@ def test_cards_name_hub_ids_not_local_paths(published):
     merged = (Path(rows["raft-merged"].folder) / "README.md").read_text()
     assert "adapter (`rirag/smollm2-135m-raft-obliqa-lora`) merged" in merged and "artifacts/raft" not in merged
     dataset = (Path(rows["obliqa-leakage-free"].folder) / "README.md").read_text()
+    assert str(root) not in dataset.split("\n---", 1)[0]  # metadata: not the folder the builder read
+    assert "source_datasets:\n- RegNLP/ObliQA\n" in dataset
     assert 'load_dataset("rirag/obliqa-leakage-free", "queries", split="train")' in dataset
     metric = (Path(rows["repass-metric"].folder) / "README.md").read_text()
     assert 'evaluate.load("rirag/repass")' in metric and '"evaluate_scripts/repass"' not in metric
@@ -340,3 +342,19 @@ def test_a_ranker_downloaded_from_the_hub_names_its_encoders_by_hub_id(published
     assert config["encoders"] == ["rirag/minilm-ct-obliqa-leakage-free"]
     trained = json.loads((root / "artifacts/learned_fusion/minilm-lf-train/learned_fusion.json").read_text())
     assert trained["encoders"] == ["artifacts/contrastive_tuning/minilm-ct-train"]  # the source is untouched
+
+
+def test_the_demo_cards_limits_match_its_code(published):
+    """The Space card states the generator the app defaults to and the question limit the app enforces."""
+    import re
+
+    from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS
+    from rirag.generation.pipeline import MAX_QUESTION_CHARS
+
+    _, rows = published
+    card = " ".join((Path(rows["demo"].folder) / "README.md").read_text().split())
+    assert f"The default answer is {DEFAULT_GENERATOR} " in card
+    for other in set(PASSAGE_GENERATORS) - {DEFAULT_GENERATOR}:
+        assert f"The default answer is {other}" not in card
+    assert f"Questions are limited to {MAX_QUESTION_CHARS:,} characters" in card
+    assert re.search(rf"`RIRAG_DEMO_GENERATOR` \| `{DEFAULT_GENERATOR}`", card)  # the variables table, from backend

@@ -1,6 +1,7 @@
 """Publish rirag's artifacts to the Hugging Face Hub: assemble exact upload folders from a manifest, then push.
 
-``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through :func:`push_folder` too.
+``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through :func:`push_trained` (the
+Trainer's own pushes held by :func:`hold_trainer_push`), which uses :func:`push_folder` too.
 
 A manifest (``hub_push/manifest.yaml``) lists entries::
 
@@ -9,14 +10,16 @@ A manifest (``hub_push/manifest.yaml``) lists entries::
       source: artifacts/contrastive_tuning/minilm-et-ct-train   # the artifact's folder
       repo: minilm-et-ct-obliqa-leakage-free    # the repo name under the manifest's namespace
       card: sentence_transformer.md.j2          # a template in model_cards/, or `source` (keep the folder's README)
-      results: [retrieval.json]                 # benchmarks/results files whose rows for `source` fill model-index
+      results: [retrieval.json]                 # benchmarks/results files whose rows for `source`, measured on
+                                                # the weights there (weights_sha256), fill model-index
       context: {...}                            # the card's words: description, base_model, limits, ...
 
 For each entry :func:`assemble` writes ``OUT/<repo>/`` (weights, tokenizer, configs, the card, ``.gitattributes``;
 never checkpoints, optimizer states or caches) atomically, so re-running gives the same folder. Every file is a
 copy: editing an upload folder never edits the artifact or the repository's tracked files. A card kept from its
 source gets a usage snippet when it has none (``model_cards/_usage.md.j2``), and its quoted source paths become repo
-ids. A source that does not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is
+ids. No published config names a local path: an adapter's base model and a ranker's encoders become Hub ids
+(:func:`with_hub_base_model`). A source that does not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is
 removed). :mod:`rirag.hub_load` then loads each upload folder as its card's usage snippet says.
 
 Pushing needs a token and the Hub: :func:`check_hub_access` checks both before anything is assembled, and every
@@ -548,6 +551,23 @@ def with_usage(text: str, entry: Entry, manifest: Manifest) -> str:
     return text[:meta_end] + before + "\n\n" + usage + "\n" + ("\n" + "".join(lines[at:]) if at < len(lines) else "")
 
 
+def with_hub_sources(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A kept dataset card whose ``source_datasets`` name local folders (the data a builder read) names the Hub data
+    sets instead: the entry's (or the manifest's default) ``datasets`` that are Hub ids."""
+    from huggingface_hub import DatasetCard
+
+    meta = _card_metadata(text)
+    sources = meta.get("source_datasets")
+    if not isinstance(sources, list) or not any(isinstance(x, str) and looks_local(x) for x in sources):
+        return text
+    given = [_hub_id(manifest, d) for d in {**manifest.defaults, **entry.context}.get("datasets") or []]
+    hub = [x for x in sources if isinstance(x, str) and not looks_local(x)]
+    hub += [d for d in given if not looks_local(d) and d not in hub and d != manifest.repo_id(entry)]
+    card = DatasetCard(text, ignore_metadata_errors=True)
+    card.data.source_datasets = hub or None
+    return card.content
+
+
 def with_citation(text: str) -> str:
     """``text`` ending with the seed papers' BibTeX (added when it lacks them)."""
     if SEED_PAPERS_BIBTEX.splitlines()[0] in text:
@@ -609,7 +629,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             if entry.repo_type == "model":
                 text = complete_model_card(text, entry, manifest, root)
             elif entry.repo_type == "dataset":
-                text = with_citation(text)
+                text = with_citation(with_hub_sources(text, entry, manifest))
             atomic_write_text(tmp / CARD_FILE, text)
         attributes = gitattributes(tmp)
         if attributes:
