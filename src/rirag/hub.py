@@ -19,8 +19,9 @@ never checkpoints, optimizer states or caches) atomically, so re-running gives t
 copy: editing an upload folder never edits the artifact or the repository's tracked files. A card kept from its
 source gets a usage snippet when it has none (``model_cards/_usage.md.j2``), and its quoted source paths become repo
 ids. No published config names a local path: an adapter's base model and a ranker's encoders become Hub ids
-(:func:`with_hub_base_model`). A source that does not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is
-removed). :mod:`rirag.hub_load` then loads each upload folder as its card's usage snippet says.
+(:func:`with_hub_base_model`). A source that does not exist gives a ``missing`` row, not an error (and its stale
+upload folder, if any, is removed). :mod:`rirag.hub_load` then loads each upload folder as its card's usage
+snippet says.
 
 Pushing needs a token and the Hub: :func:`check_hub_access` checks both before anything is assembled, and every
 failure to reach the Hub is a :class:`HubAccessError` with a one-line message.
