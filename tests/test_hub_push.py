@@ -408,15 +408,20 @@ def test_each_load_check_uses_a_fresh_datasets_cache(tmp_path, monkeypatch):
     assert datasets.config.HF_DATASETS_CACHE == tmp_path / "shared-cache"  # the shared cache is given back
 
 
-def _classifier_project(root: Path, weights: bytes) -> tuple[Path, Path]:
-    """The project's obligation-classifier entry, with the committed results file, and a model of ``weights`` placed
-    at its source path (not the model those results were measured on)."""
+def _classifier_project(root: Path, weights: bytes | None = None) -> tuple[Path, Path]:
+    """The project's obligation-classifier entry, with the committed results file, and a model placed at its source
+    path (not the model those results were measured on): a tiny BERT classifier, or a file of ``weights``."""
+    from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
+
     raw = yaml.safe_load((REPO / "hub_push" / "manifest.yaml").read_text())
     entry = next(e for e in raw["entries"] if e["name"] == "obligation-classifier")
     folder = root / entry["source"]
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_bytes(weights)
+    if weights is None:
+        shutil.copytree(tiny_bert("obl_other_model", OBLIGATION_LABELS, seed=3), folder)
+    else:
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(weights)
     (root / "benchmarks" / "results").mkdir(parents=True)
     for name in entry["results"]:
         shutil.copy(REPO / "benchmarks" / "results" / name, root / "benchmarks" / "results" / name)
@@ -436,7 +441,7 @@ def test_a_model_placed_at_a_manifest_path_gets_no_numbers_it_was_not_measured_a
 
     from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
 
-    folder, manifest = _classifier_project(tmp_path, b"\1" * 4096)
+    folder, manifest = _classifier_project(tmp_path)  # a tiny classifier where the trained one belongs
     committed = json.loads((tmp_path / "benchmarks/results/obligation_classifier.json").read_text())
     card, results = _published_index(tmp_path, manifest)
     assert results == 0 and "model-index" not in card and str(round(committed["accuracy"], 5)) not in card
@@ -493,3 +498,19 @@ def test_benchmark_rows_record_the_weights_of_each_artifact_they_name(tmp_path, 
                        "artifacts/rr": weights_fingerprint("artifacts/rr")}
     assert len(collect_results("artifacts/rr", ["r.json"], fingerprint=weights_fingerprint("artifacts/rr"))) == 1
     assert collect_results("artifacts/rr", ["r.json"], fingerprint=weights_fingerprint("artifacts/enc")) == []
+
+
+def test_the_weights_fingerprint_covers_the_weights_and_nothing_else(tmp_path):
+    from rirag.io import weight_files, weights_fingerprint
+
+    folder = tmp_path / "model"
+    _trained_folder(folder)  # weights, configs, a card, a checkpoint, trainer states
+    first = weights_fingerprint(folder)
+    assert [p.as_posix() for p in weight_files(folder)] == ["model.safetensors"]
+    (folder / "README.md").write_text("another card\n")
+    (folder / "checkpoint-500" / "model.safetensors").write_bytes(b"\7")
+    (folder / "training_args.bin").write_bytes(b"y")
+    assert weights_fingerprint(folder) == first
+    (folder / "model.safetensors").write_bytes(b"\1" * 2047 + b"\2")
+    assert weights_fingerprint(folder) not in (first, None)
+    assert weights_fingerprint(tmp_path / "nothing") is None
