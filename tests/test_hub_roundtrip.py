@@ -274,15 +274,20 @@ def test_the_metric_cards_first_snippet_runs_verbatim_for_a_hub_user(published, 
     assert f"nli={OFFICIAL_NLI_MODEL}" in out["signature"]
 
 
-def test_the_metric_defaults_name_the_published_classifier():
-    """The metric's default obligation model is the repo hub_push publishes the classifier to (one namespace)."""
+def test_the_metric_defaults_name_the_published_classifier(caplog, tmp_path):
+    """The metric's default obligation model is the repo hub_push publishes the classifier to (one namespace); a
+    publish under another namespace says that the default is not its classifier."""
     from rirag.hub import load_manifest
     from rirag.scoring.constants import OFFICIAL_OBLIGATION_MODEL
 
-    manifest = load_manifest(MANIFEST)
+    manifest = load_manifest(MANIFEST, namespace="rirag")
     entry = next(e for e in manifest.entries if e.name == "obligation-classifier")
     assert manifest.repo_id(entry) == OFFICIAL_OBLIGATION_MODEL
     assert "license: apache-2.0" in (REPO / "evaluate_scripts" / "repass" / "README.md").read_text().split("---")[1]
+    from rirag.hub import assemble_all
+
+    assemble_all(load_manifest(MANIFEST, namespace="my-org"), tmp_path, only=["obligation-classifier"])
+    assert "publishes the classifier as my-org/rirag-obligation-classifier" in caplog.text
 
 
 def _hub_table_lines() -> list[str]:

@@ -642,6 +642,19 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     return row
 
 
+def _check_metric_default(manifest: Manifest) -> None:
+    """The metric's default obligation model is a fixed Hub id (rirag.scoring.constants.HUB_OBLIGATION_MODEL): a
+    line when this manifest publishes the classifier elsewhere (another namespace), where that default is not it."""
+    from rirag.scoring.constants import HUB_OBLIGATION_MODEL
+
+    classifier = next((e for e in manifest.entries if e.card == ClassifierCard.TEMPLATE), None)
+    metric = any(e.kind == "metric-space" for e in manifest.entries)
+    if metric and classifier is not None and manifest.repo_id(classifier) != HUB_OBLIGATION_MODEL:
+        logger.warning("the RePASs metric defaults to obligation_model=%s, but this manifest publishes the classifier "
+                       "as %s: users of this namespace pass obligation_model=%r", HUB_OBLIGATION_MODEL,
+                       manifest.repo_id(classifier), manifest.repo_id(classifier))
+
+
 class _Missing(Exception):
     def __init__(self, row: Row):
         super().__init__(row.detail)
@@ -653,6 +666,7 @@ def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | N
     unknown = set(only or []) - names
     if unknown:
         raise ManifestError(f"--only: unknown entr(y/ies) {sorted(unknown)}; known: {', '.join(sorted(names))}")
+    _check_metric_default(manifest)
     rows = []
     for entry in manifest.entries:
         if only and entry.name not in only:
