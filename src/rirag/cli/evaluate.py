@@ -23,12 +23,13 @@ from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
     AUTO_WORKERS,
     DEFAULT_BATCH_SIZE,
+    HUB_OBLIGATION_MODEL,
     LOCAL_NLI_JUDGE,
+    LOCAL_OBLIGATION_CLASSIFIER,
     MAX_ANSWER_CHARS,
     MODES,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
-    OFFICIAL_OBLIGATION_MODEL,
     TRAIN_COMMANDS,
 )
 from rirag.scoring.models import MissingModelError
@@ -185,7 +186,9 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--mode", choices=MODES, default="reference")
     p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
     p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
-    p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
+    p.add_argument("--obligation-model", default=LOCAL_OBLIGATION_CLASSIFIER,
+                   help="obligation classifier (default: the local one, as the reference loads a local folder; the "
+                        f"published one is {HUB_OBLIGATION_MODEL})")
     p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE, type=auto_or(AUTO_BATCH_SIZE, "encoder_batch_size"),
                    help=f"inputs per forward pass (1 to {limits['encoder_batch_size'][0]}), or 'auto' (a token "
                         "budget per pass; the default)")
