@@ -130,7 +130,9 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
                   "epochs": training_args.num_train_epochs, "learning rate": training_args.learning_rate,
                   "batch size": training_args.per_device_train_batch_size,
                   "train loss": round(summary["train_loss"], 4), "train seconds": round(summary["train_seconds"], 1)},
-        hyperparameters=hyperparameters)
+        hyperparameters=hyperparameters, world_size=summary["world_size"],
+        per_device_batch=summary["per_device_batch"], global_batch=summary["global_batch"],
+        examples_seen=summary["examples_seen"])
 
 
 def main(script_args: RerankerArguments, training_args) -> dict:
@@ -143,12 +145,21 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     from rirag.data import load_obliqa
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+    from rirag.training import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        find_no_unused_parameters,
+        remove_checkpoints,
+        require_artifacts,
+        wait_for_everyone,
+    )
 
     # the start model and the negatives retriever's encoder, before any work
     require_artifacts(script_args.model_name_or_path,
                       script_args.negatives_model if script_args.negatives_retriever != "bm25" else None)
     apply_precision(training_args, script_args.precision)
+    find_no_unused_parameters(training_args)
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
@@ -178,17 +189,20 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     seconds = time.time() - start
     check_estimate(estimate)
 
-    # Save and push
+    summary = {"examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds,
+               **batch_facts(training_args, trainer.state.global_step, len(train_ds))}
+
+    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
-        trainer.save_model(training_args.output_dir)
         remove_checkpoints(training_args.output_dir)
         # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
-        save_card(reranker_card(script_args, training_args, {
-            "examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds},
-            non_default_hyperparameters(script_args, training_args)), training_args.output_dir)
+        save_card(reranker_card(script_args, training_args, summary,
+                                non_default_hyperparameters(script_args, training_args)), training_args.output_dir)
         if training_args.push_to_hub:
             trainer.push_to_hub()
-    return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(examples), "model": model}
+    wait_for_everyone(training_args)
+    return summary | {"model": model}
 
 
 if __name__ == "__main__":
