@@ -110,7 +110,7 @@ def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: d
 
 def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     import torch
-    from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, set_seed
 
     from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.collators import HypothesisMaskingCollator
@@ -134,6 +134,7 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     train_ds = build_dataset(script_args, tokenizer)
 
     # Model
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = AutoModelForMaskedLM.from_pretrained(base)
     apply_precision(training_args, script_args.precision)
     training_args.remove_unused_columns = False  # keep hypothesis_mask for the collator

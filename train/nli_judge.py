@@ -224,7 +224,10 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
 
     precision = apply_precision(training_args, script_args.precision)
     find_no_unused_parameters(training_args)
+    from transformers import set_seed
+
     label2id = {v: k for k, v in NLI_ID2LABEL.items()}
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = CrossEncoder(
         resolve_model_path(script_args.model_name_or_path),
         num_labels=len(NLI_ID2LABEL),

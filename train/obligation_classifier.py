@@ -167,6 +167,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         DataCollatorWithPadding,
         EarlyStoppingCallback,
         Trainer,
+        set_seed,
     )
 
     from rirag.precision import apply_precision, hardware_record, training_device
@@ -181,6 +182,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
     base = resolve_model_path(script_args.model_name_or_path)
 
     # Model
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = AutoModelForSequenceClassification.from_pretrained(
         base,
         num_labels=2,

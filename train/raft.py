@@ -202,12 +202,14 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
 
 def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     import torch
+    from transformers import set_seed
 
     from rirag.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
     from rirag.precision import hardware_record
     from rirag.training import batch_facts, check_estimate, estimate_callback, remove_checkpoints, wait_for_everyone
 
     command = "train/raft.py " + " ".join(sys.argv[1:])
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
     tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
 

@@ -175,6 +175,9 @@ def main(script_args: RerankerArguments, training_args) -> dict:
 
     # Model
     # a start model with another head (e.g. the 3-way NLI judge) keeps its encoder and gets a new one-logit head
+    from transformers import set_seed
+
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = CrossEncoder(resolve_model(script_args.model_name_or_path), num_labels=1,
                          max_length=script_args.max_length, model_kwargs={"ignore_mismatched_sizes": True})
     loss = BinaryCrossEntropyLoss(model) if script_args.loss == "bce" else \
