@@ -236,14 +236,21 @@ def test_raft_lora_two_processes(tmp_path):
     instances = [RaftInstance(f"q{j}", "Must a firm file a return?", tuple(f"p{(j + k) % 8}" for k in range(4)),
                               (f"p{j % 8}",) if j % 3 else ()) for j in range(12)]
     rows, _ = raft_rows(instances, corpus, ExtractiveTeacher(Composer()))
-    save_raft_dataset(split_rows(rows, 0.2), {"questions": 12}, str(tmp_path / "data"), "pytest")
+    report = {"questions": 12, "instances": 12, "with_oracle": 8, "oracle_share": 0.6667, "oracle_probability": 0.7,
+              "distractors_with_oracle": 3, "distractors_without_oracle": 4, "seed": 42, "skipped": {},
+              "split": "train", "split_seed": 42, "distractor_source": "hand-made", "negatives_depth": 20,
+              "teacher": "extractive", "teacher_dropped": 0}
+    save_raft_dataset(split_rows(rows, 0.2), report, str(tmp_path / "data"), "pytest")
     recipe = yaml.safe_load((REPO / "recipes" / "raft" / "offline.yaml").read_text())
     config = recipe | {"dataset_name": str(tmp_path / "data"), "model_name_or_path": str(base),
                        "from_offline_gguf": False, "output_dir": "out", "merged_output_dir": "merged",
                        "results_path": "summary.json", "max_train_samples": 8, "max_eval_samples": 2,
                        "gradient_accumulation_steps": 2, "logging_steps": 1, "max_steps": 2, "learning_rate": 0.01,
-                       "warmup_steps": 0, "disable_tqdm": True}
-    two, one = _two_and_one("raft.py", config, tmp_path, per_device=1, accumulation=2)
+                       "warmup_steps": 0, "disable_tqdm": True, "per_device_train_batch_size": 1}
+    # the same global batch of 4 without padding on either side: 2 processes x 2 accumulated, 1 x 4
+    two, one = tmp_path / "two", tmp_path / "one"
+    _ok(run_trainer("raft.py", config, two, 2))
+    _ok(run_trainer("raft.py", config | {"gradient_accumulation_steps": 4}, one, 1))
     _one_output(two, {"out", "merged", "summary.json"})
     card = _card_at(two / "out")
     _assert_scale(card, 2, 1, accumulation=2)
