@@ -160,15 +160,16 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
         from rirag.training import require_artifacts
 
         require_artifacts(data_args.teacher_model or LOCAL_OBLIGATION_CLASSIFIER)
-    if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
-        export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
     if not training_args.completion_only_loss:
         logger.warning("completion_only_loss is off: the loss will cover the prompt too (RAFT masks it)")
 
-    # Load datasets
-    if data_missing:
-        dataset, report = build_raft_dataset(data_args)
-        save_raft_dataset(dataset, report, data_args.dataset_name, command)
+    # Load datasets (what is missing is written once, by rank 0; the other ranks then read it)
+    with training_args.main_process_first(desc="RAFT model and data"):
+        if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
+            export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
+        if data_missing and not os.path.exists(data_args.dataset_name):
+            dataset, report = build_raft_dataset(data_args)
+            save_raft_dataset(dataset, report, data_args.dataset_name, command)
     raw = load_raft_dataset(data_args.dataset_name)
     if script_args.dataset_train_split not in raw:
         raise ValueError(f"{data_args.dataset_name} has no split {script_args.dataset_train_split!r}: {list(raw)}")
