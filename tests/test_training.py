@@ -184,3 +184,15 @@ def test_a_launch_that_got_fewer_processes_than_asked_is_refused_naming_the_conf
     assert batch_facts(args, steps=5) == {"world_size": 2, "per_device_batch": 4, "global_batch": 24,
                                           "examples_seen": 120}
     assert batch_facts(args, steps=5, examples=100)["examples_seen"] == 100  # the last batch was not full
+
+
+def test_trainers_that_save_from_rank_0_refuse_fsdp():
+    from types import SimpleNamespace
+
+    from rirag.training import TrainingRefused, no_fsdp
+
+    no_fsdp(SimpleNamespace(fsdp=""), "the judge", {})
+    for args, env in ((SimpleNamespace(fsdp="full_shard"), {}), (SimpleNamespace(fsdp=""),
+                                                                 {"ACCELERATE_USE_FSDP": "true"})):
+        with pytest.raises(TrainingRefused, match="ddp.yaml"):
+            no_fsdp(args, "the judge", env)

@@ -121,11 +121,13 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
         batch_facts,
         check_estimate,
         estimate_callback,
+        no_fsdp,
         remove_checkpoints,
         require_artifacts,
         wait_for_everyone,
     )
 
+    no_fsdp(training_args, "entailment tuning")  # saved as a SentenceTransformer from rank 0's whole model
     require_artifacts(script_args.model_name_or_path)
     base = resolve_model(script_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(base)

@@ -371,9 +371,10 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import max_length_of
-    from rirag.training import require_artifacts, wait_for_everyone
+    from rirag.training import no_fsdp, require_artifacts, wait_for_everyone
 
     if not script_args.eval_only:
+        no_fsdp(training_args, "the NLI judge")  # evaluated and saved from rank 0's whole model
         require_artifacts(script_args.model_name_or_path)
 
     train_rows, test_rows, probe_rows = load_rows(script_args)

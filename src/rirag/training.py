@@ -170,6 +170,20 @@ def single_process_only(what: str, environ: dict | None = None) -> None:
                               "recipes/accelerate/cpu.yaml), not with several processes; nothing was written")
 
 
+def uses_fsdp(training_args: Any, environ: dict | None = None) -> bool:
+    """Whether the run shards the model with FSDP (the trainer's ``fsdp`` argument, or an accelerate FSDP config)."""
+    env = os.environ if environ is None else environ
+    return bool(getattr(training_args, "fsdp", None)) or env.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+
+
+def no_fsdp(training_args: Any, what: str, environ: dict | None = None) -> None:
+    """For a trainer that saves its model from rank 0 alone (a whole model on every rank, as DDP has it): refuse an
+    FSDP run before any work, where rank 0 holds a shard only."""
+    if uses_fsdp(training_args, environ):
+        raise TrainingRefused(f"{what} saves its model from rank 0 and cannot gather an FSDP-sharded one: launch it "
+                              "with recipes/accelerate/ddp.yaml (data parallel) instead; nothing was written")
+
+
 def batch_facts(training_args: Any, steps: int, examples: int | None = None) -> dict[str, int]:
     """What a card and a results file record about the batch: the process count, the per-device and the global
     batch (per-device x gradient accumulation x processes), and the examples seen over all ranks (steps x global
