@@ -47,14 +47,14 @@ def _env() -> dict:
     return env
 
 
-def run_trainer(script: str, config: dict, folder: Path, processes: int, *extra: str,
+def run_trainer(script: str, config: dict, folder: Path, processes: int,
                 launcher: list[str] | None = None) -> subprocess.CompletedProcess:
     """``train/<script>`` on ``config`` (written to ``folder/config.yaml``): one process with python, several through
     the CPU multi-process accelerate config (or ``launcher``)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    target = [str(REPO / "train" / script), "--config", str(path), *extra]
+    target = [str(REPO / "train" / script), "--config", str(path)]
     if launcher is not None:
         cmd = launcher + target
     elif processes == 1:
@@ -62,8 +62,7 @@ def run_trainer(script: str, config: dict, folder: Path, processes: int, *extra:
     else:
         cmd = ACCELERATE + ["--config_file", str(REPO / CPU_MULTIPROCESS_CONFIG), "--num_processes", str(processes),
                             "--main_process_port", str(_free_port()), *target]
-    proc = subprocess.run(cmd, cwd=folder, env=_env(), capture_output=True, text=True, timeout=600)
-    return proc
+    return subprocess.run(cmd, cwd=folder, env=_env(), capture_output=True, text=True, timeout=600)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> None:
@@ -97,14 +96,20 @@ def _close(two: float, one: float) -> None:
     assert two == pytest.approx(one, rel=LOSS_RTOL), (two, one)
 
 
-def _two_and_one(script: str, config: dict, tmp_path: Path, per_device: int, out: str = "out",
-                 accumulation: int = 1):
-    """The 2-process run (per-device batch ``per_device``) and the 1-process run on the same global batch."""
+#: What sentence-transformers' trainer logs each time it writes a model folder (final model or checkpoint).
+SAVE_LINE = "Saving model checkpoint to"
+
+
+def _two_and_one(script: str, config: dict, tmp_path: Path, per_device: int):
+    """The 2-process run (per-device batch ``per_device``) and the 1-process run on the same global batch, and how
+    many model folders each wrote (sentence-transformers' log line: twice as many would mean two writers)."""
     two = tmp_path / "two"
-    _ok(run_trainer(script, config | {"per_device_train_batch_size": per_device}, two, 2))
+    proc2 = run_trainer(script, config | {"per_device_train_batch_size": per_device}, two, 2)
+    _ok(proc2)
     one = tmp_path / "one"
-    _ok(run_trainer(script, config | {"per_device_train_batch_size": 2 * per_device}, one, 1))
-    return two, one
+    proc1 = run_trainer(script, config | {"per_device_train_batch_size": 2 * per_device}, one, 1)
+    _ok(proc1)
+    return two, one, (proc2.stderr.count(SAVE_LINE), proc1.stderr.count(SAVE_LINE))
 
 
 def _classifier_data(tmp_path: Path) -> Path:
@@ -124,7 +129,7 @@ def test_obligation_classifier_two_processes(tmp_path):
     config = COMMON | {"data_path": str(_classifier_data(tmp_path)), "model_name_or_path": base, "max_steps": 3,
                        "learning_rate": 5e-3, "output_dir": "obl", "results_path": "obl.json",
                        "eval_strategy": "no", "save_strategy": "no", "per_device_eval_batch_size": 4}
-    two, one = _two_and_one("obligation_classifier.py", config, tmp_path, per_device=4)
+    two, one, _ = _two_and_one("obligation_classifier.py", config, tmp_path, per_device=4)
     _one_output(two, {"obl", "obl.json"})
     card = _card_at(two / "obl")
     _assert_scale(card, 2, 4)
@@ -150,7 +155,7 @@ def test_nli_judge_two_processes_with_the_committed_recipe(tmp_path):
                        "probe_per_type": 0, "output_dir": "judge", "results_path": "judge.json", "max_steps": 3,
                        "learning_rate": 5e-3, "max_train_minutes": None, "precision": "fp32", "logging_steps": 1,
                        "warmup_steps": 0}
-    two, one = _two_and_one("nli_judge.py", config, tmp_path, per_device=4)
+    two, one, _ = _two_and_one("nli_judge.py", config, tmp_path, per_device=4)
     _one_output(two, {"judge", "judge.json"})
     card = _card_at(two / "judge")
     _assert_scale(card, 2, 4)
@@ -170,8 +175,9 @@ def test_reranker_two_processes_with_the_committed_recipe(tmp_path, tiny_data_di
                                 "negatives_model": None, "negatives_per_question": 2, "negatives_depth": 5,
                                 "max_train_questions": None, "max_length": 48, "output_dir": "rr", "max_steps": 3,
                                 "learning_rate": 1e-3, "warmup_steps": 0}
-    two, one = _two_and_one("reranker.py", config, tmp_path, per_device=4)
+    two, one, saves = _two_and_one("reranker.py", config, tmp_path, per_device=4)
     _one_output(two, {"rr"})
+    assert saves[0] == saves[1] == 1  # written once (sentence-transformers' _save runs on every rank unguarded)
     card2, card1 = _card_at(two / "rr"), _card_at(one / "rr")
     _assert_scale(card2, 2, 4)
     assert card2["examples_seen"] == card1["examples_seen"] == 24
@@ -185,7 +191,7 @@ def test_entailment_tuning_two_processes(tmp_path, tiny_data_dir):
     config = COMMON | {"model_name_or_path": str(base), "data": str(tiny_data_dir), "train_split": "original-dev",
                        "max_length": 48, "output_dir": "et", "max_steps": 2, "learning_rate": 1e-3,
                        "save_strategy": "no"}
-    two, one = _two_and_one("entailment_tuning.py", config, tmp_path, per_device=3)
+    two, one, _ = _two_and_one("entailment_tuning.py", config, tmp_path, per_device=3)
     _one_output(two, {"et"})
     assert (two / "et" / "modules.json").is_file()
     card2, card1 = _card_at(two / "et"), _card_at(one / "et")
@@ -211,8 +217,9 @@ def test_contrastive_tuning_two_processes_gathers_the_negatives(tmp_path):
                        "max_steps": 1, "learning_rate": 1e-6, "eval_strategy": "steps", "eval_steps": 1,
                        "save_strategy": "steps", "save_steps": 1, "load_best_model_at_end": True,
                        "dataloader_drop_last": True}
-    two, one = _two_and_one("contrastive_tuning.py", config, tmp_path, per_device=2)
+    two, one, saves = _two_and_one("contrastive_tuning.py", config, tmp_path, per_device=2)
     _one_output(two, {"ct"})
+    assert saves[0] == saves[1] == 2  # the checkpoint and the final model, each written once
     card2 = _card_at(two / "ct")
     _assert_scale(card2, 2, 2)
     sel2, sel1 = (json.loads((d / "ct" / "selection.json").read_text()) for d in (two, one))

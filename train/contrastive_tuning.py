@@ -170,6 +170,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
         estimate_callback,
         remove_checkpoints,
         require_artifacts,
+        single_writer,
         wait_for_everyone,
     )
 
@@ -198,8 +199,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
 
     # Training loop
     estimate = estimate_callback(script_args, "contrastive tuning")
-    trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
-                                         evaluator=evaluator, callbacks=[estimate])
+    trainer = single_writer(SentenceTransformerTrainer)(model=model, args=training_args, train_dataset=train_ds,
+                                                        loss=loss, evaluator=evaluator, callbacks=[estimate])
     start = time.time()
     baseline = evaluator(model)
     result = trainer.train()

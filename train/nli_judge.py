@@ -220,7 +220,13 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
 
     from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import batch_facts, check_estimate, estimate_callback, find_no_unused_parameters
+    from rirag.training import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        find_no_unused_parameters,
+        single_writer,
+    )
 
     precision = apply_precision(training_args, script_args.precision)
     find_no_unused_parameters(training_args)
@@ -257,8 +263,8 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
 
     # Training loop (no evaluation during training)
     estimate = estimate_callback(script_args, "NLI judge")  # the time guard too (max_train_minutes)
-    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds,
-                                  loss=CrossEntropyLoss(model), callbacks=[estimate])
+    trainer = single_writer(CrossEncoderTrainer)(model=model, args=training_args, train_dataset=train_ds,
+                                                 loss=CrossEntropyLoss(model), callbacks=[estimate])
     load_before = os.getloadavg()
     start = time.time()
     output = trainer.train()

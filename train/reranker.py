@@ -152,6 +152,7 @@ def main(script_args: RerankerArguments, training_args) -> dict:
         find_no_unused_parameters,
         remove_checkpoints,
         require_artifacts,
+        single_writer,
         wait_for_everyone,
     )
 
@@ -185,8 +186,8 @@ def main(script_args: RerankerArguments, training_args) -> dict:
 
     # Training loop
     estimate = estimate_callback(script_args, "reranker")
-    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
-                                  callbacks=[estimate])
+    trainer = single_writer(CrossEncoderTrainer)(model=model, args=training_args, train_dataset=train_ds, loss=loss,
+                                                 callbacks=[estimate])
     start = time.time()
     result = trainer.train()
     seconds = time.time() - start

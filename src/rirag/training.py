@@ -206,6 +206,21 @@ def find_no_unused_parameters(training_args: Any) -> None:
         training_args.ddp_find_unused_parameters = False
 
 
+def single_writer(trainer_class: type) -> type:
+    """``trainer_class`` whose ``_save`` writes on the saving rank only (``args.should_save``). sentence-transformers'
+    trainers write the model, its README.md and every checkpoint from every rank (their ``_save`` assumes process
+    zero; transformers 5 calls it on all ranks), so rank 1 could overwrite the card rank 0 had written. ``save_model``
+    still runs on every rank first, where FSDP gathers the full state dict."""
+
+    class SingleWriter(trainer_class):
+        def _save(self, output_dir=None, state_dict=None):
+            if self.args.should_save:
+                super()._save(output_dir, state_dict=state_dict)
+
+    SingleWriter.__name__ = SingleWriter.__qualname__ = trainer_class.__name__
+    return SingleWriter
+
+
 def wait_for_everyone(training_args: Any = None) -> None:
     """A barrier for a multi-process run (the other ranks wait while rank 0 writes); a no-op in one process."""
     if int(getattr(training_args, "world_size", 1) or 1) > 1:
