@@ -112,7 +112,8 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
         loss, loss_class = "binary cross-entropy on one logit (gold 1, mined negative 0)", "BinaryCrossEntropyLoss"
     else:
         loss = (f"a softmax over each gold passage, its mined negatives and {script_args.in_batch_negatives} "
-                "in-batch negatives")
+                "in-batch negatives (from each device's own batch of "
+                f"{training_args.per_device_train_batch_size}: a per-device objective)")
         loss_class = "MultipleNegativesRankingLoss"
     return RerankerCard(
         name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
