@@ -27,6 +27,8 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/python scripts/demo.py --artifacts $(ARTIFACTS)
 
+# Includes the tests marked distributed (each trainer and RePASs under 2 CPU processes: ~7 min on 2 busy cores);
+# $(BIN)/python -m pytest -m "not distributed" leaves them out.
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports

@@ -202,3 +202,19 @@ def test_an_unpublished_local_base_model_gives_way_to_the_manifests(tmp_path):
     assert published_base(context={"base_model": "sentence-transformers/all-MiniLM-L6-v2"}) == \
         "sentence-transformers/all-MiniLM-L6-v2"
     assert published_base() == "artifacts/et"  # nothing better to name: the record stays
+
+
+def test_non_default_hyperparameters_leave_accelerates_state_alone():
+    """A fresh TrainingArguments would reset accelerate's shared state (every rank then says it is process 0 of 1):
+    the defaults are built on the configured state instead."""
+    from accelerate import PartialState
+    from transformers import TrainingArguments
+
+    args = TrainingArguments(output_dir="o", use_cpu=True, learning_rate=1e-3, report_to="none")
+    assert args.world_size == 1
+    PartialState._shared_state["_rirag_sentinel"] = True  # gone if the state is reset
+    try:
+        assert non_default_hyperparameters(args)["learning_rate"] == 1e-3
+        assert PartialState._shared_state.get("_rirag_sentinel") is True
+    finally:
+        PartialState._shared_state.pop("_rirag_sentinel", None)

@@ -153,3 +153,46 @@ def test_recipes_parse_and_unknown_keys_fail(script, args_cls, targs, tmp_path):
     bad.write_text(recipes[0].read_text() + "no_such_key: 1\n")
     with pytest.raises((ValueError, SystemExit)):
         TrlParser(parser_types).parse_args_and_config(["--config", str(bad)])
+
+
+def test_a_launch_that_got_fewer_processes_than_asked_is_refused_naming_the_config_that_works():
+    from types import SimpleNamespace
+
+    from rirag.training import (
+        CPU_MULTIPROCESS_CONFIG,
+        TrainingRefused,
+        batch_facts,
+        check_processes,
+        requested_processes,
+        single_process_only,
+    )
+
+    one, two = SimpleNamespace(world_size=1), SimpleNamespace(world_size=2)
+    simple_launcher = {"MASTER_ADDR": "127.0.0.1", "ACCELERATE_USE_CPU": "True"}  # --cpu --num_processes 2
+    assert requested_processes({}) is None and requested_processes({"ACCELERATE_USE_CPU": "True"}) is None
+    assert requested_processes(simple_launcher) == 2 and requested_processes({"WORLD_SIZE": "4"}) == 4
+    assert check_processes(one, {}) == 1 and check_processes(two, {"WORLD_SIZE": "2", "RANK": "1"}) == 2
+    for env, asked in ((simple_launcher, "several processes"), ({"WORLD_SIZE": "2", "RANK": "0"}, "2 processes")):
+        with pytest.raises(TrainingRefused, match=asked) as err:
+            check_processes(one, env)
+        assert CPU_MULTIPROCESS_CONFIG in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(TrainingRefused, match="one process"):
+        single_process_only("learned fusion", {"WORLD_SIZE": "2"})
+    single_process_only("learned fusion", {})
+    args = SimpleNamespace(world_size=2, per_device_train_batch_size=4, gradient_accumulation_steps=3, max_steps=-1,
+                           num_train_epochs=1.0)
+    assert batch_facts(args, steps=5) == {"world_size": 2, "per_device_batch": 4, "global_batch": 24,
+                                          "examples_seen": 120}
+    assert batch_facts(args, steps=5, examples=100)["examples_seen"] == 100  # the last batch was not full
+
+
+def test_trainers_that_save_from_rank_0_refuse_fsdp():
+    from types import SimpleNamespace
+
+    from rirag.training import TrainingRefused, no_fsdp
+
+    no_fsdp(SimpleNamespace(fsdp=""), "the judge", {})
+    for args, env in ((SimpleNamespace(fsdp="full_shard"), {}), (SimpleNamespace(fsdp=""),
+                                                                 {"ACCELERATE_USE_FSDP": "true"})):
+        with pytest.raises(TrainingRefused, match="ddp.yaml"):
+            no_fsdp(args, "the judge", env)

@@ -27,8 +27,9 @@ def write_vocab(folder: Path) -> Path:
     return path
 
 
-def tiny_mlm(folder: Path, seed: int = 0) -> Path:
-    """A BertForMaskedLM + tokenizer saved in ``folder`` (loads with AutoModelForMaskedLM / SentenceTransformer)."""
+def tiny_mlm(folder: Path, seed: int = 0, dropout: float = 0.1) -> Path:
+    """A BertForMaskedLM + tokenizer saved in ``folder`` (loads with AutoModelForMaskedLM / SentenceTransformer);
+    ``dropout=0`` makes runs on different process counts comparable step by step."""
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
@@ -36,18 +37,19 @@ def tiny_mlm(folder: Path, seed: int = 0) -> Path:
     tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(vocab.read_text().split()), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=37, max_position_embeddings=128)
+                        num_attention_heads=2, intermediate_size=37, max_position_embeddings=128,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     BertForMaskedLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
 
-def tiny_sentence_transformer(folder: Path, seed: int = 0) -> Path:
+def tiny_sentence_transformer(folder: Path, seed: int = 0, dropout: float = 0.1) -> Path:
     """A mean-pooling SentenceTransformer over a tiny BERT, saved in ``folder``."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    raw = tiny_mlm(folder.parent / (folder.name + "-raw"), seed)
+    raw = tiny_mlm(folder.parent / (folder.name + "-raw"), seed, dropout)
     word = Transformer(str(raw), max_seq_length=64)
     SentenceTransformer(modules=[word, Pooling(word.get_embedding_dimension(), "mean")]).save(str(folder))
     return folder

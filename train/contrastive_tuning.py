@@ -1,7 +1,9 @@
 """Stage 2 of the domain-adapted retriever: contrastive tuning (second seed paper, section 3.4).
 
 (question, gold passage) pairs with prefixes ``query: `` / ``passage: ``, MultipleNegativesRankingLoss over in-batch
-negatives, batch 16, lr 2e-5, 100 warm-up steps; the paper mines no negatives (``hard_negatives: 0``). With
+negatives (gathered across devices: on N processes each question is scored against the whole global batch, the
+objective of one process with that batch), batch 16, lr 2e-5, 100 warm-up steps; the paper mines no negatives
+(``hard_negatives: 0``). With
 ``hard_negatives: n`` each pair also gets n passages drawn (seeded) from the non-gold top ``negatives_depth`` of a
 first-stage retriever (default BM25, seconds to run; see ``rirag.retrieval.negatives``), an extension beyond the paper.
 Batches never hold the same question or the same passage twice (sentence-transformers' NO_DUPLICATES sampler compares
@@ -132,8 +134,8 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
         name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
         datasets=["RegNLP/ObliQA"], tags=["contrastive-tuning"],
         description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
-                    "MultipleNegativesRankingLoss over in-batch negatives, no duplicate question or passage in a "
-                    "batch, epoch chosen by selection Recall@10.",
+                    "MultipleNegativesRankingLoss over the in-batch negatives of the global batch (gathered across "
+                    "devices), no duplicate question or passage in a batch, epoch chosen by selection Recall@10.",
         command="python train/contrastive_tuning.py " + " ".join(sys.argv[1:]),
         train_data=f"ObliQA split `{script_args.train_split}`: {summary['pairs']} (question, gold passage) pairs",
         settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
@@ -146,7 +148,9 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
                   f"{script_args.hard_negatives} from the top {script_args.negatives_depth} of "
                   f"{script_args.negatives_retriever}",
                   "train seconds": summary["train_seconds"]},
-        hyperparameters=hyperparameters)
+        hyperparameters=hyperparameters, world_size=summary["world_size"],
+        per_device_batch=summary["per_device_batch"], global_batch=summary["global_batch"],
+        examples_seen=summary["examples_seen"])
 
 
 def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
@@ -161,7 +165,15 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from rirag.hub import hold_trainer_push, push_trained
     from rirag.precision import apply_precision
     from rirag.retrieval.dense import load_encoder
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+    from rirag.training import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        remove_checkpoints,
+        require_artifacts,
+        single_writer,
+        wait_for_everyone,
+    )
 
     require_artifacts(script_args.model_name_or_path)  # e.g. the entailment-tuned encoder, before any work
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
@@ -179,7 +191,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
 
     # Model
     model = load_encoder(script_args.model_name_or_path, max_seq_length=script_args.max_seq_length)
-    loss = MultipleNegativesRankingLoss(model)
+    # the negatives of every device: the same objective (the global batch's) whatever the process count
+    loss = MultipleNegativesRankingLoss(model, gather_across_devices=True)
     training_args.batch_sampler = BatchSamplers.NO_DUPLICATES
     training_args.prompts = {c: QUERY_PREFIX if c == "anchor" else PASSAGE_PREFIX for c in columns}
     metric = f"eval_{evaluator.name}_cosine_recall@{EVAL_K}"
@@ -188,8 +201,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
 
     # Training loop
     estimate = estimate_callback(script_args, "contrastive tuning")
-    trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
-                                         evaluator=evaluator, callbacks=[estimate])
+    trainer = single_writer(SentenceTransformerTrainer)(model=model, args=training_args, train_dataset=train_ds,
+                                                        loss=loss, evaluator=evaluator, callbacks=[estimate])
     start = time.time()
     baseline = evaluator(model)
     result = trainer.train()
@@ -202,12 +215,13 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
                "start_recall@10": baseline.get(f"{evaluator.name}_cosine_recall@{EVAL_K}"),
                "per_epoch": history, "best": best, "train_loss": result.training_loss,
                "train_seconds": round(seconds, 1), "pairs": n_pairs,
-               "hard_negatives": script_args.hard_negatives}
+               "hard_negatives": script_args.hard_negatives, "in_batch_negatives": "gathered across devices",
+               **batch_facts(training_args, trainer.state.global_step, n_pairs)}
     logger.info("selection Recall@10 per epoch: %s; best %s", history, best)
 
-    # Save and push
+    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
     if trainer.is_world_process_zero():
-        trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
         remove_checkpoints(training_args.output_dir)  # only the model stays
         # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
         save_card(encoder_card(script_args, training_args, summary, hyperparameters), training_args.output_dir)
@@ -217,6 +231,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
             atomic_write_json(script_args.results_path, summary | {"command": "python train/contrastive_tuning.py "
                                                                     + " ".join(sys.argv[1:])})
         push_trained(push)
+    wait_for_everyone(training_args)
     return summary | {"model": trainer.model}
 
 

@@ -88,7 +88,8 @@ def save_as_sentence_transformer(encoder, tokenizer, output_dir: str, max_seq_le
 
 def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: dict, hyperparameters: dict):
     """The card data of the entailment-tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the
-    template hub_push renders too); ``facts``: ``examples``, ``train_loss``, ``train_seconds``."""
+    template hub_push renders too); ``facts``: ``examples``, ``train_loss``, ``train_seconds`` and the batch facts
+    (:func:`rirag.training.batch_facts`)."""
     from rirag.card_data import EncoderCard
 
     repo_id = training_args.hub_model_id or training_args.output_dir
@@ -103,12 +104,13 @@ def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: d
                   "max length": script_args.max_length, "epochs": training_args.num_train_epochs,
                   "learning rate": training_args.learning_rate, "train loss": round(facts["train_loss"], 4),
                   "train seconds": round(facts["train_seconds"], 1)},
-        hyperparameters=hyperparameters)
+        hyperparameters=hyperparameters, world_size=facts["world_size"], per_device_batch=facts["per_device_batch"],
+        global_batch=facts["global_batch"], examples_seen=facts["examples_seen"])
 
 
 def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     import torch
-    from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, set_seed
 
     from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.collators import HypothesisMaskingCollator
@@ -116,8 +118,17 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     from rirag.mlm import masked_positions_trainer
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+    from rirag.training import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        no_fsdp,
+        remove_checkpoints,
+        require_artifacts,
+        wait_for_everyone,
+    )
 
+    no_fsdp(training_args, "entailment tuning")  # saved as a SentenceTransformer from rank 0's whole model
     require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     base = resolve_model(script_args.model_name_or_path)
@@ -127,6 +138,7 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     train_ds = build_dataset(script_args, tokenizer)
 
     # Model
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = AutoModelForMaskedLM.from_pretrained(base)
     apply_precision(training_args, script_args.precision)
     training_args.remove_unused_columns = False  # keep hypothesis_mask for the collator
@@ -147,19 +159,22 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     seconds = time.time() - start
     check_estimate(estimate)
 
-    # Save and push
+    facts = {"examples": len(train_ds), "train_loss": result.training_loss, "train_seconds": seconds,
+             **batch_facts(training_args, trainer.state.global_step, len(train_ds))}
+
+    # Save and push: rank 0 writes (a DDP model is whole on every rank; an FSDP run cannot save this way), the
+    # others wait
     if trainer.is_world_process_zero():
         encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
         save_as_sentence_transformer(encoder, tokenizer, training_args.output_dir, script_args.max_length)
         remove_checkpoints(training_args.output_dir)
-        facts = {"examples": len(train_ds), "train_loss": result.training_loss, "train_seconds": seconds}
         hyperparameters = non_default_hyperparameters(script_args, training_args)
         # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
         save_card(encoder_card(script_args, training_args, facts, hyperparameters), training_args.output_dir)
         push_trained(push)
+    wait_for_everyone(training_args)
     encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
-    return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(train_ds),
-            "encoder": encoder}
+    return facts | {"encoder": encoder}
 
 
 if __name__ == "__main__":

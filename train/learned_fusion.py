@@ -128,8 +128,9 @@ def main(args: LearnedFusionArguments) -> dict:
         train_ranker,
     )
     from rirag.splits import qrels_of, split_questions
-    from rirag.training import require_artifacts
+    from rirag.training import require_artifacts, single_process_only
 
+    single_process_only("learned fusion (LightGBM, no torch data parallelism)")  # copies would all write
     require_artifacts(*args.encoder_list())  # the trained encoders, before any data loads
     obliqa = load_obliqa(args.data)
     questions = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]

@@ -196,14 +196,17 @@ def judge_card(script_args: NLIJudgeArguments, training_args, result: dict, hype
         settings={k: result[k] for k in ("max_length", "inference_max_length", "train_steps", "train_seconds",
                                          "precision") if result.get(k) is not None},
         hyperparameters=hyperparameters, probe=result.get("probe"),
+        **{k: result.get(k) for k in ("world_size", "per_device_batch", "global_batch")},
+        examples_seen=result.get("train_pairs_seen"),
     )
     return card.with_results(result, card.repo_id, script_args.results_path or CARD_DATA_FILE)
 
 
 #: Keys of the results JSON that describe training; ``--eval_only`` keeps them from the previous run.
 TRAINING_KEYS = ("n_train", "n_train_per_source", "base_model", "max_length", "mean_train_pair_tokens",
-                 "train_steps", "train_pairs_seen", "train_seconds", "train_pairs_per_second",
-                 "stopped_by_time_budget", "estimated_train_minutes", "precision", "device", "cpu_capability",
+                 "train_steps", "world_size", "per_device_batch", "global_batch", "train_pairs_seen", "train_loss",
+                 "train_seconds", "train_pairs_per_second", "stopped_by_time_budget", "estimated_train_minutes",
+                 "precision", "device", "cpu_capability",
                  "cpu_native_bf16", "cuda_native_bf16", "machine", "torch_threads", "process_nice",
                  "load_average_1min_before_after", "cpu_cores", "platform", "date", "command")
 
@@ -217,10 +220,20 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
 
     from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import check_estimate, estimate_callback
+    from rirag.training import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        find_no_unused_parameters,
+        single_writer,
+    )
 
     precision = apply_precision(training_args, script_args.precision)
+    find_no_unused_parameters(training_args)
+    from transformers import set_seed
+
     label2id = {v: k for k, v in NLI_ID2LABEL.items()}
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = CrossEncoder(
         resolve_model_path(script_args.model_name_or_path),
         num_labels=len(NLI_ID2LABEL),
@@ -250,17 +263,16 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
 
     # Training loop (no evaluation during training)
     estimate = estimate_callback(script_args, "NLI judge")  # the time guard too (max_train_minutes)
-    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds,
-                                  loss=CrossEntropyLoss(model), callbacks=[estimate])
+    trainer = single_writer(CrossEncoderTrainer)(model=model, args=training_args, train_dataset=train_ds,
+                                                 loss=CrossEntropyLoss(model), callbacks=[estimate])
     load_before = os.getloadavg()
     start = time.time()
-    trainer.train()
+    output = trainer.train()
     train_seconds = time.time() - start
     check_estimate(estimate)  # a run that cannot finish within max_train_minutes stops here: nothing is saved
     steps = trainer.state.global_step
-    per_step = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
-    pairs_seen = min(steps * per_step, len(train_rows) * max(1, int(training_args.num_train_epochs))) \
-        if training_args.max_steps <= 0 else steps * per_step
+    facts = batch_facts(training_args, steps, len(train_rows))  # pairs seen over all ranks
+    pairs_seen = facts.pop("examples_seen")
     record = {
         "n_train": len(train_rows),
         "n_train_per_source": dict(sorted(Counter(r["source"] for r in train_rows).items())),
@@ -269,7 +281,9 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
         "max_length": max_length,
         "mean_train_pair_tokens": round(sum(lengths) / max(1, len(lengths)), 1),
         "train_steps": steps,
+        **facts,
         "train_pairs_seen": pairs_seen,
+        "train_loss": round(output.training_loss, 6),
         "train_seconds": round(train_seconds, 1),
         "train_pairs_per_second": round(pairs_seen / max(train_seconds, 1e-9), 2),
         "stopped_by_time_budget": False,  # a run stopped by its guard is refused, never saved
@@ -364,20 +378,22 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     from rirag.hub import hold_trainer_push, push_trained
     from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import max_length_of
-    from rirag.training import require_artifacts
+    from rirag.training import no_fsdp, require_artifacts, wait_for_everyone
 
     if not script_args.eval_only:
+        no_fsdp(training_args, "the NLI judge")  # evaluated and saved from rank 0's whole model
         require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
 
     train_rows, test_rows, probe_rows = load_rows(script_args)
     if script_args.eval_only:
         model, record, hyperparameters = load_trained(script_args, training_args, len(train_rows))
-        is_main = True
     else:
         model, record, _, trainer = train_judge(script_args, training_args, train_rows, test_rows, probe_rows)
         hyperparameters = non_default_hyperparameters(script_args, training_args)
-        is_main = trainer.is_world_process_zero()
+    if training_args.process_index != 0:  # rank 0 evaluates and writes; the others wait for it
+        wait_for_everyone(training_args)
+        return record
 
     # The judge is used at the length it was trained at, unless told otherwise (never beyond its position table)
     trained_length = record.get("max_length") or model.tokenizer.model_max_length
@@ -401,18 +417,19 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     logger.info("per-source accuracy: %s; probe: %s", json.dumps(result["per_source"]), json.dumps(result["probe"]))
 
     # Save (atomically: the old judge stays until the new one is complete) and push
-    if is_main and script_args.save_model:
+    if script_args.save_model:
         with atomic_dir(training_args.output_dir) as tmp_dir:
             model.save_pretrained(str(tmp_dir))  # sentence-transformers writes its own README.md: replaced here
             save_card(judge_card(script_args, training_args, result, hyperparameters), tmp_dir)
-    if is_main and script_args.results_path:
+    if script_args.results_path:
         from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
 
         measured = script_args.save_model or script_args.eval_only  # else the folder holds other weights
         result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir) if measured else None
         atomic_write_json(script_args.results_path, result)
-    if is_main and script_args.save_model and push and not script_args.eval_only:
+    if script_args.save_model and push and not script_args.eval_only:
         push_trained(push)  # the folder as saved, its card included
+    wait_for_everyone(training_args)
     return result
 
 

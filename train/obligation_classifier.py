@@ -103,6 +103,7 @@ def classifier_card(script_args: ObligationScriptArguments, training_args, resul
         settings={"epochs run": result["epochs_run"], "train seconds": result["train_seconds"],
                   "precision": result.get("precision")},
         hyperparameters=non_default_hyperparameters(script_args, training_args),
+        **{k: result.get(k) for k in ("world_size", "per_device_batch", "global_batch", "examples_seen")},
     )
     return card.with_results(result, card.repo_id, script_args.results_path or CARD_DATA_FILE)
 
@@ -134,14 +135,18 @@ def load_datasets(script_args: ObligationScriptArguments):
 def save_classifier(script_args: ObligationScriptArguments, training_args, trainer, tokenizer, result: dict,
                     push: tuple[str, str] | None = None) -> None:
     """The model, its tokenizer and its card (card data + README.md) in ``output_dir``, the held-out numbers in
-    ``results_path``; pushed as saved when ``push`` (:func:`rirag.hub.hold_trainer_push`) says so."""
+    ``results_path``; pushed as saved when ``push`` (:func:`rirag.hub.hold_trainer_push`) says so. Called on every
+    rank: ``save_model`` writes once (and gathers an FSDP model), the rest is written by rank 0; the others wait."""
     import sys
 
     from rirag.card_data import save_card
     from rirag.io import WEIGHTS_FINGERPRINT, atomic_write_json, weights_fingerprint
-    from rirag.training import remove_checkpoints
+    from rirag.training import remove_checkpoints, wait_for_everyone
 
     trainer.save_model(training_args.output_dir)
+    if not trainer.is_world_process_zero():
+        wait_for_everyone(training_args)
+        return
     tokenizer.save_pretrained(training_args.output_dir)
     remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
     result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
@@ -152,6 +157,7 @@ def save_classifier(script_args: ObligationScriptArguments, training_args, train
     from rirag.hub import push_trained
 
     push_trained(push)  # the folder as saved, this card included (rirag.hub: the one push path)
+    wait_for_everyone(training_args)
 
 
 def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
@@ -161,12 +167,13 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         DataCollatorWithPadding,
         EarlyStoppingCallback,
         Trainer,
+        set_seed,
     )
 
     from rirag.hub import hold_trainer_push
     from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import check_estimate, estimate_callback, require_artifacts
+    from rirag.training import batch_facts, check_estimate, estimate_callback, require_artifacts
 
     require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed after saving, through rirag.hub, with the typed card
@@ -177,6 +184,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
     base = resolve_model_path(script_args.model_name_or_path)
 
     # Model
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = AutoModelForSequenceClassification.from_pretrained(
         base,
         num_labels=2,
@@ -202,8 +210,11 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         compute_metrics=compute_metrics,
         callbacks=callbacks,
     )
+    # The model's loss is a per-batch mean that ignores num_items_in_batch, so the Trainer's scaling for a loss
+    # summed over the global batch (x processes) must not apply: it doubled the loss (and the gradient) on 2 ranks
+    trainer.model_accepts_loss_kwargs = False
     start = time.time()
-    trainer.train()
+    output = trainer.train()
     train_seconds = time.time() - start
     check_estimate(estimate)  # a run over its time guard stops here, before anything is saved
     metrics = trainer.evaluate()
@@ -218,6 +229,9 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         "split": f"sklearn train_test_split(test_size={script_args.test_size}, random_state={script_args.split_seed})",
         "epochs_run": round(float(trainer.state.epoch or 0), 2),
         "train_seconds": round(train_seconds, 1),
+        "train_loss": output.training_loss,
+        "eval_loss": metrics.get("eval_loss"),
+        **batch_facts(training_args, trainer.state.global_step, len(train_ds)),
         **hardware_record(precision, training_device(training_args.use_cpu)),
         "cpu_cores": os.cpu_count(),
         "platform": platform.platform(),
@@ -225,9 +239,8 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
     }
     logger.info("held-out metrics: %s", result)
 
-    # Save and push
-    if trainer.is_world_process_zero():
-        save_classifier(script_args, training_args, trainer, tokenizer, result, push)
+    # Save and push (rank 0 writes)
+    save_classifier(script_args, training_args, trainer, tokenizer, result, push)
     return result
 
 

@@ -160,15 +160,16 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
         from rirag.training import require_artifacts
 
         require_artifacts(data_args.teacher_model or LOCAL_OBLIGATION_CLASSIFIER)
-    if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
-        export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
     if not training_args.completion_only_loss:
         logger.warning("completion_only_loss is off: the loss will cover the prompt too (RAFT masks it)")
 
-    # Load datasets
-    if data_missing:
-        dataset, report = build_raft_dataset(data_args)
-        save_raft_dataset(dataset, report, data_args.dataset_name, command)
+    # Load datasets (what is missing is written once, by rank 0; the other ranks then read it)
+    with training_args.main_process_first(desc="RAFT model and data"):
+        if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
+            export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
+        if data_missing and not os.path.exists(data_args.dataset_name):
+            dataset, report = build_raft_dataset(data_args)
+            save_raft_dataset(dataset, report, data_args.dataset_name, command)
     raw = load_raft_dataset(data_args.dataset_name)
     if script_args.dataset_train_split not in raw:
         raise ValueError(f"{data_args.dataset_name} has no split {script_args.dataset_train_split!r}: {list(raw)}")
@@ -185,7 +186,7 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
                 training_args.max_length, f", {len(eval_ds)} evaluation rows" if eval_ds else "")
 
     # Model
-    cuda = torch.cuda.is_available()
+    cuda = torch.cuda.is_available() and not training_args.use_cpu
     qlora = configure_precision(script_args, training_args, model_args, cuda)
     peft_config = get_peft_config(model_args)
     if peft_config is None:
@@ -202,14 +203,16 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
 
 def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     import torch
+    from transformers import set_seed
 
     from rirag.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
     from rirag.hub import hold_trainer_push, push_trained
     from rirag.precision import hardware_record
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints
+    from rirag.training import batch_facts, check_estimate, estimate_callback, remove_checkpoints, wait_for_everyone
 
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     command = "train/raft.py " + " ".join(sys.argv[1:])
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
     tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
 
@@ -220,12 +223,13 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
     result = trainer.train()
     seconds = time.time() - start
     check_estimate(estimate)  # over its time guard: stopped after the first steps, nothing saved
-    tokens = int(trainer.state.num_input_tokens_seen or 0)
+    tokens = int(trainer.state.num_input_tokens_seen or 0)  # the Trainer sums it over all ranks
     labels = trainer.train_dataset["labels"] if "labels" in trainer.train_dataset.column_names else None
     summary = {"rows": info["rows"], "dropped_too_long": too_long, "steps": trainer.state.global_step,
                "epochs": training_args.num_train_epochs,
                "train_loss": round(result.training_loss, 4), "train_seconds": round(seconds, 1),
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
+               **batch_facts(training_args, trainer.state.global_step, info["rows"]),
                "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
                "device": "cuda" if cuda else f"cpu ({torch.get_num_threads()} threads)",
                "torch_threads": torch.get_num_threads(),
@@ -237,10 +241,10 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
         summary["eval_loss"] = round(trainer.evaluate()["eval_loss"], 4)
     logger.info("RAFT training: %s", summary)
 
-    # Save and push
+    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    out = training_args.output_dir
+    trainer.save_model(out)  # the adapter (adapter_config.json + adapter_model.safetensors)
     if trainer.is_world_process_zero():
-        out = training_args.output_dir
-        trainer.save_model(out)  # the adapter (adapter_config.json + adapter_model.safetensors)
         tokenizer.save_pretrained(out)
         remove_checkpoints(out)
         merged = script_args.merged_output_dir or f"{os.path.normpath(out)}-merged"
@@ -270,7 +274,9 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                     name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id,
                     base_model=model_args.model_name_or_path, datasets=["RegNLP/ObliQA"], command=command,
                     variant=variant, adapter=out, lora=recipe, raft_data=data, training=summary,
-                    hyperparameters=hyperparameters), folder)
+                    hyperparameters=hyperparameters, world_size=summary["world_size"],
+                    per_device_batch=summary["per_device_batch"], global_batch=summary["global_batch"],
+                    examples_seen=summary["examples_seen"], tokens_seen=tokens or None), folder)
         if script_args.results_path:
             from rirag.io import atomic_write_json
 
@@ -278,6 +284,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                                                          "command": command,
                                                          "arguments": asdict(script_args) | asdict(data_args)})
         push_trained(push)  # the adapter, its config naming the base model's Hub id (hub_push/manifest.yaml)
+    wait_for_everyone(training_args)
     return summary | {"trainer": trainer}
 
 

@@ -112,7 +112,8 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
         loss, loss_class = "binary cross-entropy on one logit (gold 1, mined negative 0)", "BinaryCrossEntropyLoss"
     else:
         loss = (f"a softmax over each gold passage, its mined negatives and {script_args.in_batch_negatives} "
-                "in-batch negatives")
+                "in-batch negatives (from each device's own batch of "
+                f"{training_args.per_device_train_batch_size}: a per-device objective)")
         loss_class = "MultipleNegativesRankingLoss"
     return RerankerCard(
         name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
@@ -130,7 +131,9 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
                   "epochs": training_args.num_train_epochs, "learning rate": training_args.learning_rate,
                   "batch size": training_args.per_device_train_batch_size,
                   "train loss": round(summary["train_loss"], 4), "train seconds": round(summary["train_seconds"], 1)},
-        hyperparameters=hyperparameters)
+        hyperparameters=hyperparameters, world_size=summary["world_size"],
+        per_device_batch=summary["per_device_batch"], global_batch=summary["global_batch"],
+        examples_seen=summary["examples_seen"])
 
 
 def main(script_args: RerankerArguments, training_args) -> dict:
@@ -144,13 +147,23 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     from rirag.hub import hold_trainer_push, push_trained
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
-    from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
+    from rirag.training import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        find_no_unused_parameters,
+        remove_checkpoints,
+        require_artifacts,
+        single_writer,
+        wait_for_everyone,
+    )
 
     # the start model and the negatives retriever's encoder, before any work
     require_artifacts(script_args.model_name_or_path,
                       script_args.negatives_model if script_args.negatives_retriever != "bm25" else None)
     apply_precision(training_args, script_args.precision)
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
+    find_no_unused_parameters(training_args)
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
@@ -166,6 +179,9 @@ def main(script_args: RerankerArguments, training_args) -> dict:
 
     # Model
     # a start model with another head (e.g. the 3-way NLI judge) keeps its encoder and gets a new one-logit head
+    from transformers import set_seed
+
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = CrossEncoder(resolve_model(script_args.model_name_or_path), num_labels=1,
                          max_length=script_args.max_length, model_kwargs={"ignore_mismatched_sizes": True})
     loss = BinaryCrossEntropyLoss(model) if script_args.loss == "bce" else \
@@ -173,23 +189,26 @@ def main(script_args: RerankerArguments, training_args) -> dict:
 
     # Training loop
     estimate = estimate_callback(script_args, "reranker")
-    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=train_ds, loss=loss,
-                                  callbacks=[estimate])
+    trainer = single_writer(CrossEncoderTrainer)(model=model, args=training_args, train_dataset=train_ds, loss=loss,
+                                                 callbacks=[estimate])
     start = time.time()
     result = trainer.train()
     seconds = time.time() - start
     check_estimate(estimate)
 
-    # Save and push
+    summary = {"examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds,
+               **batch_facts(training_args, trainer.state.global_step, len(train_ds))}
+
+    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
-        trainer.save_model(training_args.output_dir)
         remove_checkpoints(training_args.output_dir)
         # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
-        save_card(reranker_card(script_args, training_args, {
-            "examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds},
-            non_default_hyperparameters(script_args, training_args)), training_args.output_dir)
+        save_card(reranker_card(script_args, training_args, summary,
+                                non_default_hyperparameters(script_args, training_args)), training_args.output_dir)
         push_trained(push)
-    return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(examples), "model": model}
+    wait_for_everyone(training_args)
+    return summary | {"model": model}
 
 
 if __name__ == "__main__":

@@ -74,6 +74,13 @@ class CardData:
     #: rirag.io.weights_fingerprint of the folder the card is saved in (set by save_card): the weights ``results``
     #: and ``model_index`` were measured on; hub_push keeps them only for those exact weights.
     weights_sha256: str | None = None
+    # the run's scale (rirag.training.batch_facts): processes, per-device and global batch, examples (pairs) and
+    # tokens seen summed over all ranks; None where not recorded
+    world_size: int | None = None
+    per_device_batch: int | None = None
+    global_batch: int | None = None
+    examples_seen: int | None = None
+    tokens_seen: int | None = None
 
     @classmethod
     def from_dict(cls, values: dict, where: str = "card data") -> CardData:
@@ -256,17 +263,33 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _fresh_defaults(cls: type, **kwargs: Any) -> dict:
+    """``cls(**kwargs).to_dict()`` for a ``TrainingArguments`` class without touching accelerate's shared state: a
+    fresh instance would reset it (afterwards every rank of a multi-process run says it is process 0 of 1), so it is
+    built on the state already configured (``use_configured_state``) when there is one."""
+    from accelerate import PartialState
+
+    if PartialState._shared_state:
+        kwargs["accelerator_config"] = {"use_configured_state": True}
+    fresh = cls(**kwargs).to_dict()
+    fresh.pop("accelerator_config", None)
+    return fresh
+
+
 def _values_and_defaults(args: Any) -> tuple[dict, dict]:
     """An arguments dataclass's values and its class defaults. ``transformers.TrainingArguments`` (it has
     ``to_dict``) is compared with a fresh instance, as ``__post_init__`` leaves it (with the run's device flags where
-    the plain defaults cannot be built on this machine: those flags are then not recorded)."""
+    the plain defaults cannot be built on this machine: those flags are then not recorded), built without touching
+    the run's accelerate state (:func:`_fresh_defaults`)."""
     if hasattr(args, "to_dict"):
         output_dir = getattr(args, "output_dir", None) or "unused"
+        values = args.to_dict()
+        values.pop("accelerator_config", None)
         try:
-            return args.to_dict(), type(args)(output_dir=output_dir).to_dict()
+            return values, _fresh_defaults(type(args), output_dir=output_dir)
         except ValueError:  # trl's SFTConfig defaults to bf16, which a machine without it refuses: the run's device
             device = {k: getattr(args, k) for k in ("use_cpu", "bf16", "fp16") if hasattr(args, k)}
-            return args.to_dict(), type(args)(output_dir=output_dir, **device).to_dict()
+            return values, _fresh_defaults(type(args), output_dir=output_dir, **device)
     values, defaults = {}, {}
     for f in fields(args):
         if not f.init:

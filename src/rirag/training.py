@@ -6,11 +6,17 @@ A trainer's script-arguments dataclass inherits :class:`RunArguments`; its ``mai
 :func:`rirag.precision.apply_precision`, adds :func:`run_estimate` to its callbacks, calls :func:`check_estimate`
 right after ``trainer.train()`` (before saving) and :func:`remove_checkpoints` after the final save; its ``__main__``
 ends with ``sys.exit(run_trainer(main, *parsed))``.
+
+Several processes (``accelerate launch``, torchrun): :func:`run_trainer` first checks that the launcher really
+started the processes it was asked for (:func:`check_processes`); only rank 0 writes (the trainers save through
+``trainer.save_model`` on every rank, which writes once and is FSDP-aware, then write cards and results on rank 0 and
+meet at :func:`wait_for_everyone`); :func:`batch_facts` is what cards and results record about the batch.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -23,6 +29,9 @@ from rirag.precision import AUTO, PRECISIONS
 from rirag.scoring.models import MissingModelError, missing_model_message
 
 logger = logging.getLogger(__name__)
+
+#: The accelerate config that starts N gloo processes on CPUs (a torchrun launch; the recipe keeps ``use_cpu: true``).
+CPU_MULTIPROCESS_CONFIG = "recipes/accelerate/cpu-2proc.yaml"
 
 #: Optimizer steps timed before the estimate is logged (fewer when the run is shorter).
 ESTIMATE_STEPS = 5
@@ -124,10 +133,110 @@ def remove_checkpoints(output_dir: str | Path) -> list[str]:
     return removed
 
 
+def requested_processes(environ: dict | None = None) -> int | None:
+    """How many processes the launcher was asked for, from its environment: torchrun's ``WORLD_SIZE``, or at least 2
+    when accelerate's simple launcher was asked for several (it sets ``MASTER_ADDR`` and ``ACCELERATE_USE_CPU`` then,
+    but starts one process: ``accelerate launch --cpu --num_processes N``, a ``MULTI_CPU`` config). None: one."""
+    env = os.environ if environ is None else environ
+    if env.get("WORLD_SIZE"):
+        return int(env["WORLD_SIZE"])
+    if env.get("MASTER_ADDR") and "ACCELERATE_USE_CPU" in env and "RANK" not in env:
+        return 2
+    return None
+
+
+def check_processes(training_args: Any, environ: dict | None = None) -> int:
+    """The run's process count; :class:`TrainingRefused` (one line naming the config that works) when the launcher
+    was asked for more processes than the trainer got (call it before anything is written)."""
+    env = os.environ if environ is None else environ
+    requested = requested_processes(env)
+    got = int(getattr(training_args, "world_size", 1) or 1)
+    if requested and requested > got:
+        asked = f"{requested} processes" if env.get("WORLD_SIZE") else "several processes"
+        raise TrainingRefused(
+            f"the launcher was asked for {asked} but this trainer runs in {got} (`accelerate launch --cpu "
+            "--num_processes N` and MULTI_CPU configs start one; a GPU config without GPUs needs use_cpu: true): "
+            f"on CPUs run `accelerate launch --config_file {CPU_MULTIPROCESS_CONFIG} --num_processes N ...` with "
+            "use_cpu: true in the recipe; nothing was written")
+    return got
+
+
+def single_process_only(what: str, environ: dict | None = None) -> None:
+    """For a trainer that runs in one process (no torch data parallelism): refuse a multi-process launch, whose
+    copies would each write the same outputs."""
+    requested = requested_processes(environ)
+    if requested and requested > 1:
+        raise TrainingRefused(f"{what} trains in one process; launch it with python (or accelerate's "
+                              "recipes/accelerate/cpu.yaml), not with several processes; nothing was written")
+
+
+def uses_fsdp(training_args: Any, environ: dict | None = None) -> bool:
+    """Whether the run shards the model with FSDP (the trainer's ``fsdp`` argument, or an accelerate FSDP config)."""
+    env = os.environ if environ is None else environ
+    return bool(getattr(training_args, "fsdp", None)) or env.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+
+
+def no_fsdp(training_args: Any, what: str, environ: dict | None = None) -> None:
+    """For a trainer that saves its model from rank 0 alone (a whole model on every rank, as DDP has it): refuse an
+    FSDP run before any work, where rank 0 holds a shard only."""
+    if uses_fsdp(training_args, environ):
+        raise TrainingRefused(f"{what} saves its model from rank 0 and cannot gather an FSDP-sharded one: launch it "
+                              "with recipes/accelerate/ddp.yaml (data parallel) instead; nothing was written")
+
+
+def batch_facts(training_args: Any, steps: int, examples: int | None = None) -> dict[str, int]:
+    """What a card and a results file record about the batch: the process count, the per-device and the global
+    batch (per-device x gradient accumulation x processes), and the examples seen over all ranks (steps x global
+    batch; capped at the data x epochs for a run that was not cut by ``max_steps``)."""
+    world = int(getattr(training_args, "world_size", 1) or 1)
+    per_device = int(training_args.per_device_train_batch_size)
+    global_batch = per_device * int(training_args.gradient_accumulation_steps) * world
+    seen = steps * global_batch
+    if examples is not None and int(getattr(training_args, "max_steps", -1) or -1) <= 0:
+        seen = min(seen, examples * max(1, int(-(-float(training_args.num_train_epochs) // 1))))
+    return {"world_size": world, "per_device_batch": per_device, "global_batch": global_batch, "examples_seen": seen}
+
+
+def find_no_unused_parameters(training_args: Any) -> None:
+    """For a sentence-transformers ``CrossEncoder`` (judge, reranker), whose every trainable parameter takes part in
+    each forward pass: tell DDP not to search for unused ones unless the arguments say otherwise. The Trainer asks for
+    the search on any model that is not a ``PreTrainedModel``, and under DDP that search fails at the first backward
+    ("Expected to mark a variable ready only once", on the classifier bias)."""
+    if getattr(training_args, "ddp_find_unused_parameters", False) is None:
+        training_args.ddp_find_unused_parameters = False
+
+
+def single_writer(trainer_class: type) -> type:
+    """``trainer_class`` whose ``_save`` writes on the saving rank only (``args.should_save``). sentence-transformers'
+    trainers write the model, its README.md and every checkpoint from every rank (their ``_save`` assumes process
+    zero; transformers 5 calls it on all ranks), so rank 1 could overwrite the card rank 0 had written. ``save_model``
+    still runs on every rank first, where FSDP gathers the full state dict."""
+
+    class SingleWriter(trainer_class):
+        def _save(self, output_dir=None, state_dict=None):
+            if self.args.should_save:
+                super()._save(output_dir, state_dict=state_dict)
+
+    SingleWriter.__name__ = SingleWriter.__qualname__ = trainer_class.__name__
+    return SingleWriter
+
+
+def wait_for_everyone(training_args: Any = None) -> None:
+    """A barrier for a multi-process run (the other ranks wait while rank 0 writes); a no-op in one process."""
+    if int(getattr(training_args, "world_size", 1) or 1) > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
 def run_trainer(main: Callable[..., Any], *args: Any) -> int:
     """Run a trainer's ``main``; a refusal or a missing input artifact is one logged line (the last) and exit
-    status 2, never a traceback."""
+    status 2, never a traceback. Before ``main``: the process check (:func:`check_processes`) on the training
+    arguments among ``args``."""
     try:
+        for arg in args:
+            if hasattr(arg, "per_device_train_batch_size") and hasattr(arg, "world_size"):
+                check_processes(arg)
         main(*args)
     except (TrainingRefused, MissingModelError) as err:
         logger.error("%s", " ".join(str(err).split()))
