@@ -133,6 +133,10 @@ def remove_checkpoints(output_dir: str | Path) -> list[str]:
     return removed
 
 
+#: What :func:`requested_processes` reports when the launcher was asked for several processes without saying how many.
+SEVERAL_PROCESSES = 2
+
+
 def requested_processes(environ: dict | None = None) -> int | None:
     """How many processes the launcher was asked for, from its environment: torchrun's ``WORLD_SIZE``, or at least 2
     when accelerate's simple launcher was asked for several (it sets ``MASTER_ADDR`` and ``ACCELERATE_USE_CPU`` then,
@@ -141,7 +145,7 @@ def requested_processes(environ: dict | None = None) -> int | None:
     if env.get("WORLD_SIZE"):
         return int(env["WORLD_SIZE"])
     if env.get("MASTER_ADDR") and "ACCELERATE_USE_CPU" in env and "RANK" not in env:
-        return 2
+        return SEVERAL_PROCESSES
     return None
 
 
