@@ -35,7 +35,7 @@ import functools
 import json
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -46,6 +46,7 @@ from rirag.constants import OFFLINE_ENCODER
 from rirag.data import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
+from rirag.missing_parts import missing_parts, statement
 from rirag.generation.prompts import NO_ANSWER, passages_from_messages, question_from_messages
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import load_encoder
@@ -98,6 +99,18 @@ class FocusedConfig:
     max_passages: int | None = field(default=None, metadata={
         "help": "With the passage gate: cite at most this many passages (default: the scorer's)."})
     dedup_min_ratio: float = field(default=90.0, metadata={"help": "rapidfuzz ratio of near-duplicate units."})
+    extra_unit_words: int | None = field(default=None, metadata={
+        "help": "With the passage gate: a passage other than the best one is cited through its best unit of at "
+                "most this many words (default: the scorer's; unset in both: no cap)."})
+    passage_min_score: float | None = field(default=None, metadata={
+        "help": "With the passage gate: a passage other than the best one is cited only when its best unit scores "
+                "at least this (it bears on the question; default: the scorer's; unset in both: 0)."})
+    say_missing: bool = field(default=True, metadata={
+        "help": "After the cited content, one sentence for each part of the question no kept unit states "
+                "(rirag.missing_parts)."})
+    cite_duplicates: bool = field(default=True, metadata={
+        "help": "Cite every passage holding a near-duplicate of a kept unit (the same rule in two rulebooks) "
+                "together with it, in one sentence: '... [2][4].'"})
 
 
 @dataclass(frozen=True)
@@ -106,11 +119,18 @@ class ScoredUnit:
     score: float
     #: The normalised retrieval score of the unit's passage (what the passage gate adds to the unit score).
     passage_score: float = 1.0
+    #: Citation numbers of other passages that state the same unit (near-duplicates), cited with it.
+    also: tuple[int, ...] = ()
 
     @property
     def number(self) -> int:
         """The citation number of the unit's passage (1-based)."""
         return self.unit.passage + 1
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        """Every citation number of the unit: its passage's, then its near-duplicates'."""
+        return (self.number, *self.also)
 
 
 @dataclass
@@ -124,6 +144,9 @@ class FocusedAnswer:
     answerability: float
     addressed: bool
     text: str
+    #: The parts the question asks for that no kept unit states (:mod:`rirag.missing_parts`), each
+    #: said in one sentence after the cited content.
+    missing: list = field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=4)
@@ -239,6 +262,16 @@ class FocusedAnswerer:
                                 for n in names)
         return float(weight or 0.0), float(margin), int(most or 1 << 30)
 
+    def _passage_min_score(self) -> float:
+        value = self.config.passage_min_score
+        value = self.scorer["selection"].get("passage_min_score") if value is None else value
+        return float(value or 0.0)
+
+    def _extra_unit_words(self) -> int:
+        value = self.config.extra_unit_words
+        value = self.scorer["selection"].get("extra_unit_words") if value is None else value
+        return int(value) if value is not None else 1 << 30
+
     @property
     def obligation_source(self) -> str:
         """What decides obligation-ness: the trained classifier's folder, or deontic cues."""
@@ -303,22 +336,46 @@ class FocusedAnswerer:
             best_of.setdefault(s.unit.passage, s)
         passage_score = {p: s.passage_score + weight * s.score for p, s in best_of.items()}
         order = sorted(passage_score, key=lambda p: -passage_score[p])
-        cited = [p for p in order if passage_score[p] >= passage_score[order[0]] - margin][:most]
+        bar = self._passage_min_score()
+        cited = [p for p in order if p == order[0] or (passage_score[p] >= passage_score[order[0]] - margin
+                                                        and best_of[p].score >= bar)][:most]
         lead: list[ScoredUnit] = []
-        words, max_words = 0, self._option("max_words")
-        for p in cited:  # each cited passage's best unit that fits (the first always does)
-            fitting = next((s for s in ranked if s.unit.passage == p and (not lead or words + s.unit.words <= max_words)
-                            and not self._duplicate(s, lead, cfg.dedup_min_ratio)), None)
-            if fitting is not None:
-                lead.append(fitting)
-                words += fitting.unit.words
+        words, max_words, extra_words = 0, self._option("max_words"), self._extra_unit_words()
+        for p in cited:  # each cited passage's best unit that fits (the first always does), most relevant first
+            if any(p + 1 in k.numbers for k in lead):  # cited already, as a near-duplicate of a kept unit
+                continue
+            fitting = next((s for s in ranked if s.unit.passage == p and (not lead or (
+                words + s.unit.words <= max_words and s.unit.words <= extra_words))), None)
+            if fitting is None:
+                continue
+            twin = next((i for i, k in enumerate(lead) if self._near(fitting, k)), None)
+            if twin is not None:  # the same rule in another rulebook: cited with the kept unit, not repeated
+                lead[twin] = replace(lead[twin], also=(*lead[twin].also, fitting.number))
+                continue
+            lead.append(fitting)
+            words += fitting.unit.words
+        if cfg.cite_duplicates:
+            lead = self._with_duplicates(lead, usable)
         return self._fill(lead, [s for s in ranked if s.unit.passage in cited])
 
-    @staticmethod
-    def _duplicate(unit: ScoredUnit, kept: list[ScoredUnit], min_ratio: float) -> bool:
+    def _near(self, a: ScoredUnit, b: ScoredUnit) -> bool:
         from rapidfuzz import fuzz
 
-        return any(fuzz.ratio(unit.unit.text, k.unit.text) >= min_ratio for k in kept)
+        return fuzz.ratio(a.unit.text, b.unit.text) >= self.config.dedup_min_ratio
+
+    def _duplicate(self, unit: ScoredUnit, kept: list[ScoredUnit]) -> bool:
+        """Whether ``unit`` repeats a kept unit, or its passage is cited already as one's near-duplicate."""
+        return any(self._near(unit, k) or unit.number in k.also for k in kept)
+
+    def _with_duplicates(self, kept: list[ScoredUnit], units: list[ScoredUnit]) -> list[ScoredUnit]:
+        """Each kept unit citing, besides its own passage, every other passage that holds a near-duplicate of it."""
+        out = []
+        for k in kept:
+            cited = {n for other in kept for n in other.numbers}
+            twins = tuple(dict.fromkeys(u.number for u in units if u.number not in cited and self._near(u, k)))
+            out.append(replace(k, also=(*k.also, *twins)) if twins else k)
+            kept = [*out, *kept[len(out):]]
+        return out
 
     def _fill(self, kept: list[ScoredUnit], ranked: list[ScoredUnit]) -> list[ScoredUnit]:
         """``kept`` plus the units of ``ranked`` (best first) that hold their score and fit the word budget."""
@@ -334,7 +391,7 @@ class FocusedAnswerer:
                 break
             if kept and words + s.unit.words > max_words:
                 continue
-            if self._duplicate(s, kept, self.config.dedup_min_ratio):
+            if self._duplicate(s, kept):
                 continue
             kept.append(s)
             words += s.unit.words
@@ -365,9 +422,13 @@ class FocusedAnswerer:
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
-            body = " ".join(with_citation(s.unit.text, s.number) for s in kept)
+            body = " ".join(with_citation(s.unit.text, s.numbers) for s in kept)
+            # what the question asks that no kept unit states (not said when nothing matches: the flag says it all)
+            missing = missing_parts(question, [s.unit.text for s in kept]) if addressed and self.config.say_missing \
+                else []
+            body = " ".join([body, *(statement(p) for p in missing)])
             text = body if addressed else f"{NOT_ADDRESSED} {body}".strip()
-            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, text))
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, text, missing))
         return out
 
     # -- the generator interface --------------------------------------------------------------------------------
