@@ -14,7 +14,8 @@ Stages, each resumable and restartable per row:
   ``Citations``) and records seconds per answer and generated tokens/s;
 * ``quality``: the answer metrics that copying cannot game (``rirag.scoring.answer_quality``: gold-citation
   precision and recall against the questions' qrels, words, answers shared by questions with different gold, broken
-  units, the flag rate), and for the passage generators (focused, extractive) the mismatched-context test: each
+  units, the flag rate, answers citing two or more passages, the share of questions whose gold passage was given
+  below rank 1 that cite it, the missing-part statement rate), and for the passage generators (focused, extractive) the mismatched-context test: each
   question answered from another question's passages, and the share of those answers that say so; no model needed
   beyond the generator;
 * ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite, and the signature of the scorer in
@@ -71,7 +72,8 @@ QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", 
                 "citation_recall", "copy_ratio")
 #: Metrics that copying cannot game (rirag.scoring.answer_quality), computed without any model.
 ANSWER_KEYS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
-               "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate")
+               "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate", "cites_two_or_more",
+               "gold_below_rank1_cited", "gold_below_rank1_questions", "missing_part_rate")
 SAMPLE_SIZE = ANSWER_SAMPLE_SIZE
 
 

@@ -46,8 +46,8 @@ from rirag.constants import OFFLINE_ENCODER
 from rirag.data import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
-from rirag.missing_parts import missing_parts, statement
 from rirag.generation.prompts import NO_ANSWER, passages_from_messages, question_from_messages
+from rirag.missing_parts import missing_parts, statement
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import load_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
