@@ -80,6 +80,8 @@ class Unit:
     is_list: bool = False
     #: A table row with its column headers (:func:`table_rows`).
     is_table: bool = False
+    #: A table row's label (its first cell, "Chapter 9: Marketing of Domestic Funds ..."); empty otherwise.
+    label: str = ""
 
     @property
     def words(self) -> int:
@@ -240,12 +242,27 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
 
 
 def _number(passage_index: int, located: list[tuple[str, int, int, bool]],
-            tables: list[tuple[str, int, int]]) -> list[Unit]:
+            tables: list[tuple[str, int, int, str]]) -> list[Unit]:
     """Prose and list units and table rows, in passage order, numbered."""
-    rows = [(text, start, end, False, True) for text, start, end in tables if len(text.split()) >= MIN_UNIT_WORDS]
-    merged = sorted([(*u, False) for u in located] + rows, key=lambda u: u[1])
-    return [Unit(text, passage_index, i, start, end, is_list, is_table)
-            for i, (text, start, end, is_list, is_table) in enumerate(merged)]
+    rows = [(text, start, end, False, True, label) for text, start, end, label in tables
+            if len(text.split()) >= MIN_UNIT_WORDS]
+    merged = sorted([(*u, False, "") for u in located] + rows, key=lambda u: u[1])
+    return [Unit(text, passage_index, i, start, end, is_list, is_table, label)
+            for i, (text, start, end, is_list, is_table, label) in enumerate(merged)]
+
+
+#: The reference a row label starts with ("Chapter 9", "APP 7", "Rule 6.2").
+_LABEL_REFERENCE = re.compile(r"^\W*([A-Z][A-Za-z]*\s+\d+(?:\.\d+)*[A-Za-z]?)\b")
+
+
+def names_row(question: str, unit: Unit) -> bool:
+    """Whether ``question`` names the table row ``unit`` by its label's reference ("which rules in Chapter 9 ..."
+    names the row "Chapter 9: Marketing ..."; not "Chapter 9A" nor "Chapter 9.5")."""
+    match = _LABEL_REFERENCE.match(unit.label) if unit.is_table else None
+    if not match:
+        return False
+    reference = r"\s+".join(re.escape(w) for w in match.group(1).split())
+    return bool(re.search(rf"\b{reference}(?![\w.]*\d|[A-Za-z])", question, re.IGNORECASE))
 
 
 #: The markers around a table in ObliQA passages.
@@ -256,11 +273,11 @@ _CELL_SYMBOLS = str.maketrans({"\uf0fc": "✓", "\u200e": None})
 _ROW_LABEL = re.compile(r"^\W*[A-Z][A-Za-z]*\s+\d+[A-Za-z]?\s*:")
 
 
-def _take_tables(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[tuple[str, int, int]]]:
-    """(the lines outside tables, the row units of the tables: (text, start, end)). A sentence between the start
-    marker and the first tabbed line (an introduction) stays with the prose."""
+def _take_tables(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[tuple[str, int, int, str]]]:
+    """(the lines outside tables, the row units of the tables: (text, start, end, label)). A sentence between the
+    start marker and the first tabbed line (an introduction) stays with the prose."""
     other: list[tuple[int, str]] = []
-    rows: list[tuple[str, int, int]] = []
+    rows: list[tuple[str, int, int, str]] = []
     table: list[tuple[int, str]] | None = None
     for start, line in lines:
         if table is None and TABLE_START in line:
@@ -277,8 +294,10 @@ def _take_tables(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], l
     return sorted(other), rows
 
 
-def table_rows(lines: list[tuple[int, str]], prose: list[tuple[int, str]] | None = None) -> list[tuple[str, int, int]]:
-    """The rows of one table (its lines with their offsets, markers excluded) as units ``(text, start, end)``: each
+def table_rows(lines: list[tuple[int, str]],
+               prose: list[tuple[int, str]] | None = None) -> list[tuple[str, int, int, str]]:
+    """The rows of one table (its lines with their offsets, markers excluded) as units ``(text, start, end, label)``
+    (the label: the row's first cell): each
     row "Header 1: cell; Header 2: cell." (empty cells left out). The header is the first row; a row is complete
     at one cell per column (the most tabs on a line, plus one); a line goes on the current row unless the row is
     complete and the line has a tab, or the line opens with a row label ("Chapter 9:", the first row's first
@@ -317,7 +336,7 @@ def table_rows(lines: list[tuple[int, str]], prose: list[tuple[int, str]] | None
         parts = [f"{h}: {c}" if h else c for h, c in zip(header + [""] * columns, cells) if c]
         text = normalise("; ".join(parts)).rstrip(".;:, ")
         if text:
-            out.append((f"{text}.", group[0][0], group[-1][0] + len(group[-1][1])))
+            out.append((f"{text}.", group[0][0], group[-1][0] + len(group[-1][1]), cells[0] if cells else ""))
     return out
 
 

@@ -51,7 +51,7 @@ from rirag.missing_parts import missing_parts, statement
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import load_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
-from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, split_units
+from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, names_row, split_units
 
 logger = logging.getLogger(__name__)
 
@@ -391,16 +391,25 @@ class FocusedAnswerer:
                 break
             if kept and words + s.unit.words > max_words:
                 continue
+            if kept and s.unit.passage != kept[0].unit.passage and s.unit.words > self._extra_unit_words():
+                continue  # another passage is quoted through a short unit only (the gate's cap holds here too)
             if self._duplicate(s, kept):
                 continue
             kept.append(s)
             words += s.unit.words
         return kept  # the best (passage's) unit first: the sentence that answers is never buried
 
-    def scored_units(self, units: Sequence[Unit], x: np.ndarray) -> list[ScoredUnit]:
-        """Each unit with its probability of answering the question and its passage's retrieval score."""
+    def scored_units(self, units: Sequence[Unit], x: np.ndarray, question: str | None = None) -> list[ScoredUnit]:
+        """Each unit with its probability of answering the question and its passage's retrieval score. A table row
+        the question names by its label ("which rules in Chapter 9 ...": the row "Chapter 9: ...") scores just
+        above the best unit of its passage: the named row is the answer, whatever the scorer makes of a row that
+        shares every column header with its neighbours."""
         probs = _logistic(x, self.scorer["unit"])
         retrieval = x[:, FEATURES.index("retrieval_score")]
+        if question:
+            for i, u in enumerate(units):
+                if names_row(question, u):
+                    probs[i] = min(1.0, max(p for v, p in zip(units, probs) if v.passage == u.passage) + 1e-6)
         return [ScoredUnit(u, float(p), float(r)) for u, p, r in zip(units, probs, retrieval)]
 
     def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None) -> FocusedAnswer:
@@ -418,7 +427,7 @@ class FocusedAnswerer:
             if not units:  # nothing but headings (or nothing) to quote
                 out.append(FocusedAnswer(question, [], [], 0.0, False, NO_ANSWER))
                 continue
-            scored = self.scored_units(units, x)
+            scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
