@@ -15,9 +15,9 @@ Stages, each resumable and restartable per row:
 * ``quality``: the answer metrics that copying cannot game (``rirag.scoring.answer_quality``: gold-citation
   precision and recall against the questions' qrels, words, answers shared by questions with different gold, broken
   units, the flag rate, answers citing two or more passages, the share of questions whose gold passage was given
-  below rank 1 that cite it, the missing-part statement rate), and for the passage generators (focused, extractive) the mismatched-context test: each
-  question answered from another question's passages, and the share of those answers that say so; no model needed
-  beyond the generator;
+  below rank 1 that cite it, the missing-part statement rate), and for the passage generators (focused,
+  extractive) the mismatched-context test: each question answered from another question's passages, and the share
+  of those answers that say so; no model needed beyond the generator;
 * ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite, and the signature of the scorer in
   ``repass_signature``: its models, mode, precision, splitter; ``rirag.scoring.signature``), the attribution metrics
   (citation precision and recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from rirag.missing_parts import MISSING_PREFIX, asked_parts, has_missing_statement, missing_parts, stated_kinds, \
-    statement
+from rirag.missing_parts import (
+    MISSING_PREFIX,
+    asked_parts,
+    has_missing_statement,
+    missing_parts,
+    stated_kinds,
+    statement,
+)
 from rirag.scoring.answer_quality import answer_quality, broken_units, gold_below_rank1
 
 
