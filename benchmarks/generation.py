@@ -254,8 +254,9 @@ def mismatched_flag_rate(records: list[dict], golds: dict[str, list[str]], gener
 def merge_results(path: str, rows: dict[str, dict], meta: dict, replace: set[str] | frozenset = frozenset()) -> dict:
     """Merge ``rows`` into the results JSON (other rows kept; a row's keys updated), atomically. A row in
     ``replace`` is written anew: its answers changed, so nothing measured on the old ones is kept."""
-    from rirag.io import atomic_write_json
+    from rirag.io import atomic_write_json, with_fingerprints
 
+    rows = dict(zip(rows, with_fingerprints(list(rows.values()))))  # the weights each row was measured on
     results = {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:

@@ -34,19 +34,20 @@ METRIC_NAMES = {"recall@10": "R@10", "map@10": "MAP@10", "mrr@10": "MRR@10", "nd
 METRIC_KEY = re.compile(r"@|accuracy|^f1$|precision|recall|score|share|entailment|contradiction|coverage|repass|ratio"
                         r"|flag_rate|cites_two_or_more|gold_below_rank1_cited|missing_part_rate")
 
-#: The README's headline rows: (label, split, row of retrieval.json or "best", command that reproduces the number).
+#: The README's headline rows: (label, split, row of retrieval.json or "best", command that reproduces the number;
+#: what it writes goes under out/, which .gitignore covers).
 HEADLINE = (
     ("BM25", "original-test", "bm25",
-     "rirag retrieve --retriever bm25 --split original-test --out bm25.trec && "
-     "rirag evaluate retrieval --run bm25.trec --split original-test"),
+     "rirag retrieve --retriever bm25 --split original-test --out out/bm25.trec && "
+     "rirag evaluate retrieval --run out/bm25.trec --split original-test"),
     ("best run", "original-test", "best",
      "rirag evaluate retrieval --run benchmarks/runs/original-test.best.trec.gz --split original-test"),
     ("BM25", "validation", "bm25",
      "rirag evaluate retrieval --run benchmarks/runs/validation.bm25.trec.gz --split validation"),
     ("best run", "validation", "best",
      "rirag evaluate retrieval --run benchmarks/runs/validation.best.trec.gz --split validation"),
-    ("BM25", "test", "bm25", "rirag retrieve --retriever bm25 --split test --out bm25-test.trec && "
-                             "rirag evaluate retrieval --run bm25-test.trec --split test"),
+    ("BM25", "test", "bm25", "rirag retrieve --retriever bm25 --split test --out out/bm25-test.trec && "
+                             "rirag evaluate retrieval --run out/bm25-test.trec --split test"),
     ("best run", "test", "best", "rirag evaluate retrieval --run benchmarks/runs/test.best.trec.gz --split test"),
 )
 SPLIT_LABEL = {"original-test": "original-test (published)", "validation": "validation (leakage-free)",

@@ -125,13 +125,18 @@ def test_the_manifests_words_replace_the_trainers_and_the_artifacts_facts_stay(t
 def test_a_publish_without_results_files_keeps_the_saved_model_index_under_the_repo_name(tmp_path):
     card = ClassifierCard(name="local", repo_id="artifacts/obl", base_model="b").with_results(
         {"accuracy": 0.75, "f1": 0.5, "n_test": 4, "split": "s"}, "artifacts/obl", RESULTS)
-    save_card(card, tmp_path / "artifacts" / "obl")
+    (tmp_path / "artifacts" / "obl").mkdir(parents=True)
+    (tmp_path / "artifacts" / "obl" / "model.safetensors").write_bytes(b"\1" * 64)  # saved before the card, as a
+    save_card(card, tmp_path / "artifacts" / "obl")  # trainer does: the card data records these weights
     (tmp_path / "artifacts" / "obl" / "config.json").write_text("{}")
     manifest = _manifest(tmp_path, results=[], repo="published-obl")
     row = assemble(manifest.entries[0], manifest, tmp_path)
     data = ModelCard.load(Path(row.folder) / CARD_FILE).data
     assert row.card == "ok" and data.model_name == "published-obl"
     assert {r.metric_type: r.metric_value for r in data.eval_results} == {"accuracy": 0.75, "f1": 0.5}
+    (tmp_path / "artifacts" / "obl" / "model.safetensors").write_bytes(b"\2" * 64)  # other weights, same card data
+    row = assemble(manifest.entries[0], manifest, tmp_path)
+    assert row.card == "ok" and not ModelCard.load(Path(row.folder) / CARD_FILE).data.eval_results
 
 
 def test_card_data_files_that_cannot_be_used_are_named(tmp_path):

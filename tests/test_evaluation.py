@@ -79,3 +79,17 @@ def test_failed_write_leaves_previous_file(tmp_path):
         write_trec({"q": {"a": 1.0}}, path, system="two words")
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["r.trec"]
+
+
+@pytest.mark.parametrize("score", ["nan", "inf", "-inf", "NaN", "Infinity"])
+def test_nan_and_infinite_scores_are_refused_naming_the_line(tmp_path, score):
+    """Issue 33: a nan score was read, ranked nowhere, and changed MAP@10 from 0.661 to 0.462 without a word."""
+    path = tmp_path / "run.trec"
+    path.write_text(f"q1 Q0 d1 1 2.5 s\nq1 Q0 d2 2 {score} s\n")
+    with pytest.raises(DataError, match=rf"run.trec: line 2: score '{score}' of document d2 \(query q1\) is not a "
+                                        "finite number"):
+        read_trec(path)
+    out = tmp_path / "written.trec"
+    with pytest.raises(DataError, match="not a finite number; nothing written"):
+        write_trec({"q1": {"d1": 1.0, "d2": float(score)}}, out)
+    assert not out.exists()

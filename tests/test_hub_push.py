@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -86,7 +87,8 @@ def project(tmp_path):
     space = tmp_path / "space"
     space.mkdir()
     (space / "app.py").write_text("print('hi')\n")
-    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\ntags: [evaluate, metric]\n---\n# m\n")
+    (space / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\nlicense: apache-2.0\n"
+                                     "tags: [evaluate, metric]\n---\n# m\n")
     (tmp_path / "lib" / "pkg").mkdir(parents=True)
     (tmp_path / "lib" / "pkg" / "__init__.py").write_text("")
     manifest = _write_manifest(tmp_path, [
@@ -378,3 +380,137 @@ def test_the_push_command_without_a_token_prints_one_line(project, tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == "error: no Hugging Face token: set HF_TOKEN or run `hf auth login`\n"
     assert not (root / "artifacts" / "hub").exists()
+
+
+def test_each_load_check_uses_a_fresh_datasets_cache(tmp_path, monkeypatch):
+    """datasets caches a local folder by its name: after loading one `leakage-free`, another folder of that name
+    gives the first one's rows from a shared cache. The publish-time check loads each folder in a cache of its own."""
+    import datasets.config
+    from datasets import Dataset, load_dataset
+
+    from rirag.hub import Entry, Manifest
+    from rirag.hub_load import check_load
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "shared-cache")
+    snippet = ('---\nconfigs:\n- config_name: corpus\n  data_files: corpus/*.arrow\n---\n\n```python\n'
+               'from datasets import load_dataset\n\n'
+               'row = load_dataset("ns/leakage-free", "corpus", split="train")[4]\n'
+               '```\n')
+    folders = {}
+    for name, rows in (("fixture", 3), ("real", 5)):
+        folder = folders[name] = tmp_path / name / "leakage-free"
+        Dataset.from_dict({"x": list(range(rows))}).save_to_disk(str(folder / "corpus"))
+        (folder / "README.md").write_text(snippet)
+    assert len(load_dataset(str(folders["fixture"]), "corpus", split="train")) == 3  # what `make test` leaves
+    assert len(load_dataset(str(folders["real"]), "corpus", split="train")) == 3  # the stale rows, shared cache
+    manifest = Manifest(namespace="ns", entries=[Entry(name="ds", kind="dataset", repo="leakage-free", source="x")])
+    assert check_load(manifest.entries[0], manifest, folders["real"], {}) == "ok (dict)"  # row 4 exists: 5 rows
+    assert datasets.config.HF_DATASETS_CACHE == tmp_path / "shared-cache"  # the shared cache is given back
+
+
+def _classifier_project(root: Path, weights: bytes | None = None) -> tuple[Path, Path]:
+    """The project's obligation-classifier entry, with the committed results file, and a model placed at its source
+    path (not the model those results were measured on): a tiny BERT classifier, or a file of ``weights``."""
+    from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
+
+    raw = yaml.safe_load((REPO / "hub_push" / "manifest.yaml").read_text())
+    entry = next(e for e in raw["entries"] if e["name"] == "obligation-classifier")
+    folder = root / entry["source"]
+    if weights is None:
+        shutil.copytree(tiny_bert("obl_other_model", OBLIGATION_LABELS, seed=3), folder)
+    else:
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(weights)
+    (root / "benchmarks" / "results").mkdir(parents=True)
+    for name in entry["results"]:
+        shutil.copy(REPO / "benchmarks" / "results" / name, root / "benchmarks" / "results" / name)
+    return folder, _write_manifest(root, [entry], results_dir="benchmarks/results")
+
+
+def _published_index(root: Path, manifest: Path) -> tuple[str, int]:
+    (row,) = assemble_all(load_manifest(manifest), root)
+    assert row.status == "assembled" and row.card == "ok", row.detail
+    return (Path(row.folder) / "README.md").read_text(), row.results
+
+
+def test_a_model_placed_at_a_manifest_path_gets_no_numbers_it_was_not_measured_at(tmp_path, caplog):
+    """The committed classifier numbers belong to the weights they were measured on: another model at the same path
+    is published without a model-index (and a log line), never with those numbers."""
+    import json
+
+    from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
+
+    folder, manifest = _classifier_project(tmp_path)  # a tiny classifier where the trained one belongs
+    committed = json.loads((tmp_path / "benchmarks/results/obligation_classifier.json").read_text())
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 0 and "model-index" not in card and str(round(committed["accuracy"], 5)) not in card
+    assert "no number measured on these weights" in caplog.text
+    # the same numbers, recorded for exactly these weights, are published
+    committed[WEIGHTS_FINGERPRINT] = weights_fingerprint(folder)
+    (tmp_path / "benchmarks/results/obligation_classifier.json").write_text(json.dumps(committed))
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 4 and "model-index" in card and str(committed["accuracy"]) in card
+    # ... and not once the weights change again
+    (folder / "model.safetensors").write_bytes(b"\2" * 4096)
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 0 and "model-index" not in card
+
+
+def test_the_artifacts_own_record_fills_the_model_index_only_for_its_weights(tmp_path):
+    """Without committed numbers for these weights: the artifact's own training record (training_result.json or its
+    card data) is used when it names these weights; a record of other weights is not."""
+    import json
+
+    from rirag.card_data import ClassifierCard, save_card
+    from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
+
+    folder, manifest = _classifier_project(tmp_path, b"\1" * 4096)
+    own = {"accuracy": 0.61234, "f1": 0.5, "split": "held-out", WEIGHTS_FINGERPRINT: weights_fingerprint(folder)}
+    (folder / "training_result.json").write_text(json.dumps(own))
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 2 and "0.61234" in card
+    (folder / "training_result.json").write_text(json.dumps({**own, WEIGHTS_FINGERPRINT: "0" * 64}))
+    assert _published_index(tmp_path, manifest)[1] == 0
+    (folder / "training_result.json").unlink()
+    trained = ClassifierCard(name="c", repo_id="c").with_results(own, "c", "x.json")
+    save_card(trained, folder)  # the card data records the fingerprint of the weights it is saved beside
+    assert json.loads((folder / "card_data.json").read_text())[WEIGHTS_FINGERPRINT] == weights_fingerprint(folder)
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 2 and "0.61234" in card
+    (folder / "model.safetensors").write_bytes(b"\3" * 4096)  # another model, the old card data beside it
+    card, results = _published_index(tmp_path, manifest)
+    assert results == 0 and "0.61234" not in card
+
+
+def test_benchmark_rows_record_the_weights_of_each_artifact_they_name(tmp_path, monkeypatch):
+    from rirag.cards import collect_results
+    from rirag.io import WEIGHTS_FINGERPRINT, merge_results_file, weights_fingerprint
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("enc", "rr"):
+        (tmp_path / "artifacts" / name).mkdir(parents=True)
+        (tmp_path / "artifacts" / name / "model.safetensors").write_bytes(name.encode() * 100)
+    row = {"split": "validation", "model": "artifacts/enc", "reranker": "artifacts/rr", "recall@10": 0.7}
+    merge_results_file("r.json", [row], ("split",), {"command": "x"})
+    written = json.loads((tmp_path / "r.json").read_text())["rows"][0][WEIGHTS_FINGERPRINT]
+    assert written == {"artifacts/enc": weights_fingerprint("artifacts/enc"),
+                       "artifacts/rr": weights_fingerprint("artifacts/rr")}
+    assert len(collect_results("artifacts/rr", ["r.json"], fingerprint=weights_fingerprint("artifacts/rr"))) == 1
+    assert collect_results("artifacts/rr", ["r.json"], fingerprint=weights_fingerprint("artifacts/enc")) == []
+
+
+def test_the_weights_fingerprint_covers_the_weights_and_nothing_else(tmp_path):
+    from rirag.io import weight_files, weights_fingerprint
+
+    folder = tmp_path / "model"
+    _trained_folder(folder)  # weights, configs, a card, a checkpoint, trainer states
+    first = weights_fingerprint(folder)
+    assert [p.as_posix() for p in weight_files(folder)] == ["model.safetensors"]
+    (folder / "README.md").write_text("another card\n")
+    (folder / "checkpoint-500" / "model.safetensors").write_bytes(b"\7")
+    (folder / "training_args.bin").write_bytes(b"y")
+    assert weights_fingerprint(folder) == first
+    (folder / "model.safetensors").write_bytes(b"\1" * 2047 + b"\2")
+    assert weights_fingerprint(folder) not in (first, None)
+    assert weights_fingerprint(tmp_path / "nothing") is None

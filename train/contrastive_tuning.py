@@ -158,11 +158,13 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.data import load_obliqa
+    from rirag.hub import hold_trainer_push, push_trained
     from rirag.precision import apply_precision
     from rirag.retrieval.dense import load_encoder
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
 
     require_artifacts(script_args.model_name_or_path)  # e.g. the entailment-tuned encoder, before any work
+    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     apply_precision(training_args, script_args.precision)
 
     # Load datasets
@@ -214,8 +216,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
 
             atomic_write_json(script_args.results_path, summary | {"command": "python train/contrastive_tuning.py "
                                                                     + " ".join(sys.argv[1:])})
-        if training_args.push_to_hub:
-            trainer.push_to_hub()
+        push_trained(push)
     return summary | {"model": trainer.model}
 
 

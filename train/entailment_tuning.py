@@ -112,12 +112,14 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
 
     from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.collators import HypothesisMaskingCollator
+    from rirag.hub import hold_trainer_push, push_trained
     from rirag.mlm import masked_positions_trainer
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
 
     require_artifacts(script_args.model_name_or_path)
+    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     base = resolve_model(script_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(base)
 
@@ -154,10 +156,7 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
         hyperparameters = non_default_hyperparameters(script_args, training_args)
         # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
         save_card(encoder_card(script_args, training_args, facts, hyperparameters), training_args.output_dir)
-        if training_args.push_to_hub and training_args.hub_model_id:
-            from sentence_transformers import SentenceTransformer
-
-            SentenceTransformer(training_args.output_dir).push_to_hub(training_args.hub_model_id)
+        push_trained(push)
     encoder = trainer.model.base_model if hasattr(trainer.model, "base_model") else trainer.model
     return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(train_ds),
             "encoder": encoder}

@@ -173,11 +173,11 @@ def main(args: LearnedFusionArguments) -> dict:
     atomic_write_json(os.path.join(args.output_dir, CONFIG_FILE), summary)
     save_card(fusion_card(args, summary, metrics, memory is not None), args.output_dir)
     if args.push_to_hub:
-        from rirag.hub import push_folder
+        from rirag.hub import push_trained
 
         if not args.hub_model_id:
             raise ValueError("push_to_hub needs hub_model_id")
-        push_folder(args.output_dir, args.hub_model_id, "model")
+        push_trained((args.output_dir, args.hub_model_id))  # the typed card; encoders named by their Hub ids
     return {"metrics": metrics, "train_seconds": seconds, "candidate_recall": coverage, "booster": booster}
 
 

@@ -361,12 +361,14 @@ def evaluate_judge(model, rows: list[dict], probe_rows: list[dict], batch_size: 
 
 def main(script_args: NLIJudgeArguments, training_args) -> dict:
     from rirag.card_data import non_default_hyperparameters, save_card
+    from rirag.hub import hold_trainer_push, push_trained
     from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import max_length_of
     from rirag.training import require_artifacts
 
     if not script_args.eval_only:
         require_artifacts(script_args.model_name_or_path)
+    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
 
     train_rows, test_rows, probe_rows = load_rows(script_args)
     if script_args.eval_only:
@@ -404,12 +406,13 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
             model.save_pretrained(str(tmp_dir))  # sentence-transformers writes its own README.md: replaced here
             save_card(judge_card(script_args, training_args, result, hyperparameters), tmp_dir)
     if is_main and script_args.results_path:
-        atomic_write_json(script_args.results_path, result)
-    if is_main and script_args.save_model and training_args.push_to_hub and not script_args.eval_only:
-        from rirag.hub import push_folder  # the folder as saved, its card included
+        from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
 
-        push_folder(training_args.output_dir, training_args.hub_model_id or
-                    os.path.basename(os.path.normpath(training_args.output_dir)))
+        measured = script_args.save_model or script_args.eval_only  # else the folder holds other weights
+        result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir) if measured else None
+        atomic_write_json(script_args.results_path, result)
+    if is_main and script_args.save_model and push and not script_args.eval_only:
+        push_trained(push)  # the folder as saved, its card included
     return result
 
 

@@ -131,27 +131,27 @@ def load_datasets(script_args: ObligationScriptArguments):
     return tokenizer, train_ds, test_ds
 
 
-def save_classifier(script_args: ObligationScriptArguments, training_args, trainer, tokenizer, result: dict) -> None:
+def save_classifier(script_args: ObligationScriptArguments, training_args, trainer, tokenizer, result: dict,
+                    push: tuple[str, str] | None = None) -> None:
     """The model, its tokenizer and its card (card data + README.md) in ``output_dir``, the held-out numbers in
-    ``results_path``; pushed as saved with ``--push_to_hub``."""
+    ``results_path``; pushed as saved when ``push`` (:func:`rirag.hub.hold_trainer_push`) says so."""
     import sys
 
     from rirag.card_data import save_card
-    from rirag.io import atomic_write_json
+    from rirag.io import WEIGHTS_FINGERPRINT, atomic_write_json, weights_fingerprint
     from rirag.training import remove_checkpoints
 
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
     result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+    result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir)  # the weights these numbers are of
     save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
     if script_args.results_path:
         atomic_write_json(script_args.results_path, result)
-    if training_args.push_to_hub:  # the folder as saved, this card included (rirag.hub: the one push path)
-        from rirag.hub import push_folder
+    from rirag.hub import push_trained
 
-        push_folder(training_args.output_dir, training_args.hub_model_id or
-                    os.path.basename(os.path.normpath(training_args.output_dir)))
+    push_trained(push)  # the folder as saved, this card included (rirag.hub: the one push path)
 
 
 def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
@@ -163,11 +163,13 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         Trainer,
     )
 
+    from rirag.hub import hold_trainer_push
     from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
     from rirag.training import check_estimate, estimate_callback, require_artifacts
 
     require_artifacts(script_args.model_name_or_path)
+    push = hold_trainer_push(training_args)  # pushed after saving, through rirag.hub, with the typed card
     precision = apply_precision(training_args, script_args.precision)
 
     # Load datasets
@@ -225,7 +227,7 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
 
     # Save and push
     if trainer.is_world_process_zero():
-        save_classifier(script_args, training_args, trainer, tokenizer, result)
+        save_classifier(script_args, training_args, trainer, tokenizer, result, push)
     return result
 
 

@@ -204,9 +204,11 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
     import torch
 
     from rirag.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
+    from rirag.hub import hold_trainer_push, push_trained
     from rirag.precision import hardware_record
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints
 
+    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     command = "train/raft.py " + " ".join(sys.argv[1:])
     trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
     tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
@@ -275,8 +277,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
             atomic_write_json(script_args.results_path, {"summary": summary, "recipe": recipe, "data": data,
                                                          "command": command,
                                                          "arguments": asdict(script_args) | asdict(data_args)})
-        if training_args.push_to_hub:
-            trainer.push_to_hub()
+        push_trained(push)  # the adapter, its config naming the base model's Hub id (hub_push/manifest.yaml)
     return summary | {"trainer": trainer}
 
 

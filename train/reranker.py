@@ -141,6 +141,7 @@ def main(script_args: RerankerArguments, training_args) -> dict:
 
     from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.data import load_obliqa
+    from rirag.hub import hold_trainer_push, push_trained
     from rirag.models import resolve_model
     from rirag.precision import apply_precision
     from rirag.training import check_estimate, estimate_callback, remove_checkpoints, require_artifacts
@@ -149,6 +150,7 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     require_artifacts(script_args.model_name_or_path,
                       script_args.negatives_model if script_args.negatives_retriever != "bm25" else None)
     apply_precision(training_args, script_args.precision)
+    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
 
     # Load datasets
     obliqa = load_obliqa(script_args.data)
@@ -186,8 +188,7 @@ def main(script_args: RerankerArguments, training_args) -> dict:
         save_card(reranker_card(script_args, training_args, {
             "examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds},
             non_default_hyperparameters(script_args, training_args)), training_args.output_dir)
-        if training_args.push_to_hub:
-            trainer.push_to_hub()
+        push_trained(push)
     return {"train_loss": result.training_loss, "train_seconds": seconds, "examples": len(examples), "model": model}
 
 

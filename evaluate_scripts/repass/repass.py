@@ -35,8 +35,9 @@ Args:
         index.
     mode (`str`, optional): override the module's `mode` ("reference" or "paper") for this call.
 Module configuration (keyword arguments of `evaluate.load`):
-    nli_model, coverage_model, obligation_model (`str`): Hub ids or local folders (defaults: the official
-        models and `artifacts/obligation_classifier`); sentence_splitter ("punkt", "nltk" or a callable);
+    nli_model, coverage_model, obligation_model (`str`): Hub ids or local folders (defaults: the papers' NLI
+        models and the published `rirag/rirag-obligation-classifier`); sentence_splitter ("punkt", "nltk" or a
+        callable);
         batch_size (`int`); device (`str` or `int`, default: CUDA when available); mode (`str`, default "reference").
 Returns:
     entailment (`float`): mean E over scored answers, in [0, 1].

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from rirag.cards import CardError, model_index, render_card, results_from, results_table
 from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
-from rirag.io import atomic_write_json, atomic_write_text
+from rirag.io import atomic_write_json, atomic_write_text, weights_fingerprint
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
 #: Beside the artifact: the card data (this module's dataclasses as JSON) and the card rendered from it.
@@ -71,6 +71,9 @@ class CardData:
     hyperparameters: dict[str, Any] = field(default_factory=dict)  # the run's non-default training arguments
     results: list[dict] = field(default_factory=list)  # rirag.cards.results_table rows
     model_index: list[dict] = field(default_factory=list)
+    #: rirag.io.weights_fingerprint of the folder the card is saved in (set by save_card): the weights ``results``
+    #: and ``model_index`` were measured on; hub_push keeps them only for those exact weights.
+    weights_sha256: str | None = None
 
     @classmethod
     def from_dict(cls, values: dict, where: str = "card data") -> CardData:
@@ -206,7 +209,9 @@ def card_type(template_or_kind: str) -> type[CardData]:
 
 
 def save_card(card: CardData, folder: str | Path) -> str:
-    """Write ``card_data.json`` and the ``README.md`` rendered from it into ``folder``; returns the card text."""
+    """Write ``card_data.json`` and the ``README.md`` rendered from it into ``folder``; returns the card text. The
+    card records the fingerprint of the weights already in ``folder`` (:func:`rirag.io.weights_fingerprint`)."""
+    card.weights_sha256 = weights_fingerprint(folder) or card.weights_sha256
     text = card.render()
     atomic_write_json(Path(folder) / CARD_DATA_FILE, card.to_dict())
     atomic_write_text(Path(folder) / CARD_FILE, text)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from rirag.io import WEIGHTS_FINGERPRINT
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, REGNLP_BIBTEX
 
 #: The templates live at the repository root (recipes run from a checkout with an editable install).
@@ -219,12 +220,43 @@ def results_from(data: Any, artifact: str, source: str) -> list[Result]:
     return []
 
 
-def collect_results(artifact: str, files: Iterable[str | Path], root: str | Path = ".") -> list[Result]:
-    """Results for ``artifact`` from the given results files (paths relative to ``root``), duplicates dropped."""
+def measured_on(data: Any, fingerprint: str | None, artifact: str = "") -> Any:
+    """The part of a results record measured on the weights with this fingerprint (:data:`WEIGHTS_FINGERPRINT`):
+    the rows whose own fingerprint (else the file's) equals it, or a flat record whose fingerprint equals it. A row's
+    fingerprint is one string or ``{folder: fingerprint}`` (:func:`rirag.io.with_fingerprints`), read for
+    ``artifact``. A record that names no fingerprint, or another one, gives nothing: its numbers may belong to other
+    weights."""
+    if not isinstance(data, dict):
+        return data
+    top = data.get(WEIGHTS_FINGERPRINT)
+    if "rows" not in data:
+        return data if fingerprint and top == fingerprint else {}
+
+    def same(row: Any) -> bool:
+        if not fingerprint or not isinstance(row, dict):
+            return False
+        recorded = row.get(WEIGHTS_FINGERPRINT) or top
+        if isinstance(recorded, dict):
+            return any(_same_artifact(k, artifact) and v == fingerprint for k, v in recorded.items())
+        return recorded == fingerprint
+
+    rows = data["rows"]
+    rows = {k: r for k, r in rows.items() if same(r)} if isinstance(rows, dict) else [r for r in rows if same(r)]
+    return {**data, "rows": rows}
+
+
+def collect_results(artifact: str, files: Iterable[str | Path], root: str | Path = ".", *,
+                    fingerprint: str | None | bool = False) -> list[Result]:
+    """Results for ``artifact`` from the given results files (paths relative to ``root``), duplicates dropped. With
+    a ``fingerprint`` (a string, or None for weights that have none), only numbers measured on those weights
+    (:func:`measured_on`); ``False`` (the default) takes every row that names the artifact."""
     seen, out = set(), []
     for name in files:
         path = Path(root) / name
-        for result in results_from(read_results(path), artifact, Path(name).as_posix()):
+        data = read_results(path)
+        if fingerprint is not False:
+            data = measured_on(data, fingerprint or None, artifact)
+        for result in results_from(data, artifact, Path(name).as_posix()):
             key = (result.task_name, result.dataset_config, result.dataset_split, result.metric_type, result.value)
             if key not in seen:
                 seen.add(key)
@@ -267,7 +299,7 @@ def results_table(results: list[Result]) -> list[dict]:
 
 #: The repo types a card belongs to, with the metadata keys it must carry.
 REQUIRED_KEYS = {"model": ("license", "library_name", "tags"), "dataset": ("license", "tags"),
-                 "space": ("sdk", "tags")}
+                 "space": ("sdk", "license", "tags")}
 
 
 def check_card(path: str | Path, repo_type: str) -> dict:

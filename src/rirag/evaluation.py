@@ -8,6 +8,7 @@ full precision so a run read back evaluates exactly as it did in memory, and rea
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -95,8 +96,13 @@ def ranked(results: Mapping[str, float], depth: int | None = None) -> list[tuple
 
 def write_trec(run: Mapping[str, Mapping[str, float]], path: str | Path, system: str = "rirag",
                depth: int | None = None) -> Path:
-    """Write a run as TREC lines, atomically; ``.gz`` paths are gzip-compressed."""
+    """Write a run as TREC lines, atomically; ``.gz`` paths are gzip-compressed. A NaN or infinite score is refused
+    (:func:`read_trec` would refuse the file)."""
     path = Path(path)
+    bad = next(((q, d, s) for q, results in run.items() for d, s in results.items() if not math.isfinite(s)), None)
+    if bad:
+        raise DataError(f"{path}: score {bad[2]!r} of document {bad[1]} (query {bad[0]}) is not a finite number; "
+                        "nothing written")
     if any(c.isspace() for c in system) or not system:
         raise ValueError(f"system name must be one word, got {system!r}")
 
@@ -113,8 +119,8 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | Path, system:
 
 
 def read_trec(path: str | Path) -> Run:
-    """Read a TREC run; a malformed line (or one that is not UTF-8) raises :class:`DataError` naming the file and
-    line."""
+    """Read a TREC run; a malformed line (or one that is not UTF-8, or a score that is NaN or infinite) raises
+    :class:`DataError` naming the file and line."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: run file not found")
@@ -145,6 +151,9 @@ def _read_trec_line(run: Run, path: Path, lineno: int, line: str) -> None:
         value = float(score)
     except ValueError as err:
         raise DataError(f"{path}: line {lineno}: rank must be an integer and score a number ({err})") from err
+    if not math.isfinite(value):  # nan ranks nowhere and inf everywhere: both would change metrics silently
+        raise DataError(f"{path}: line {lineno}: score {score!r} of document {docid} (query {qid}) is not a finite "
+                        "number")
     results = run.setdefault(qid, {})
     if docid in results:
         raise DataError(f"{path}: line {lineno}: document {docid} listed twice for query {qid}")

@@ -1,6 +1,7 @@
 """Publish rirag's artifacts to the Hugging Face Hub: assemble exact upload folders from a manifest, then push.
 
-``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through :func:`push_folder` too.
+``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through :func:`push_trained` (the
+Trainer's own pushes held by :func:`hold_trainer_push`), which uses :func:`push_folder` too.
 
 A manifest (``hub_push/manifest.yaml``) lists entries::
 
@@ -9,15 +10,18 @@ A manifest (``hub_push/manifest.yaml``) lists entries::
       source: artifacts/contrastive_tuning/minilm-et-ct-train   # the artifact's folder
       repo: minilm-et-ct-obliqa-leakage-free    # the repo name under the manifest's namespace
       card: sentence_transformer.md.j2          # a template in model_cards/, or `source` (keep the folder's README)
-      results: [retrieval.json]                 # benchmarks/results files whose rows for `source` fill model-index
+      results: [retrieval.json]                 # benchmarks/results files whose rows for `source`, measured on
+                                                # the weights there (weights_sha256), fill model-index
       context: {...}                            # the card's words: description, base_model, limits, ...
 
 For each entry :func:`assemble` writes ``OUT/<repo>/`` (weights, tokenizer, configs, the card, ``.gitattributes``;
 never checkpoints, optimizer states or caches) atomically, so re-running gives the same folder. Every file is a
 copy: editing an upload folder never edits the artifact or the repository's tracked files. A card kept from its
 source gets a usage snippet when it has none (``model_cards/_usage.md.j2``), and its quoted source paths become repo
-ids. A source that does not exist gives a ``missing`` row, not an error (and its stale upload folder, if any, is
-removed). :mod:`rirag.hub_load` then loads each upload folder as its card's usage snippet says.
+ids. No published config names a local path: an adapter's base model and a ranker's encoders become Hub ids
+(:func:`with_hub_base_model`). A source that does not exist gives a ``missing`` row, not an error (and its stale
+upload folder, if any, is removed). :mod:`rirag.hub_load` then loads each upload folder as its card's usage
+snippet says.
 
 Pushing needs a token and the Hub: :func:`check_hub_access` checks both before anything is assembled, and every
 failure to reach the Hub is a :class:`HubAccessError` with a one-line message.
@@ -58,7 +62,7 @@ from rirag.cards import (
     results_table,
 )
 from rirag.hub_load import code_blocks
-from rirag.io import atomic_dir, atomic_write_text
+from rirag.io import WEIGHTS_FINGERPRINT, atomic_dir, atomic_write_text, weights_fingerprint
 from rirag.retrieval.learned_fusion import CONFIG_FILE
 from rirag.validation import looks_local
 
@@ -219,6 +223,52 @@ def gitattributes(folder: Path) -> str | None:
     return "\n".join(lines) + "\n" if lines else None
 
 
+#: Configs whose base-model field a Hub user's library follows (``AutoPeftModel`` loads the adapter's base from it).
+BASE_MODEL_FIELDS = {"adapter_config.json": "base_model_name_or_path"}
+
+
+def with_hub_base_model(folder: Path, entry: Entry, manifest: Manifest) -> None:
+    """Name the Hub id, never a local path, as the base model of every config in an upload folder
+    (``adapter_config.json``'s ``base_model_name_or_path``: the local folder the trainer loaded) and as a
+    learned-fusion ranker's encoders. The id is the manifest's alias for that path (or the entry publishing it), else
+    the entry's ``base_model``; a local path with neither is a CardError."""
+    import json
+
+    given = {**manifest.defaults, **entry.context}.get("base_model")
+    for name, key in BASE_MODEL_FIELDS.items():
+        for path in sorted(folder.rglob(name)):
+            config = _read_json(path)
+            base = config.get(key)
+            if not isinstance(base, str) or not base or not looks_local(base):
+                continue
+            hub = manifest.hub_id_of(base) or (given if given and not looks_local(given) else None)
+            if hub is None:
+                raise CardError(f"{entry.name}: {path.relative_to(folder)} names the local base model {base!r}, "
+                                "which the manifest maps to no Hub id (add it to `aliases`)")
+            config[key] = hub
+            atomic_write_text(path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+    _with_hub_encoders(folder / CONFIG_FILE, entry, manifest)
+
+
+def _with_hub_encoders(path: Path, entry: Entry, manifest: Manifest) -> None:
+    """A learned-fusion ranker's ``encoders`` as the Hub ids they are published under, so that the downloaded ranker
+    finds them (``rirag retrieve --option ranker=DIR`` without ``encoders``); an unpublished local one is an error."""
+    import json
+
+    if not path.is_file():
+        return
+    config = _read_json(path)
+    encoders = config.get("encoders")
+    if not isinstance(encoders, list) or not any(isinstance(e, str) and looks_local(e) for e in encoders):
+        return
+    hub = [manifest.hub_id_of(e) or e for e in encoders]
+    local = [e for e in hub if looks_local(e)]
+    if local:
+        raise CardError(f"{entry.name}: {path.name} names encoder(s) {local} that no manifest entry publishes")
+    config["encoders"] = hub
+    atomic_write_text(path, json.dumps(config, indent=2) + "\n")
+
+
 def _read_json(path: Path) -> dict:
     data = read_results(path)
     if not isinstance(data, dict):
@@ -322,8 +372,13 @@ def _hub_id(manifest: Manifest, name: str) -> str:
     return ids.get(name) or manifest.hub_id_of(name) or name
 
 
-def _publish_results(entry: Entry, manifest: Manifest, root: Path) -> list | None:
-    """The entry's results from its results files (None when it lists none: the saved card's results stay)."""
+#: A trainer's record of its own run beside the weights (older trainers wrote it instead of card_data.json).
+TRAINING_RESULT_FILE = "training_result.json"
+
+
+def _publish_results(entry: Entry, manifest: Manifest, root: Path, fingerprint: str | None) -> list | None:
+    """The entry's results from its results files, only the numbers measured on the weights being published (their
+    recorded fingerprint equals ``fingerprint``); None when the entry lists no results files."""
     if not entry.results:
         return None
     files = [Path(manifest.results_dir) / f for f in entry.results]
@@ -331,7 +386,51 @@ def _publish_results(entry: Entry, manifest: Manifest, root: Path) -> list | Non
     if absent:
         logger.warning("%s: results file(s) not there yet, left out of the card: %s", entry.name, ", ".join(absent))
     present = [f for f in files if (root / f).exists()]
-    return collect_results(entry.results_artifact or entry.source, present, root)
+    artifact = entry.results_artifact or entry.source
+    everything = collect_results(artifact, present, root)
+    measured = collect_results(artifact, present, root, fingerprint=fingerprint)
+    if len(measured) < len(everything):
+        logger.warning("%s: %d number(s) of %s for %s were not measured on the weights published here (no or another "
+                       "%s), left out of the model-index", entry.name, len(everything) - len(measured),
+                       ", ".join(f.name for f in present), artifact, WEIGHTS_FINGERPRINT)
+    return measured
+
+
+def _own_results(entry: Entry, root: Path, fingerprint: str | None) -> list:
+    """The numbers the artifact's own training record (``training_result.json`` beside its weights) gives, when
+    that record names the fingerprint of those weights."""
+    artifact = entry.results_artifact or entry.source
+    path = root / artifact / TRAINING_RESULT_FILE
+    if not path.is_file():
+        return []
+    found = collect_results(artifact, [Path(artifact) / TRAINING_RESULT_FILE], root, fingerprint=fingerprint)
+    if not found:
+        logger.warning("%s: %s records no %s equal to the weights' (%s): not used", entry.name, path,
+                       WEIGHTS_FINGERPRINT, fingerprint)
+    return found
+
+
+def _measured_model_index(card: CardData, saved: CardData | None, entry: Entry, manifest: Manifest,
+                          root: Path) -> None:
+    """The card's results and model-index: numbers measured on exactly the weights published (the committed results
+    files' rows with their fingerprint, else the artifact's own card data or training record with it); none
+    otherwise, with a log line. Never a number recorded for other weights."""
+    fingerprint = weights_fingerprint(root / (entry.results_artifact or entry.source))
+    results = _publish_results(entry, manifest, root, fingerprint)
+    if results:
+        card.results, card.model_index = results_table(results), model_index(entry.repo, results)
+        return
+    if card.model_index and saved is not None and fingerprint and saved.weights_sha256 == fingerprint:
+        card.model_index = [dict(item, name=entry.repo) for item in card.model_index]
+        return
+    own = _own_results(entry, root, fingerprint)
+    if own:
+        card.results, card.model_index = results_table(own), model_index(entry.repo, own)
+        return
+    if card.model_index or card.results or entry.results:
+        logger.warning("%s: no number measured on these weights (%s %s): the card has no model-index", entry.name,
+                       WEIGHTS_FINGERPRINT, fingerprint)
+    card.results, card.model_index = [], []
 
 
 def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> CardData:
@@ -365,30 +464,29 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     if isinstance(card, ClassifierCard) and metric is not None:
         card.metric_repo = manifest.repo_id(metric)
     card.name, card.repo_id = entry.repo, manifest.repo_id(entry)
-    results = _publish_results(entry, manifest, root)
-    if results is not None:
-        card.results, card.model_index = results_table(results), model_index(entry.repo, results)
-    elif card.model_index:
-        card.model_index = [dict(item, name=entry.repo) for item in card.model_index]
+    _measured_model_index(card, saved, entry, manifest, root)
     if saved is None or saved.command == CardData.command:
         card.command = recorded_command(entry, root) or recorded or values.get("command") or CardData.command
     return card
 
 
 def complete_model_card(text: str, entry: Entry, manifest: Manifest, root: Path) -> str:
-    """A trainer's own card, completed for the Hub: its model-index from the results files (replacing any) and the
-    seed papers' BibTeX when it lacks them."""
+    """A trainer's own card, completed for the Hub: its model-index from the numbers measured on these weights
+    (replacing any; none when there are none) and the seed papers' BibTeX when it lacks them."""
     from huggingface_hub import ModelCard
 
     card = ModelCard(text, ignore_metadata_errors=True)
     base = card.data.base_model
     if isinstance(base, str) and base:  # a trainer records the local path it trained from: the Hub wants an id
         card.data.base_model = manifest.hub_id_of(base) or base
-    files = [Path(manifest.results_dir) / f for f in entry.results if (root / manifest.results_dir / f).exists()]
-    results = collect_results(entry.results_artifact or entry.source, files, root)
+    fingerprint = weights_fingerprint(root / (entry.results_artifact or entry.source))
+    results = _publish_results(entry, manifest, root, fingerprint) or _own_results(entry, root, fingerprint)
     if results:
         card.data.eval_results = eval_results(results)
         card.data.model_name = entry.repo
+    elif card.data.eval_results:  # the trainer's own numbers cannot be tied to these weights
+        logger.warning("%s: no number measured on these weights: the card's model-index is left out", entry.name)
+        card.data.eval_results = None
     card.text = with_citation(card.text)
     return card.content
 
@@ -454,6 +552,23 @@ def with_usage(text: str, entry: Entry, manifest: Manifest) -> str:
     return text[:meta_end] + before + "\n\n" + usage + "\n" + ("\n" + "".join(lines[at:]) if at < len(lines) else "")
 
 
+def with_hub_sources(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A kept dataset card whose ``source_datasets`` name local folders (the data a builder read) names the Hub data
+    sets instead: the entry's (or the manifest's default) ``datasets`` that are Hub ids."""
+    from huggingface_hub import DatasetCard
+
+    meta = _card_metadata(text)
+    sources = meta.get("source_datasets")
+    if not isinstance(sources, list) or not any(isinstance(x, str) and looks_local(x) for x in sources):
+        return text
+    given = [_hub_id(manifest, d) for d in {**manifest.defaults, **entry.context}.get("datasets") or []]
+    hub = [x for x in sources if isinstance(x, str) and not looks_local(x)]
+    hub += [d for d in given if not looks_local(d) and d not in hub and d != manifest.repo_id(entry)]
+    card = DatasetCard(text, ignore_metadata_errors=True)
+    card.data.source_datasets = hub or None
+    return card.content
+
+
 def with_citation(text: str) -> str:
     """``text`` ending with the seed papers' BibTeX (added when it lacks them)."""
     if SEED_PAPERS_BIBTEX.splitlines()[0] in text:
@@ -502,6 +617,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             if rel.as_posix() == CARD_FILE and not keep_card:
                 continue
             _copy(source / rel, tmp / rel)
+        with_hub_base_model(tmp, entry, manifest)
         for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI)
             for rel in upload_files(root / src):
                 _copy(root / src / rel, tmp / dst / rel)
@@ -514,7 +630,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             if entry.repo_type == "model":
                 text = complete_model_card(text, entry, manifest, root)
             elif entry.repo_type == "dataset":
-                text = with_citation(text)
+                text = with_citation(with_hub_sources(text, entry, manifest))
             atomic_write_text(tmp / CARD_FILE, text)
         attributes = gitattributes(tmp)
         if attributes:
@@ -524,6 +640,19 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     row.status, row.files, row.bytes = "assembled", len(files), sum(p.stat().st_size for p in files)
     row.card, row.results, row.folder = card["status"], card["results"], str(out)
     return row
+
+
+def _check_metric_default(manifest: Manifest) -> None:
+    """The metric's default obligation model is a fixed Hub id (rirag.scoring.constants.HUB_OBLIGATION_MODEL): a
+    line when this manifest publishes the classifier elsewhere (another namespace), where that default is not it."""
+    from rirag.scoring.constants import HUB_OBLIGATION_MODEL
+
+    classifier = next((e for e in manifest.entries if e.card == ClassifierCard.TEMPLATE), None)
+    metric = any(e.kind == "metric-space" for e in manifest.entries)
+    if metric and classifier is not None and manifest.repo_id(classifier) != HUB_OBLIGATION_MODEL:
+        logger.warning("the RePASs metric defaults to obligation_model=%s, but this manifest publishes the classifier "
+                       "as %s: users of this namespace pass obligation_model=%r", HUB_OBLIGATION_MODEL,
+                       manifest.repo_id(classifier), manifest.repo_id(classifier))
 
 
 class _Missing(Exception):
@@ -537,6 +666,7 @@ def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | N
     unknown = set(only or []) - names
     if unknown:
         raise ManifestError(f"--only: unknown entr(y/ies) {sorted(unknown)}; known: {', '.join(sorted(names))}")
+    _check_metric_default(manifest)
     rows = []
     for entry in manifest.entries:
         if only and entry.name not in only:
@@ -555,6 +685,45 @@ def assemble_all(manifest: Manifest, root: str | Path = ".", only: list[str] | N
 # --------------------------------------------------------------------------------------------------
 # Pushing
 # --------------------------------------------------------------------------------------------------
+
+
+#: The manifest a trainer's own push reads its Hub ids from (relative to the repository root a recipe runs in).
+PROJECT_MANIFEST = "hub_push/manifest.yaml"
+
+
+def hold_trainer_push(training_args: object) -> tuple[str, str] | None:
+    """Turn a transformers / sentence-transformers Trainer's own Hub pushes off and say what to push instead.
+
+    With ``push_to_hub`` a Trainer pushes every checkpoint and, on ``save_model`` / ``push_to_hub``, writes the
+    library's generated README.md over the typed card. A trainer calls this before building its Trainer and, once
+    its typed card is saved, :func:`push_trained` with what it returned: ``(output_dir, hub_model_id or the
+    folder's name)``, None when no push was asked."""
+    if not getattr(training_args, "push_to_hub", False):
+        return None
+    training_args.push_to_hub = False
+    folder = str(training_args.output_dir)
+    return folder, getattr(training_args, "hub_model_id", None) or Path(os.path.normpath(folder)).name
+
+
+def push_trained(target: tuple[str, str] | None, manifest: str | Path = PROJECT_MANIFEST) -> str | None:
+    """Push a trainer's saved folder (its typed card included) through :func:`push_folder`, as hub_push would: a
+    copy without checkpoints, trainer states or card data (:data:`EXCLUDE`), with LFS rules, and any config naming a
+    local base model (``adapter_config.json``) naming the Hub id the project manifest gives it."""
+    import tempfile
+
+    if target is None or not is_main_process():
+        return None
+    folder, repo_id = target
+    plan = load_manifest(manifest) if Path(manifest).is_file() else Manifest(namespace="-", entries=[])
+    with tempfile.TemporaryDirectory(prefix="rirag-push-") as tmp:
+        copy = Path(tmp) / Path(folder).name
+        for rel in upload_files(Path(folder)):
+            _copy(Path(folder) / rel, copy / rel)
+        with_hub_base_model(copy, Entry(name=repo_id, kind="model", repo=repo_id, source=folder), plan)
+        attributes = gitattributes(copy)
+        if attributes:
+            atomic_write_text(copy / ".gitattributes", attributes)
+        return push_folder(copy, repo_id)
 
 
 def is_main_process() -> bool:

@@ -12,21 +12,23 @@ in the round-trip tests on tiny artifacts. Per card:
 - an app Space is imported in a fresh interpreter from its upload folder (its vendored ``rirag/`` first on the path)
   and its Gradio app built (not launched).
 
-Each check gives ``ok (...)``, ``failed: ...`` or ``skipped: ...`` (something it needs is neither assembled nor on
-this machine, e.g. a base model only the Hub has).
+Each check runs in a fresh ``datasets`` cache and gives ``ok (...)``, ``failed: ...`` or ``skipped: ...``
+(something it needs is neither assembled nor on this machine, e.g. a base model only the Hub has).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import logging
 import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from rirag.data import Passage
 from rirag.models import resolve_model
@@ -150,6 +152,12 @@ def run_retrieve_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str
         options["ranker"] = folders.get(ranker) or ids.get(ranker) or ranker
         if downloads.get(ranker) and not folders.get(ranker):
             raise SnippetSkipped(f"{downloads[ranker]} is not assembled here")
+    if "ranker" in options and not options.get("encoders"):  # the encoders the ranker names (Hub ids once published)
+        from rirag.retrieval.learned_fusion import load_ranker_config
+
+        saved = load_ranker_config(options["ranker"])["encoders"]
+        if any(enc in ids for enc in saved):
+            options["encoders"] = ",".join(saved)
     if options.get("encoders"):
         encoders = []
         for enc in options["encoders"].split(","):
@@ -186,8 +194,49 @@ def run_app_space(folder: str | Path, timeout: float = APP_TIMEOUT_S) -> str:
     return out.split(" rirag from")[0] + ", vendored rirag"
 
 
+#: ``datasets``' cache settings (environment variable -> ``datasets.config`` attribute) that one check replaces.
+DATASETS_CACHE_SETTINGS = {"HF_DATASETS_CACHE": "HF_DATASETS_CACHE",
+                           "HF_DATASETS_DOWNLOADED_DATASETS_PATH": "DOWNLOADED_DATASETS_PATH",
+                           "HF_DATASETS_EXTRACTED_DATASETS_PATH": "EXTRACTED_DATASETS_PATH"}
+
+
+@contextlib.contextmanager
+def fresh_datasets_cache() -> Iterator[Path]:
+    """A new, empty ``datasets`` cache for the duration (environment and ``datasets.config``, restored after).
+
+    ``datasets`` caches a local folder's build by the folder's name, not its content: without this, loading an upload
+    folder can return an earlier load of another folder of the same name (a test fixture's ``leakage-free``)."""
+    import datasets.config as config
+
+    saved_env = {k: os.environ.get(k) for k in DATASETS_CACHE_SETTINGS}
+    saved = {attr: getattr(config, attr) for attr in DATASETS_CACHE_SETTINGS.values()}
+    with tempfile.TemporaryDirectory(prefix="rirag-datasets-cache-") as tmp:
+        root = Path(tmp)
+        paths = {"HF_DATASETS_CACHE": root, "DOWNLOADED_DATASETS_PATH": root / config.DOWNLOADED_DATASETS_DIR,
+                 "EXTRACTED_DATASETS_PATH": root / config.DOWNLOADED_DATASETS_DIR / config.EXTRACTED_DATASETS_DIR}
+        try:
+            for env, attr in DATASETS_CACHE_SETTINGS.items():
+                os.environ[env] = str(paths[attr])
+                setattr(config, attr, paths[attr])
+            yield root
+        finally:
+            for attr, value in saved.items():
+                setattr(config, attr, value)
+            for env, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(env, None)
+                else:
+                    os.environ[env] = value
+
+
 def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> str:
-    """``ok (...)``, ``failed: ...`` or ``skipped: ...`` for one upload folder (see the module docstring)."""
+    """``ok (...)``, ``failed: ...`` or ``skipped: ...`` for one upload folder (see the module docstring), loaded in
+    a fresh ``datasets`` cache (:func:`fresh_datasets_cache`)."""
+    with fresh_datasets_cache():
+        return _check_load(entry, manifest, folder, ids)
+
+
+def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> str:
     folder = Path(folder)
     repo_id = manifest.repo_id(entry)
     ids = {**ids, repo_id: str(folder)}

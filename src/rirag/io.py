@@ -1,4 +1,5 @@
-"""Atomic writes: nothing half-written is ever left where a result is expected."""
+"""Atomic writes (nothing half-written is ever left where a result is expected) and the weights fingerprint that
+ties a measured number to the model folder it was measured on."""
 
 from __future__ import annotations
 
@@ -95,12 +96,14 @@ def merge_results_file(path: str | Path, rows: list[dict], key: Sequence[str], p
                        new_file: dict | None = None, **top: Any) -> dict:
     """Merge a benchmark's ``rows`` into the results JSON at ``path`` (``{..., "rows": [...]}``), atomically.
 
-    A new file gets ``provenance`` (command, date, cores), ``new_file`` and ``top`` at top level. An existing file
+    Each row records the weights it was measured on (:func:`with_fingerprints`). A new file gets ``provenance``
+    (command, date, cores), ``new_file`` and ``top`` at top level. An existing file
     keeps its top-level fields and every row that was not re-measured; re-measured rows (same ``key``) are replaced,
     new ones appended, ``top`` fields updated, and the run is logged under ``updates`` (its provenance and the keys of
     its rows). A file that is not such a results file is an error, never overwritten.
     """
     path = Path(path)
+    rows = with_fingerprints(rows)
     if path.exists():
         result = read_json(path)
         if not isinstance(result, dict) or not isinstance(result.get("rows"), list):
@@ -113,3 +116,73 @@ def merge_results_file(path: str | Path, rows: list[dict], key: Sequence[str], p
         result = {**provenance, **(new_file or {}), **top, "rows": rows}
     atomic_write_json(path, result)
     return result
+
+
+#: The key under which a results record (a whole file, or one row) and a card's data name the weights the numbers
+#: were measured on: :func:`weights_fingerprint` of the model folder. hub_push puts a number into a card's
+#: ``model-index`` only when this matches the weights being published.
+WEIGHTS_FINGERPRINT = "weights_sha256"
+#: Files whose bytes are a model's weights (the fingerprint covers these, not configs, tokenizers or cards).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".onnx", ".h5", ".msgpack")
+#: Weight files without such a suffix: the LightGBM learned-fusion ranker (rirag.retrieval.learned_fusion).
+WEIGHT_NAMES = ("ranker.txt",)
+#: Trainer states that share a weight suffix but are not the model.
+NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
+
+
+def weight_files(folder: str | Path) -> list[Path]:
+    """The weight files of a model folder (relative paths, sorted); checkpoints and trainer states left out."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if not path.is_file() or any(p.startswith(("checkpoint-", ".")) for p in rel.parts):
+            continue
+        if rel.name in NOT_WEIGHTS or rel.name.startswith("rng_state"):
+            continue
+        if rel.suffix in WEIGHT_SUFFIXES or rel.name in WEIGHT_NAMES:
+            out.append(rel)
+    return out
+
+
+def weights_fingerprint(folder: str | Path) -> str | None:
+    """sha256 over a model folder's weight files (each one's relative path and bytes, in order); None when the folder
+    holds no weights. Two folders share it only when they hold the same weights under the same names."""
+    import hashlib
+
+    files = weight_files(folder)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for rel in files:
+        digest.update(rel.as_posix().encode("utf-8") + b"\0")
+        with open(Path(folder) / rel, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+#: The keys of a results row that name a trained artifact (a folder, or a stack such as ``base + adapter``).
+ARTIFACT_KEYS = ("model", "reranker", "adapter", "generator", "ranker")
+
+
+def with_fingerprints(rows: list[dict], cache: dict | None = None) -> list[dict]:
+    """``rows`` with ``weights_sha256``: ``{folder: fingerprint}`` for each local model folder a row names
+    (:data:`ARTIFACT_KEYS`, each part of a ``a + b`` stack) that holds weights; a row naming none is left as is."""
+    cache = {} if cache is None else cache
+    out = []
+    for row in rows:
+        prints = {}
+        for key in ARTIFACT_KEYS:
+            value = row.get(key) if isinstance(row, dict) else None
+            for part in (value.split(" + ") if isinstance(value, str) else []):
+                part = part.strip()
+                if part and part not in cache:
+                    cache[part] = weights_fingerprint(part) if Path(part).is_dir() else None
+                if part and cache[part]:
+                    prints[part] = cache[part]
+        out.append({**row, WEIGHTS_FINGERPRINT: prints} if prints else row)
+    return out

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from rirag.answer_record import read_answers
 from rirag.build_models import build_hint
-from rirag.constants import OBLIQA_PASSAGES
+from rirag.constants import OBLIQA_PASSAGE_RECORDS, OBLIQA_PASSAGES
 from rirag.data import DataError
 from rirag.models import WHEEL_MODELS
 
@@ -96,12 +96,16 @@ def int_between(minimum: int, limit: str) -> Callable[[Any, str], int]:
 
 # -- bounds of the options that allocate ----------------------------------------------------------------------------
 
+#: Why ``--k`` and the depths stop at :data:`~rirag.constants.OBLIQA_PASSAGES`: what the index holds.
+CORPUS_WHY = (f"the ObliQA index holds {OBLIQA_PASSAGES} passages, the non-empty ones of its "
+              f"{OBLIQA_PASSAGE_RECORDS} records")
+
 #: Upper bound of every option that allocates memory, processes, requests or output, with the reason; a larger value
 #: is refused when it is parsed, before any work. ``k`` and the candidate depths are also checked against the
 #: corpus that loads (:func:`k_within_corpus`), which may be smaller than ObliQA's.
 LIMITS: dict[str, tuple[int, str]] = {
-    "k": (OBLIQA_PASSAGES, f"the ObliQA corpus has {OBLIQA_PASSAGES} passages"),
-    "depth": (OBLIQA_PASSAGES, f"the ObliQA corpus has {OBLIQA_PASSAGES} passages"),
+    "k": (OBLIQA_PASSAGES, CORPUS_WHY),
+    "depth": (OBLIQA_PASSAGES, CORPUS_WHY),
     "encoder_batch_size": (4096, "inputs per forward pass; larger batches only exhaust memory"),
     "max_seq_length": (8192, "tokens per input; beyond every encoder's position table"),
     "generation_batch_size": (256, "prompts per generation call; padding makes larger batches slower, not faster"),
@@ -109,6 +113,7 @@ LIMITS: dict[str, tuple[int, str]] = {
     "concurrency": (64, "requests in flight to one endpoint"),
     "max_retries": (20, "retries per request, with backoff"),
     "chunk_size": (10_000, "answers scored and flushed together"),
+    "max_bytes": (1 << 40, "bytes of one written run: a terabyte is beyond any disk this runs on"),
     "max_answer_chars": (10_000_000, "characters of one answer; judged sentence by sentence, a longer one takes days"),
 }
 
@@ -376,7 +381,8 @@ def hub_reachable(repo_id: str, what: str = "--push-to-hub") -> None:
 
 def answers_args(args: Any) -> None:
     """``rirag evaluate answers``: the answer file (exists, UTF-8 JSON list of records with the fields), something to
-    score, the output CSV writable, and the models present, all before any model loads."""
+    score and the output CSV writable, all before any model loads; with ``--require-all``, every model present too
+    (without it, a metric whose model is missing is skipped: :func:`missing_answer_models`)."""
     path = input_file(args.answers, "--answers")
     try:
         records = read_answers(str(path))
@@ -394,17 +400,94 @@ def answers_args(args: Any) -> None:
     if answered and limit and not out.exists() and all(
             len(r["Answer"]) > limit for r in records if isinstance(r.get("Answer"), str) and r["Answer"].strip()):
         raise UsageError(f"--answers {path}: every answer is longer than --max-answer-chars {limit}: nothing to score")
-    problems, seen = [], set()
-    for option in ("nli_model", "coverage_model", "obligation_model"):
+    problems = missing_answer_models(args)
+    args.missing_models = problems  # the command skips the metrics that need them (rirag.cli.evaluate)
+    if problems and getattr(args, "require_all", False):
+        # every missing model in one line, so a fresh clone learns all it needs at once
+        raise UsageError("; ".join(dict.fromkeys(problems.values())) + " (--require-all)")
+
+
+#: The model options of ``rirag evaluate answers`` (their ``args`` names).
+ANSWER_MODEL_OPTIONS = ("nli_model", "coverage_model", "obligation_model")
+
+
+def missing_answer_models(args: Any) -> dict[str, str]:
+    """``{option: why it cannot load}`` for each model option of ``rirag evaluate answers`` whose model is not at
+    hand (:func:`model_available`; nothing loads)."""
+    problems: dict[str, str] = {}
+    for option in ANSWER_MODEL_OPTIONS:
         name = getattr(args, option, None)
-        if name and name not in seen:  # the same folder named twice is reported once
-            seen.add(name)
+        if name:
             try:
                 model_available(name, "--" + option.replace("_", "-"))
             except UsageError as err:
-                problems.append(str(err))
-    if problems:  # every missing model in one line, so a fresh clone learns all it needs at once
-        raise UsageError("; ".join(problems))
+                problems[option] = str(err)
+    return problems
+
+
+# -- questions and runs, checked before a command writes anything ---------------------------------------------------
+
+
+def question_texts(questions: Iterable[tuple[str, str]], source: str) -> None:
+    """Every question has text: an empty one is refused, naming the file, the record and its QuestionID."""
+    for i, (qid, text) in enumerate(questions):
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError(f"{source}: record {i} (QuestionID {qid!r}): field 'Question' is empty")
+
+
+def run_for_answers(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str], qids: list[str], source: str,
+                    allow_missing: bool = False) -> None:
+    """A run that grounds answers: every passage it gives the questions ``qids`` is in the corpus, and every question
+    is in the run (unless ``allow_missing``); run queries outside ``qids`` are ignored with a warning."""
+    if not run:
+        raise UsageError(f"{source}: the run is empty")
+    wanted = set(qids)
+    if not wanted & set(run):
+        raise UsageError(f"{source}: none of its {len(run)} query ids is one of the {len(wanted)} questions "
+                         f"(e.g. {sorted(run)[0]!r}): wrong split or questions file?")
+    extra = set(run) - wanted
+    if extra:
+        logger.warning("%s: %d of %d run queries are not among the questions (ignored), e.g. %s", source, len(extra),
+                       len(run), sorted(extra)[0])
+    corpus_ids = corpus_ids if isinstance(corpus_ids, (set, frozenset, Mapping)) else set(corpus_ids)
+    unknown = [(q, d) for q in qids for d in run.get(q, {}) if d not in corpus_ids]
+    if unknown:
+        q, d = unknown[0]
+        raise UsageError(f"{source}: query {q}: passage id {d!r} is not in the corpus ({len(unknown)} "
+                         f"{'entry' if len(unknown) == 1 else 'entries'} like it for these questions; the corpus ids "
+                         "are the passage UUIDs 'ID' of non-empty passages)")
+    missing = [q for q in qids if not run.get(q)]
+    if missing and not allow_missing:
+        raise UsageError(f"{source}: {len(missing)} of {len(qids)} questions have no passage in the run "
+                         f"(e.g. {', '.join(missing[:3])}); pass --allow-missing to record them unanswered")
+
+
+#: Bytes of a TREC line beyond its query and passage ids, rank and system name: " Q0 ", three spaces, the newline
+#: and the score at full precision (``repr``: up to 24 characters).
+TREC_LINE_OVERHEAD = 32
+
+
+def run_bytes(qids: Iterable[str], depth: int, passage_id_chars: int, system: str) -> int:
+    """An upper estimate of a TREC run's size: ``depth`` lines per query, each with the longest passage id."""
+    return sum(depth * (len(q) + passage_id_chars + len(system) + len(str(depth)) + TREC_LINE_OVERHEAD)
+               for q in qids)
+
+
+def run_size_within(estimate: int, limit: int, what: str, how: str) -> int:
+    """Refuse a run whose estimated size exceeds ``limit`` bytes (before it is built), saying how large it would be
+    and ``how`` to allow it."""
+    if estimate > limit:
+        raise UsageError(f"{what}: the run would be up to about {size_words(estimate)} (more than the "
+                         f"{size_words(limit)} limit); {how}")
+    return estimate
+
+
+def size_words(n: int) -> str:
+    """Bytes as a person reads them: 950 bytes, 4.9 kB, 200.0 MB, 2.1 GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 # -- runs against the corpus --------------------------------------------------------------------------------------

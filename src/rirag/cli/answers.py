@@ -11,7 +11,10 @@ same command after an interruption and only the missing questions are answered. 
 (:mod:`rirag.generation.runfiles`) keeps runs from mixing: answers of another run (other questions, run, retriever,
 generator options, k or filter) stop the command with one line unless ``--overwrite``, and a lock keeps a second
 command off the same answers. Every check on the outputs, and the bounds of the options
-(:data:`rirag.validation.LIMITS`), come before retrieval or any model loads.
+(:data:`rirag.validation.LIMITS`), come before retrieval or any model loads; every input (the run: finite scores,
+passages in the corpus, every question in it; the questions: non-empty; the generator's model: at hand) is checked
+before the manifest, the lock or any answer is written, and a command that ends before its first answer leaves
+``--out`` as it found it (:class:`~rirag.generation.runfiles.AnswersRun`).
 """
 
 from __future__ import annotations
@@ -39,8 +42,19 @@ from rirag.cli.options import (
 from rirag.constants import EVAL_K
 from rirag.data import DataError, load_obliqa
 from rirag.evaluation import read_trec, write_trec
-from rirag.generation.base import ENDPOINT, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
+from rirag.generation.base import (
+    DEFAULT_OBLIGATION_CLASSIFIER,
+    ENDPOINT,
+    EXTRACTIVE,
+    FOCUSED,
+    OFFLINE_GENERATOR,
+    PASSAGE_GENERATORS,
+    GenerationError,
+    GeneratorSpec,
+)
 from rirag.generation.citations import strip_citations
+from rirag.generation.extractive import MODAL_CUES
+from rirag.generation.hf import resolve_generator
 from rirag.generation.pipeline import answer_all, answer_question, prepare_question, read_questions
 from rirag.generation.prompts import GROUNDED_STRATEGIES
 from rirag.generation.registry import build_generator
@@ -69,10 +83,14 @@ WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no tra
 # -- from the parsed options to the library ----------------------------------------------------------------------
 
 
-def generator_from_args(args: Any):
+def _strategy_fits(args: Any) -> None:
     if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
         raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
                         f"{args.strategy} gives it none (closed-book needs a language model)")
+
+
+def generator_from_args(args: Any):
+    _strategy_fits(args)
     if args.generator in PASSAGE_GENERATORS:
         spec = GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
     elif args.generator == ENDPOINT:
@@ -162,6 +180,37 @@ def _retriever_manifest(args: Any) -> dict[str, Any]:
             "retriever_options": sorted([key, value] for key, value in _option_items(args))}
 
 
+def check_generator(args: Any) -> None:
+    """The generator's model is at hand (nothing loads): the obligation classifier folder of ``extractive`` (and of
+    ``focused`` when named), a causal LM's wheel, file, folder or cached Hub id, and its adapter folder."""
+    _strategy_fits(args)
+    model = args.generator_model
+    if args.generator == EXTRACTIVE:
+        model = model or DEFAULT_OBLIGATION_CLASSIFIER
+        if model != MODAL_CUES:
+            check.model_available(model, "--generator-model")
+    elif args.generator == FOCUSED:
+        if model and model != MODAL_CUES:
+            check.model_available(model, "--generator-model")
+    elif args.generator != ENDPOINT:
+        try:
+            _, gguf = resolve_generator(args.generator)
+        except (ImportError, FileNotFoundError) as err:
+            raise DataError(f"--generator {args.generator}: {check.one_line(err)}") from None
+        if not gguf and args.generator != OFFLINE_GENERATOR:
+            check.model_available(args.generator, "--generator")
+    if getattr(args, "adapter", None) and not Path(args.adapter).expanduser().is_dir():
+        raise DataError(f"--adapter {args.adapter}: folder not found (a peft LoRA adapter folder)")
+
+
+def _questions_file(args: Any) -> list[tuple[str, str]]:
+    """The ``--questions`` file, every question with text (checked before the data loads)."""
+    check.input_file(args.questions, "--questions")
+    questions = read_questions(args.questions)
+    check.question_texts(questions, str(args.questions))
+    return questions
+
+
 def cmd_answer(args: Any) -> int:
     # every check that needs no data, before the corpus loads
     check.generator_limits(args)
@@ -175,8 +224,8 @@ def cmd_answer(args: Any) -> int:
     else:
         retriever_spec_from_args(args)
     if args.questions:
-        check.input_file(args.questions, "--questions")
-        questions = read_questions(args.questions)
+        questions = _questions_file(args)
+    check_generator(args)
     obliqa = load_obliqa(args.data)
     check.k_within_corpus(args.k, len(obliqa.corpus))
     if args.split:
@@ -188,16 +237,15 @@ def cmd_answer(args: Any) -> int:
         passages = {"run": str(args.run), "run_sha256": file_sha256(args.run)}
     else:
         passages = _retriever_manifest(args)
-    # the answers file: another run's answers are refused and a second writer is locked out, before any work
+    # the answers file: another run's answers are refused, before any work
     answers_run = _answers_run("answer", args, out, questions, questions_from, passages)
+    # then every input, before the manifest and the lock are written: the run (finite scores, passages in the
+    # corpus, every question in it) and the generator
     if args.run:
         run = read_trec(args.run)
-        missing = [qid for qid, _ in questions if not run.get(qid)]
-        if missing and not args.allow_missing:
-            raise DataError(f"{args.run}: {len(missing)} of {len(questions)} questions have no passage in the run "
-                            f"(e.g. {', '.join(missing[:3])}); pass --allow-missing to record them unanswered")
-    with answers_run:
-        generator = generator_from_args(args)
+        check.run_for_answers(run, obliqa.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
+    generator = generator_from_args(args)
+    with answers_run:  # a second writer is locked out; a failure before the first answer leaves --out as it was
         if args.run:
             where = str(args.run)
         else:
@@ -241,8 +289,10 @@ def format_answer(answer, titles: dict[int, str]) -> str:
 def cmd_ask(args: Any) -> int:
     check.generator_limits(args)
     retriever_spec_from_args(args)
+    check.question_texts([(f"ask-{i + 1}", q) for i, q in enumerate(args.question)], "the questions given")
     if args.timings:
         check.output_file(args.timings, "--timings")
+    check_generator(args)
     start, cpu_start = time.perf_counter(), time.process_time()
     obliqa = load_obliqa(args.data)
     check.k_within_corpus(args.k, len(obliqa.corpus))
@@ -290,8 +340,8 @@ def cmd_submit(args: Any) -> int:
             raise DataError(f"--out {out}: {out / name} is a folder; the submission writes a file there")
     retriever_spec_from_args(args)
     if args.questions:
-        check.input_file(args.questions, "--questions")
-        questions = read_questions(args.questions)
+        questions = _questions_file(args)
+    check_generator(args)
     obliqa = load_obliqa(args.data)
     check.k_within_corpus(args.k, len(obliqa.corpus))
     if args.questions:
@@ -306,21 +356,23 @@ def cmd_submit(args: Any) -> int:
                                _retriever_manifest(args), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})",
                                companions=(out / SUBMIT_RUN_FILE, out / SUBMIT_PLAIN_ANSWERS_FILE,
                                            out / SUBMIT_SUMMARY_FILE))
+    generator = generator_from_args(args)  # a bad generator/strategy is reported before anything is written
+    # a second writer is locked out; a failure before the first answer leaves --out as it was
     with answers_run:
-        generator = generator_from_args(args)  # a bad generator/strategy is reported before retrieval
         retriever = retriever_from_args(args, obliqa.corpus)
         queries = {qid: prepare_question(text)[0] for qid, text in questions}
         empty = [qid for qid, text in queries.items() if not text]
         run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
-        system = (args.system or args.retriever).replace(" ", "_")
-        run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system,
-                              depth=EVAL_K)
         try:
             summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out / SUBMIT_ANSWERS_FILE,
                                  args.k, not args.no_filter, args.batch_size, f"retriever {args.retriever}")
         except GenerationError as err:
-            logger.error("%s\nthe run and the answers written so far are in %s; rerun to resume", err, out)
+            logger.error("%s\nthe answers written so far are in %s; rerun to resume", err, out)
             return EXIT_GENERATION_ERROR
+        # the run once the answers are all there (a rerun retrieves again, so nothing is lost before)
+        system = (args.system or args.retriever).replace(" ", "_")
+        run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system,
+                              depth=EVAL_K)
     with open(summary["out"], encoding="utf-8") as f:
         cited = json.load(f)
     plain_path = out / SUBMIT_PLAIN_ANSWERS_FILE

@@ -23,11 +23,14 @@ from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
     AUTO_WORKERS,
     DEFAULT_BATCH_SIZE,
+    HUB_OBLIGATION_MODEL,
+    LOCAL_NLI_JUDGE,
+    LOCAL_OBLIGATION_CLASSIFIER,
     MAX_ANSWER_CHARS,
     MODES,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
-    OFFICIAL_OBLIGATION_MODEL,
+    TRAIN_COMMANDS,
 )
 from rirag.scoring.models import MissingModelError
 from rirag.splits import check_split_name, qrels_of, split_questions
@@ -64,12 +67,35 @@ def cmd_evaluate_retrieval(args) -> int:
 # -- rirag evaluate answers ---------------------------------------------------------------------------------------
 
 
+#: The models each model-based metric of ``rirag evaluate answers`` needs (its ``args`` names).
+REPASS_NEEDS = ("obligation_model", "nli_model", "coverage_model")
+ATTRIBUTION_NEEDS = ("nli_model",)
+
+
+def _skipped(metric: str, needs: tuple[str, ...], missing: dict[str, str], args: Any) -> str | None:
+    """One line saying that ``metric`` is skipped, naming each missing model it needs and how to get it; ``None``
+    when none is missing."""
+    lacking = [o for o in needs if o in missing]
+    if not lacking:
+        return None
+    official = any(getattr(args, o) in (OFFICIAL_NLI_MODEL, OFFICIAL_COVERAGE_MODEL) for o in lacking)
+    return (f"skipped {metric}: {'; '.join(dict.fromkeys(missing[o] for o in lacking))}"
+            + (LOCAL_JUDGE_HINT if official else ""))
+
+
+#: How to score offline when the official Hub models are not cached.
+LOCAL_JUDGE_HINT = (f"; offline, use the local judge: --nli-model {LOCAL_NLI_JUDGE} --coverage-model {LOCAL_NLI_JUDGE} "
+                    f"after `make models ONLY=nli-judge` (or `{TRAIN_COMMANDS[LOCAL_NLI_JUDGE]}`)")
+
+
 def run_answers(args: Any) -> dict[str, Any] | int:
     """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
 
-    The model-free answer metrics (:func:`~rirag.scoring.answers.answer_quality_of`) are printed and written first
-    (``<csv>.quality.json``); a model that is missing then (an untrained local folder, or a Hub id offline) ends the
-    command with one line saying how to get it, and exit status 2, before any score is written.
+    The model-free answer metrics (:func:`~rirag.scoring.answers.answer_quality_of`: gold-citation precision and
+    recall, length, shared answers, flags) are always computed, printed and written (``<csv>.quality.json``). Each
+    model-based metric (RePASs; with ``--attribution``, NLI citation support) whose model is missing is skipped with
+    one line naming the model and how to get it, and the command exits 0; with ``--require-all`` a missing model is an
+    error (one line, exit 2) before anything is written.
     """
     # lazy: the scorers import numpy at their top; `rirag --help` loads no numpy (tests/test_light_imports.py)
     from rirag.scoring.answer_quality import format_quality
@@ -84,6 +110,9 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
     out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
+    require_all = getattr(args, "require_all", False)
+    # {option: why its model cannot load}, found by the command's checks before any work (check.answers_args)
+    missing = getattr(args, "missing_models", None) or {}
     scorer = RePASsScorer(RePASsConfig(nli_model=args.nli_model, coverage_model=args.coverage_model,
                                        obligation_model=args.obligation_model, batch_size=args.batch_size,
                                        device=args.device, mode=args.mode,
@@ -92,21 +121,41 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     quality = answer_quality_of(records, getattr(args, "data", None))
     atomic_write_json(out + ".quality.json", quality)
     sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {out}.quality.json\n")
-    try:
-        scorer.load_models()
-    except MissingModelError as err:
-        logger.error("%s", err)
-        return EXIT_USAGE
+    result: dict[str, Any] = {"skipped": {}}
+    skip = _skipped("RePASs", REPASS_NEEDS, missing, args)
+    if skip is None:
+        try:
+            scorer.load_models()
+        except MissingModelError as err:
+            if require_all:
+                logger.error("%s", err)
+                return EXIT_USAGE
+            skip = f"skipped RePASs: {check.one_line(err)}"
     max_chars = getattr(args, "max_answer_chars", MAX_ANSWER_CHARS)
-    averages = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size,
-                                  strip_citation_markers=not getattr(args, "keep_citation_markers", False),
-                                  max_answer_chars=max_chars)
-    sys.stdout.write(format_summary(averages, is_official(args)) + f"\nper-question scores: {out}\n"
-                     + (f"not scored: {failures_path(out)}\n" if averages["failed"] else ""))
+    if skip is None:
+        result = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size,
+                                    strip_citation_markers=not getattr(args, "keep_citation_markers", False),
+                                    max_answer_chars=max_chars) | {"skipped": {}}
+        sys.stdout.write(format_summary(result, is_official(args)) + f"\nper-question scores: {out}\n"
+                         + (f"not scored: {failures_path(out)}\n" if result["failed"] else ""))
+    else:
+        result["skipped"]["repass"] = skip
+        sys.stdout.write(skip + "\n")
     if getattr(args, "attribution", False):
-        averages["attribution"] = _attribution(args, out, max_chars)
-    averages["quality"] = {k: v for k, v in quality.items() if k != "per_question"}
-    return averages
+        skip = _skipped("NLI citation support (--attribution)", ATTRIBUTION_NEEDS, missing, args)
+        if skip is None:
+            try:
+                result["attribution"] = _attribution(args, out, max_chars)
+            except MissingModelError as err:
+                if require_all:
+                    logger.error("%s", err)
+                    return EXIT_USAGE
+                skip = f"skipped NLI citation support (--attribution): {check.one_line(err)}"
+        if skip is not None:
+            result["skipped"]["attribution"] = skip
+            sys.stdout.write(skip + "\n")
+    result["quality"] = {k: v for k, v in quality.items() if k != "per_question"}
+    return result
 
 
 def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:
@@ -137,7 +186,9 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--mode", choices=MODES, default="reference")
     p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
     p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)
-    p.add_argument("--obligation-model", default=OFFICIAL_OBLIGATION_MODEL)
+    p.add_argument("--obligation-model", default=LOCAL_OBLIGATION_CLASSIFIER,
+                   help="obligation classifier (default: the local one, as the reference loads a local folder; the "
+                        f"published one is {HUB_OBLIGATION_MODEL})")
     p.add_argument("--batch-size", default=DEFAULT_BATCH_SIZE, type=auto_or(AUTO_BATCH_SIZE, "encoder_batch_size"),
                    help=f"inputs per forward pass (1 to {limits['encoder_batch_size'][0]}), or 'auto' (a token "
                         "budget per pass; the default)")
@@ -156,6 +207,10 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--attribution", action="store_true",
                    help="also citation precision/recall, uncited share, invalid citations and copy ratio "
                         "(judged by --nli-model), written to <csv>.attribution.json")
+    p.add_argument("--require-all", action="store_true",
+                   help="a missing model is an error (exit 2, nothing written); without it, the metrics that need "
+                        "no model (gold citations, length, shared answers, flags) are printed and each model-based "
+                        "one whose model is missing is skipped with one line saying how to get it")
     p.set_defaults(func=run_answers)
     return p
 

@@ -8,8 +8,15 @@ from typing import Any
 
 from rirag import validation as check
 from rirag.cli.exit_codes import EXIT_OK
-from rirag.cli.options import add_data_option, add_k_option, add_retriever_options, add_split_option, add_system_option
-from rirag.constants import RUN_DEPTH
+from rirag.cli.options import (
+    add_data_option,
+    add_k_option,
+    add_retriever_options,
+    add_split_option,
+    add_system_option,
+    bounded_int,
+)
+from rirag.constants import MAX_RUN_BYTES, RUN_DEPTH
 from rirag.data import load_obliqa
 from rirag.evaluation import write_trec
 from rirag.retrieval.registry import build_retriever, retriever_spec
@@ -25,9 +32,14 @@ def cmd_retrieve(args) -> int:
     # the default depth shrinks to a smaller corpus; a --k above the corpus size is an error
     args.k = min(RUN_DEPTH, len(obliqa.corpus)) if args.k is None else check.k_within_corpus(args.k, len(obliqa.corpus))
     questions = split_questions(obliqa, args.split, args.seed)
+    # a run larger than --max-bytes is refused before it is built (in memory) and written
+    system = args.system or args.retriever
+    estimate = check.run_bytes([q.id for q in questions], args.k, max(map(len, obliqa.corpus), default=0), system)
+    check.run_size_within(estimate, args.max_bytes, f"--out {args.out}",
+                          f"pass --max-bytes {estimate} (or more) to write it, or a smaller --k")
     retriever = build_retriever(obliqa.corpus, spec)
     run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)
-    write_trec(run, args.out, system=args.system or args.retriever, depth=args.k)
+    write_trec(run, args.out, system=system, depth=args.k)
     sys.stdout.write(f"wrote {len(run)} queries × top {args.k} to {args.out}\n")
     return EXIT_OK
 
@@ -39,7 +51,10 @@ def add_parsers(sub: Any) -> None:
     add_split_option(r)
     add_retriever_options(r, "bm25", model_help="model name or path (dense retrievers)", list_options=True)
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
-    add_k_option(r, None, f"passages per question, 1 to the corpus size ({check.LIMITS['k'][0]} for ObliQA); default "
-                          f"{RUN_DEPTH}")
+    add_k_option(r, None, f"passages per question, 1 to the corpus size ({check.LIMITS['k'][0]} for ObliQA: its "
+                          f"non-empty passages); default {RUN_DEPTH}")
     add_system_option(r)
+    r.add_argument("--max-bytes", type=bounded_int("max_bytes"), default=MAX_RUN_BYTES, metavar="N",
+                   help=f"refuse a run larger than N bytes (TREC text, estimated before retrieval; default "
+                        f"{MAX_RUN_BYTES:_} = 200 MB)")
     r.set_defaults(func=cmd_retrieve)

@@ -341,6 +341,7 @@ def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, s
                     n_citations += len(answer.parsed.citations) if answer.parsed else 0
                 bar.update(len(chunk))
     finally:
-        answers.finalize([qid for qid, _ in questions])
+        if len(answers):  # nothing answered (a failure before the first answer): no empty file is left behind
+            answers.finalize([qid for qid, _ in questions])
     return {"answered": len(todo), "already_done": done_before, "total": len(answers), "out": str(out),
             "citations": n_citations, "warnings": dict(warnings)}

@@ -10,7 +10,8 @@ there and starts afresh. Answers without a manifest (an older rirag, another too
 
 While a command writes, it holds ``<answers>.lock``, an operating-system file lock (:mod:`filelock`) that ends with
 the process, even a killed one; a second command on the same answers fails at once with one line. The lock file is
-removed when the command ends.
+removed when the command ends. A command that ends before its first answer leaves the folder as it found it: its
+manifest goes again (the one before is put back), as does what ``--overwrite`` set aside, and the folders it made.
 
 Every check here is cheap and runs before retrieval or any model loads: :meth:`AnswersRun.check` reads only the
 manifest and looks for the answers files; :meth:`AnswersRun.__enter__` takes the lock, checks again (another
@@ -28,7 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from rirag import __version__
 from rirag.generation.pipeline import JOURNAL_SUFFIX
-from rirag.io import atomic_write_json
+from rirag.io import atomic_write_bytes, atomic_write_json
 from rirag.validation import UsageError
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ logger = logging.getLogger(__name__)
 MANIFEST_FORMAT = 1
 MANIFEST_SUFFIX = ".manifest.json"
 LOCK_SUFFIX = ".lock"
+#: What ``--overwrite`` sets aside until the new run writes its first answer.
+OVERWRITTEN_SUFFIX = ".overwritten"
 #: Manifest fields that describe a run without deciding its answers (never compared).
 INFO_FIELDS = ("questions", "run", "written_by")
 #: How each compared field reads in the one-line refusal.
@@ -122,6 +125,9 @@ class AnswersRun:
         self.lock_path = self.answers.with_name(self.answers.name + LOCK_SUFFIX)
         self.journal = self.answers.with_name(self.answers.name + JOURNAL_SUFFIX)
         self._lock = None
+        self._manifest_before: bytes | None = None
+        self._created_dirs: list[Path] = []
+        self._set_aside: list[tuple[Path, Path]] = []
 
     # -- checks ---------------------------------------------------------------------------------------------------
 
@@ -166,7 +172,9 @@ class AnswersRun:
     def __enter__(self) -> "AnswersRun":
         from filelock import FileLock, Timeout
 
+        missing = [p for p in (self.lock_path.parent, *self.lock_path.parent.parents) if not p.exists()]
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        self._created_dirs = missing  # deepest first: removed again when the command writes no answer
         lock = FileLock(str(self.lock_path), timeout=0)
         try:
             lock.acquire()
@@ -176,15 +184,45 @@ class AnswersRun:
         self._lock = lock
         try:
             self.check()  # again, under the lock: another command may have written since
-            if self.overwrite:
+            if self.overwrite:  # set aside, deleted once a new answer is written (put back if none is)
                 for path in self.existing() + [c for c in self.companions if c.is_file()]:
                     logger.info("--overwrite: discarding %s", path)
-                    path.unlink()
+                    aside = path.with_name(path.name + OVERWRITTEN_SUFFIX)
+                    path.replace(aside)
+                    self._set_aside.append((path, aside))
+            self._manifest_before = self.manifest_path.read_bytes() if self.manifest_path.exists() else None
             atomic_write_json(self.manifest_path, self.manifest)
         except BaseException:
+            for path, aside in self._set_aside:
+                aside.replace(path)
             self._release()
+            self._remove_created_dirs()
             raise
         return self
+
+    def _restore_if_unanswered(self) -> bool:
+        """A command that wrote no answer leaves the folder as it found it: its manifest is removed (or the one that
+        was there put back) and what ``--overwrite`` set aside is put back, so a corrected rerun is never blocked.
+        Returns whether it did (the folders it created are then removed, once the lock is gone)."""
+        if self.existing():
+            for _, aside in self._set_aside:
+                aside.unlink(missing_ok=True)
+            return False
+        if self._manifest_before is None:
+            self.manifest_path.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(self.manifest_path, self._manifest_before)
+        for path, aside in self._set_aside:
+            aside.replace(path)
+        return True
+
+    def _remove_created_dirs(self) -> None:
+        for folder in self._created_dirs:
+            try:
+                folder.rmdir()  # only when empty
+            except OSError:
+                break
+        self._created_dirs = []
 
     def _release(self) -> None:
         if self._lock is None:
@@ -199,4 +237,9 @@ class AnswersRun:
         self._lock = None
 
     def __exit__(self, *exc) -> None:
-        self._release()
+        try:
+            unanswered = self._restore_if_unanswered()
+        finally:
+            self._release()
+        if unanswered:
+            self._remove_created_dirs()

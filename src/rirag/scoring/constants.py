@@ -12,11 +12,15 @@ COVERAGE_THRESHOLD = 0.7
 #: Entailment, contradiction and the composite score are rounded to this many decimals (as the reference does).
 ROUND_DECIMALS = 5
 
-#: The papers' models (Hub ids). The obligation classifier is not on the Hub: the reference loads a local folder
-#: (``./models/obligation-classifier-legalbert``); ours is trained by ``train/obligation_classifier.py``.
+#: The papers' models (Hub ids). The papers' obligation classifier is not on the Hub (the reference loads a local
+#: folder, ``./models/obligation-classifier-legalbert``): the default is this project's classifier as hub_push
+#: publishes it (``hub_push/manifest.yaml``: namespace ``rirag``, entry ``obligation-classifier``), trained by
+#: ``train/obligation_classifier.py``; its local folder (LOCAL_OBLIGATION_CLASSIFIER) is the offline option.
 OFFICIAL_NLI_MODEL = "cross-encoder/nli-deberta-v3-xsmall"
 OFFICIAL_COVERAGE_MODEL = "microsoft/deberta-large-mnli"
-OFFICIAL_OBLIGATION_MODEL = "artifacts/obligation_classifier"
+HUB_OBLIGATION_MODEL = "rirag/rirag-obligation-classifier"
+#: The metric's default obligation model (a Hub id, so that ``evaluate.load("rirag/repass")`` runs as its card says).
+OFFICIAL_OBLIGATION_MODEL = HUB_OBLIGATION_MODEL
 
 #: How any number computed with the local stand-in judge must be labelled.
 LOCAL_JUDGE_LABEL = "RePASs (local judge)"

@@ -10,7 +10,9 @@ from typing import Any
 from rirag.build_models import build_hint
 from rirag.scoring.constants import (
     FALLBACK_MAX_LENGTH,
+    HUB_OBLIGATION_MODEL,
     LOCAL_NLI_JUDGE,
+    LOCAL_OBLIGATION_CLASSIFIER,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
     OFFLINE_ENCODER_ALIAS,
@@ -37,6 +39,10 @@ def missing_model_message(name_or_path: str, reason: str = "does not exist") -> 
         return (f"model {name_or_path!r} {reason} (the Hub is needed for the official models): go online, or use the "
                 f"local judge with --nli-model {LOCAL_NLI_JUDGE} --coverage-model {LOCAL_NLI_JUDGE} after "
                 f"`make models ONLY=nli-judge` (or `{TRAIN_COMMANDS[LOCAL_NLI_JUDGE]}`)")
+    if name_or_path == HUB_OBLIGATION_MODEL:
+        return (f"model {name_or_path!r} {reason} (the Hub is needed for it): go online, or use the local classifier "
+                f"with --obligation-model {LOCAL_OBLIGATION_CLASSIFIER} (obligation_model=...) after "
+                f"`{TRAIN_COMMANDS[LOCAL_OBLIGATION_CLASSIFIER]}`")
     return f"model {name_or_path!r} {reason}: pass a Hub id or a local folder with a sequence-classification model"
 
 
