@@ -199,12 +199,16 @@ def test_extractive_modal_cues_need_no_model():
                                           "A Person may not act without a licence [2].")
 
 
-def test_extractive_generate_reads_the_prompt_and_falls_back_without_obligations():
+def test_extractive_draft_keeps_offsets_and_falls_back_without_obligations():
+    from rirag.generation.base import AnswerRequest
+    from rirag.generation.render import render
+
     composer = ExtractiveComposer(is_obligation=_must)
-    msgs = build_messages("Q?", ["First sentence. Second one. Third.", "Must-free text."], ZERO_SHOT)
-    assert composer.generate([msgs]) == ["First sentence [1]. Second one [1]."]  # FALLBACK_SENTENCES = 2
-    with pytest.raises(ValueError, match="no passages"):
-        composer.generate([build_messages("Q?", [], CLOSED_BOOK)])
+    passages = ["First sentence. Second one. Third.", "Must-free text."]
+    draft = composer.draft([AnswerRequest("Q?", passages)])[0]
+    assert render(draft) == "First sentence [1]. Second one [1]."  # FALLBACK_SENTENCES = 2
+    assert [(p.passage, p.cited) for p in draft.parts] == [(0, (0,)), (0, (0,))]
+    assert [passages[0][p.start:p.end] for p in draft.parts] == ["First sentence.", "Second one."]
 
 
 def _tiny_classifier(folder, favour: str):

@@ -56,8 +56,8 @@ from rirag.generation.citations import strip_citations
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.hf import resolve_generator
 from rirag.generation.pipeline import answer_all, answer_question, prepare_question, read_questions
-from rirag.generation.prompts import GROUNDED_STRATEGIES
 from rirag.generation.registry import build_generator
+from rirag.generation.render import check_strategy
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.io import atomic_write_json
 from rirag.retrieval.defaults import with_default_retriever
@@ -84,9 +84,13 @@ WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no tra
 
 
 def _strategy_fits(args: Any) -> None:
-    if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
-        raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
-                        f"{args.strategy} gives it none (closed-book needs a language model)")
+    """Closed-book is refused for an answerer that composes from the passages before anything loads."""
+    strategy = getattr(args, "strategy", None)
+    try:
+        if strategy is not None:
+            check_strategy(args.generator, args.generator in PASSAGE_GENERATORS, strategy)
+    except ValueError as err:
+        raise DataError(str(err)) from err
 
 
 def generator_from_args(args: Any):

@@ -19,8 +19,9 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    score stays within :attr:`FocusedConfig.keep_ratio` of the best one and above :attr:`FocusedConfig.min_score`,
    within a word budget (:attr:`FocusedConfig.max_words`). Without a gate (``passage_margin`` unset in the scorer
    and the config) units of any passage compete on score alone;
-5. write the kept units most relevant first (the best passage's best unit leads), each followed by its passage's
-   citation ``[n]``;
+5. keep the units most relevant first (the best passage's best unit leads), each a part of the answer's draft
+   (:class:`~rirag.generation.base.Draft`) citing its passage (and its near-duplicates' passages), written out by
+   :func:`rirag.generation.render.render`;
 6. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
    learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
    starts with :data:`NOT_ADDRESSED` and then gives the closest provisions, cited.
@@ -41,17 +42,16 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rirag.answer_record import with_citation
 from rirag.constants import OFFLINE_ENCODER
 from rirag.data import DataError
-from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft, DraftPart
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
-from rirag.generation.prompts import NO_ANSWER, passages_from_messages, question_from_messages
-from rirag.missing_parts import missing_parts, statement
+from rirag.generation.render import render
+from rirag.missing_parts import missing_parts
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import load_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
-from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, names_row, split_units
+from rirag.units import Unit, is_broken_unit, names_row, split_units
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +148,11 @@ class FocusedAnswer:
     #: said in one sentence after the cited content.
     missing: list = field(default_factory=list)
 
+    @property
+    def draft(self) -> Draft:
+        """The answer as the answerer interface returns it (``text`` is its rendering)."""
+        return Draft([_part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing))
+
 
 @functools.lru_cache(maxsize=4)
 def load_scorer(path: str | None = None) -> dict:
@@ -220,6 +225,7 @@ class FocusedAnswerer:
     from deontic cues."""
 
     name = FOCUSED
+    needs_passages = True
 
     def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
                  config: FocusedConfig | None = None, scorer: str | dict | None = None,
@@ -425,30 +431,27 @@ class FocusedAnswerer:
         for question, passages, item_scores in zip(questions, batch, scores):
             units, x, a = self.features(question, passages, item_scores)
             if not units:  # nothing but headings (or nothing) to quote
-                out.append(FocusedAnswer(question, [], [], 0.0, False, NO_ANSWER))
+                out.append(FocusedAnswer(question, [], [], 0.0, False, render(Draft([], False, 0.0))))
                 continue
             scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
-            body = " ".join(with_citation(s.unit.text, s.numbers) for s in kept)
             # what the question asks that no kept unit states (not said when nothing matches: the flag says it all)
             missing = missing_parts(question, [s.unit.text for s in kept]) if addressed and self.config.say_missing \
                 else []
-            body = " ".join([body, *(statement(p) for p in missing)])
-            text = body if addressed else f"{NOT_ADDRESSED} {body}".strip()
-            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, text, missing))
+            draft = Draft([_part(s) for s in kept], addressed, answerability, list(missing))
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, render(draft), missing))
         return out
 
-    # -- the generator interface --------------------------------------------------------------------------------
-    def answer_passages(self, questions: Sequence[str], batch: Sequence[Sequence[str]],
-                        scores: Sequence[Sequence[float] | None] | None = None) -> list[str]:
-        """Answer texts for ``(question, passages)`` items (what :func:`rirag.generation.pipeline.answer_items`
-        calls for a question-aware passage-level answerer)."""
-        return [a.text for a in self.answer_many(questions, batch, scores)]
+    # -- the answerer interface ---------------------------------------------------------------------------------
+    def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
+        """One draft per request: the kept units as parts (passage, offsets, the passages citing them), the
+        answerability and the parts of the question not covered."""
+        return [a.draft for a in self.answer_many([r.question for r in requests], [r.passages for r in requests],
+                                                  [r.scores for r in requests])]
 
-    def generate(self, batch) -> list[str]:
-        """The chat-generator interface: question and passages read back from each prompt."""
-        return self.answer_passages([question_from_messages(m) for m in batch],
-                                    [passages_from_messages(m) for m in batch])
 
+def _part(s: ScoredUnit) -> DraftPart:
+    """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins'."""
+    return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end)
