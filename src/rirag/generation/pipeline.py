@@ -28,13 +28,14 @@ from typing import Iterable, Mapping, Sequence
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
 from rirag.data import DataError, Passage, read_json
 from rirag.evaluation import ranked
-from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft
+from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft, GeneratorSpec
 from rirag.generation.citations import ParsedAnswer, citation_records, parse_citations
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT
 from rirag.generation.render import check_strategy, render
 from rirag.io import atomic_write_json
 from rirag.retrieval.filtering import filter_ranked
 from rirag.retrieval.fusion import min_max_normalise
+from rirag.retrieval.registry import RetrieverSpec
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,26 @@ WARN_EMPTY = "the generator returned nothing"
 WARN_NO_CITATIONS = "the answer cites no passage"
 WARN_INVALID = "{n} citation(s) outside the passage list"
 WARN_NO_ANSWER_LINE = "no 'Answer:' line: the whole reply is kept"
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """How questions are answered, resolved once from a command's options (``rirag ask``/``answer``/``submit``),
+    a benchmark row or the demo's settings: the generator to build, the retriever to build (``None`` when the
+    passages come from a run file), the prompting strategy, the passages considered per question and whether the
+    RIRAG score filter applies."""
+
+    generator: GeneratorSpec
+    retriever: RetrieverSpec | None = None
+    strategy: str = ZERO_SHOT
+    k: int = EVAL_K
+    filtered: bool = True
+
+    def retriever_manifest(self) -> dict:
+        """The retriever part of a run manifest (name, model, options)."""
+        spec = self.retriever
+        return {"retriever": spec.name if spec else None, "retriever_model": spec.model if spec else None,
+                "retriever_options": sorted([k, v] for k, v in (spec.options.items() if spec else ()))}
 
 
 @dataclass
