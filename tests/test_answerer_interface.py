@@ -133,3 +133,35 @@ def test_closed_book_is_refused_in_one_place_for_passage_answerers():
     with pytest.raises(ValueError, match="closed-book needs a language model"):
         answer_items([("c", "Q?", [RetrievedPassage("p", "A firm must file.", 1.0)])],
                      ExtractiveComposer(classifier=MODAL_CUES), "closed-book")
+
+
+def test_the_command_the_benchmark_and_the_demo_share_one_typed_request():
+    import copy
+    import sys
+
+    from rirag.cli import build_parser
+    from rirag.cli.answers import answer_options
+    from rirag.generation.base import GeneratorSpec
+    from rirag.generation.pipeline import AnswerOptions
+
+    args = build_parser().parse_args(["ask", "--retriever", "bm25", "--option", "k1=1.2", "--strategy", "zero-shot",
+                                      "--no-filter", "--k", "7", "What must a firm keep?"])
+    before = copy.deepcopy(vars(args))
+    options = answer_options(args)
+    assert vars(args) == before  # resolved once, args left as parsed
+    assert isinstance(options, AnswerOptions) and isinstance(options.generator, GeneratorSpec)
+    assert (options.retriever.name, options.retriever.options, options.k, options.filtered) == ("bm25", {"k1": 1.2},
+                                                                                               7, False)
+    assert options.retriever_manifest() == {"retriever": "bm25", "retriever_model": None,
+                                            "retriever_options": [["k1", 1.2]]}
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spaces" / "demo"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from backend import DemoSettings
+
+    from generation import GenerationBenchArguments, row_options
+
+    demo = DemoSettings(retriever="bm25", strategy="zero-shot", top_k=5).answer_options()
+    assert isinstance(demo, AnswerOptions) and (demo.retriever.name, demo.k) == ("bm25", 5)
+    row = row_options(GenerationBenchArguments(), "extractive")
+    assert isinstance(row, AnswerOptions) and row.generator.name == "extractive" and row.retriever is None
