@@ -17,6 +17,7 @@ Usage:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections import Counter
@@ -95,7 +96,10 @@ def main(args: MissingPartsEvalArguments) -> dict:
     low, high = (int(v) for v in args.tune_ranks.split("-"))
     tune = [r for r in records if low <= r["draw_rank"] <= high]
     held = [r for r in records if not low <= r["draw_rank"] <= high]
-    results = {"benchmark": "benchmarks/missing_parts_eval.py", "labels": args.labels, "run": args.run,
+    with open(args.labels, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    results = {"benchmark": "benchmarks/missing_parts_eval.py", "labels": args.labels, "labels_sha256": digest,
+               "run": args.run,
                "cues_written_on_ranks": args.tune_ranks,
                "all": score(records, said), "held_out": score(held, said), "tuning_block": score(tune, said),
                "held_out_without_borderline": score(held, said, skip_borderline=True),

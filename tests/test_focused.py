@@ -313,7 +313,9 @@ def test_a_real_table_row_is_a_unit_with_its_column_headers(real_data_dir):
 @pytest.mark.slow
 def test_the_public_fund_question_is_answered_by_the_chapter_9_row(real_data_dir):
     text = _real_passage(real_data_dir, 6, PUBLIC_FUND_TABLE)
-    result = answerer().answer("For a Public Fund, which rules in Chapter 9 are exempt?", [text], [1.0])
+    # the benchmark's own wording keeps a left-to-right mark inside "Chapter \u200e9"
+    result = answerer().answer("For a Public Fund, which rules in Chapter \u200e9 concerning the marketing of Domestic "
+                               "Funds and Prospectus Disclosure are exempt?", [text], [1.0])
     assert result.text.startswith("The Fund Rules Chapters: Chapter 9: Marketing of Domestic Funds")
     assert "Rules 9.5.2 and 9.5.4 do not apply" in result.text and result.text.endswith("[1].")
 

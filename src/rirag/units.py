@@ -262,6 +262,7 @@ def names_row(question: str, unit: Unit) -> bool:
     if not match:
         return False
     reference = r"\s+".join(re.escape(w) for w in match.group(1).split())
+    question = question.translate(_CELL_SYMBOLS)  # "Chapter \u200e9": ObliQA questions keep the left-to-right mark
     return bool(re.search(rf"\b{reference}(?![\w.]*\d|[A-Za-z])", question, re.IGNORECASE))
 
 
