@@ -17,7 +17,6 @@ from rirag.generation.prompts import (
     build_messages,
     final_answer,
     passages_from_messages,
-    question_from_messages,
 )
 
 PASSAGES = ["An Authorised Person must keep records\nfor six years.", "The Regulator may ask for a report."]
@@ -44,7 +43,6 @@ def test_zero_shot_numbers_passages_in_order_on_one_line_each():
     assert "[1] An Authorised Person must keep records for six years." in user  # newline collapsed
     assert user.index("[1]") < user.index("[2]") < user.index("Question: How long are records kept?")
     assert passages_from_messages(msgs) == [" ".join(p.split()) for p in PASSAGES]
-    assert question_from_messages(msgs) == "How long are records kept?"
 
 
 def test_few_shot_has_three_examples_and_one_no_answer_example():

@@ -1,4 +1,4 @@
-"""The generator interface: what a generator is, what to build (:class:`GeneratorSpec`), the names and defaults.
+"""The answerer interface: what an answerer is, what to build (:class:`GeneratorSpec`), the names and defaults.
 :func:`rirag.generation.registry.build_generator` builds one by name; this module imports no backend.
 
 Every answerer (focused, extractive, prompted LLM, RAFT: an LLM with an adapter, endpoint) has one method,
