@@ -14,9 +14,10 @@ Stages, each resumable and restartable per row:
   ``Citations``) and records seconds per answer and generated tokens/s;
 * ``quality``: the answer metrics that copying cannot game (``rirag.scoring.answer_quality``: gold-citation
   precision and recall against the questions' qrels, words, answers shared by questions with different gold, broken
-  units, the flag rate), and for the passage generators (focused, extractive) the mismatched-context test: each
-  question answered from another question's passages, and the share of those answers that say so; no model needed
-  beyond the generator;
+  units, the flag rate, answers citing two or more passages, the share of questions whose gold passage was given
+  below rank 1 that cite it, the missing-part statement rate), and for the passage generators (focused,
+  extractive) the mismatched-context test: each question answered from another question's passages, and the share
+  of those answers that say so; no model needed beyond the generator;
 * ``score``: ``quality``, then RePASs with the local judge (E, C, OC, composite, and the signature of the scorer in
   ``repass_signature``: its models, mode, precision, splitter; ``rirag.scoring.signature``), the attribution metrics
   (citation precision and recall, copy ratio; ``rirag.scoring.attribution``) and the mean answer length, over the
@@ -71,7 +72,8 @@ QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", 
                 "citation_recall", "copy_ratio")
 #: Metrics that copying cannot game (rirag.scoring.answer_quality), computed without any model.
 ANSWER_KEYS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
-               "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate")
+               "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate", "cites_two_or_more",
+               "gold_below_rank1_cited", "gold_below_rank1_questions", "missing_part_rate")
 SAMPLE_SIZE = ANSWER_SAMPLE_SIZE
 
 
@@ -149,17 +151,29 @@ def _pack(plain: Path) -> Path:
     return packed
 
 
-def build_row_generator(args: GenerationBenchArguments, model: str):
-    from rirag.generation.registry import GeneratorSpec, build_generator
+def row_options(args: GenerationBenchArguments, row: str):
+    """The row's :class:`~rirag.generation.pipeline.AnswerOptions` (as ``rirag answer --run`` resolves them): its
+    generator, its strategy, the top :data:`EVAL_K` passages of the run, filtered."""
+    from rirag.generation.base import GeneratorSpec
+    from rirag.generation.pipeline import AnswerOptions
 
+    model, strategy = SYSTEMS[row]
     if model in PASSAGE_GENERATORS:
-        return build_generator(GeneratorSpec(model, args.obligation_model))
-    options = {"max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
-    if model == "raft":
-        if not Path(args.raft_adapter).exists():
-            raise FileNotFoundError(f"RAFT adapter not found: {args.raft_adapter} (train it with train/raft.py)")
-        options["adapter"] = args.raft_adapter
-    return build_generator(GeneratorSpec(args.base_model, None, options))
+        spec = GeneratorSpec(model, args.obligation_model)
+    else:
+        options = {"max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
+        if model == "raft":
+            if not Path(args.raft_adapter).exists():
+                raise FileNotFoundError(f"RAFT adapter not found: {args.raft_adapter} (train it with train/raft.py)")
+            options["adapter"] = args.raft_adapter
+        spec = GeneratorSpec(args.base_model, None, options)
+    return AnswerOptions(spec, None, strategy, EVAL_K, filtered=True)
+
+
+def build_row_generator(args: GenerationBenchArguments, row: str):
+    from rirag.generation.registry import build_generator
+
+    return build_generator(row_options(args, row).generator)
 
 
 # -- stages -----------------------------------------------------------------------------------------------------
@@ -169,11 +183,11 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     """Answer the row's missing questions (resumable); returns the generation stats of this call."""
     from rirag.generation.pipeline import answer_all
 
-    model, strategy = SYSTEMS[row]
+    options = row_options(args, row)
     plain = answers_path(args, row)
     plain.parent.mkdir(parents=True, exist_ok=True)
     _unpack(plain)
-    generator = generator or build_row_generator(args, model)
+    generator = generator or build_row_generator(args, row)
     load_seconds = None
     if hasattr(generator, "load"):  # load the model outside the timed loop
         start = time.time()
@@ -181,8 +195,8 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
         load_seconds = round(time.time() - start, 2)
     tokens_before = getattr(generator, "generated_tokens", None)
     start = time.time()
-    summary = answer_all([(q.id, q.text) for q in questions], run, corpus, generator, strategy, plain, k=EVAL_K,
-                         filtered=True, batch_size=args.batch_size, where=args.run)
+    summary = answer_all([(q.id, q.text) for q in questions], run, corpus, generator, options.strategy, plain,
+                         k=options.k, filtered=options.filtered, batch_size=args.batch_size, where=args.run)
     seconds = time.time() - start
     _pack(plain)
     stats = {"answered_now": summary["answered"], "generate_seconds_now": round(seconds, 2),
@@ -319,7 +333,7 @@ def main(args: GenerationBenchArguments) -> dict:
                 raise FileNotFoundError(f"row {row}: no answers for the selected questions; run --stage generate")
             values |= quality_row(records, golds)
             if model in PASSAGE_GENERATORS:
-                values |= mismatched_flag_rate(records, golds, build_row_generator(args, model), args.sample_seed)
+                values |= mismatched_flag_rate(records, golds, build_row_generator(args, row), args.sample_seed)
             values["quality_command"] = command
         if args.stage in ("score", "all"):
             from rirag.scoring.attribution import AttributionConfig, AttributionScorer

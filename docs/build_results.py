@@ -32,7 +32,7 @@ METRICS = ("recall@10", "map@10", "mrr@10")
 METRIC_NAMES = {"recall@10": "R@10", "map@10": "MAP@10", "mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
 #: Keys whose float values are scores (printed with 4 decimals); other floats print with 6 significant digits.
 METRIC_KEY = re.compile(r"@|accuracy|^f1$|precision|recall|score|share|entailment|contradiction|coverage|repass|ratio"
-                        r"|flag_rate")
+                        r"|flag_rate|cites_two_or_more|gold_below_rank1_cited|missing_part_rate")
 
 #: The README's headline rows: (label, split, row of retrieval.json or "best", command that reproduces the number;
 #: what it writes goes under out/, which .gitignore covers).
@@ -316,7 +316,8 @@ ANSWER_ROWS = (("focused", "focused answerer (default)"), ("extractive", "all ob
 #: One table: what copying cannot game (no model involved), then RePASs and NLI support (local judge); E, C, OC and
 #: NLI citation recall are in docs/results.md.
 ANSWER_COLUMNS = ("gold_citation_precision", "gold_citation_recall", "words", "shared_answers", "broken_units",
-                  "flags", "repass", "citation_precision", "copy_ratio", "seconds_per_answer")
+                  "flags", "cites_two_or_more", "gold_below_rank1_cited", "missing_part_rate", "repass",
+                  "citation_precision", "copy_ratio", "seconds_per_answer")
 
 
 def repass_label(row: dict) -> str:
@@ -362,6 +363,8 @@ def render_answers_headline(data: dict) -> str:
     headers = {"gold_citation_precision": "gold-cit. precision", "gold_citation_recall": "gold-cit. recall",
                "words": "words (median / p95 / max)", "shared_answers": "shared answers",
                "broken_units": "broken units", "flags": "flagged (matched / mismatched)",
+               "cites_two_or_more": "cite ≥ 2 passages", "gold_below_rank1_cited": "gold below rank 1 cited",
+               "missing_part_rate": "missing-part sentences",
                "repass": repass_header, "citation_precision": "NLI cit. precision",
                "copy_ratio": "copy ratio", "seconds_per_answer": "s/answer"}
     return table(out, ["system", *ANSWER_COLUMNS], headers)

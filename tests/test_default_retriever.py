@@ -85,7 +85,8 @@ def test_commands_without_retriever_take_the_default_and_keep_their_own_options(
     args = Namespace(retriever=None, model=None, option=[("k1", 1.2)])
     with caplog.at_level(logging.INFO, logger="rirag.retrieval.defaults"):
         spec = retriever_spec_from_args(args)
-    assert (spec.name, spec.options) == ("bm25", {"k1": 1.2}) and args.retriever == "bm25"  # the manifests read it
+    assert (spec.name, spec.options) == ("bm25", {"k1": 1.2})
+    assert args.retriever is None and args.option == [("k1", 1.2)]  # resolved once into a spec: args unchanged
     assert "retriever: bm25" in caplog.text and "learned-fusion" not in caplog.text
     explicit = Namespace(retriever="rank-fusion", model=None, option=[])
     assert retriever_spec_from_args(explicit).name == "rank-fusion"

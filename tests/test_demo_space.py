@@ -75,7 +75,9 @@ def test_answer_cites_retrieved_passages_with_title_id_and_score():
 
 
 def test_an_injected_generator_writes_the_answer_and_its_citations_are_checked():
-    class Echo:
+    from rirag.generation.base import PromptedAnswerer
+
+    class Echo(PromptedAnswerer):  # a language model: its replies are parsed once into drafts
         def generate(self, batch):
             return ["Records are kept six years [1]. See also [9]."]  # [9] names no passage
 
@@ -321,7 +323,9 @@ class _RecordingServer:
 def test_a_hostile_answer_makes_the_browser_fetch_nothing(page):
     server = _RecordingServer()
 
-    class Hostile:
+    from rirag.generation.base import PromptedAnswerer
+
+    class Hostile(PromptedAnswerer):
         def generate(self, batch):
             return [_hostile_answer(server.base)]
 

@@ -72,12 +72,13 @@ def test_quality_row_and_the_mismatched_test():
 
     class _Flagger:  # flags everything and records what it was given
         name = "flagger"
+        needs_passages = True
 
-        def answer_passages(self, questions, batch, scores):
-            seen.extend(zip(questions, batch))
-            from rirag.units import NOT_ADDRESSED
+        def draft(self, requests):
+            from rirag.generation.base import Draft, DraftPart
 
-            return [f"{NOT_ADDRESSED} x [1]." for _ in questions]
+            seen.extend((r.question, list(r.passages)) for r in requests)
+            return [Draft([DraftPart("x", (0,))], addressed=False) for _ in requests]
 
     result = bench.mismatched_flag_rate(records, golds, _Flagger(), seed=42)
     assert result["flag_rate_mismatched"] == 1.0 and result["mismatched_questions"] == 2

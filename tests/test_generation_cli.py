@@ -12,6 +12,7 @@ import pytest
 from rirag.cli import main
 from rirag.evaluation import read_trec, write_trec
 from rirag.generation import pipeline
+from rirag.generation.base import PromptedAnswerer
 from rirag.generation.extractive import ExtractiveComposer
 from rirag.generation.pipeline import (
     MAX_QUESTION_CHARS,
@@ -69,7 +70,7 @@ def test_answer_writes_the_shared_task_json_with_citations(tiny_data_dir, bm25_r
 def test_resume_after_an_interruption_loses_nothing(tiny_data_dir, bm25_run, tmp_path, classifier, monkeypatch):
     out = tmp_path / "answers.json"
     calls = {"n": 0}
-    real = ExtractiveComposer.compose_many
+    real = ExtractiveComposer.draft
 
     def interrupted(self, batch):
         calls["n"] += 1
@@ -77,7 +78,7 @@ def test_resume_after_an_interruption_loses_nothing(tiny_data_dir, bm25_run, tmp
             raise KeyboardInterrupt  # Ctrl-C in the middle of the third batch
         return real(self, batch)
 
-    monkeypatch.setattr(ExtractiveComposer, "compose_many", interrupted)
+    monkeypatch.setattr(ExtractiveComposer, "draft", interrupted)
     assert _answer(tiny_data_dir, bm25_run, out, classifier) == 130  # main() turns Ctrl-C into exit 130
     first = json.loads(out.read_text())
     assert len(first) == 4  # two batches of two, written and finalised
@@ -88,7 +89,7 @@ def test_resume_after_an_interruption_loses_nothing(tiny_data_dir, bm25_run, tmp
         asked.append(len(batch))
         return real(self, batch)
 
-    monkeypatch.setattr(ExtractiveComposer, "compose_many", counting)
+    monkeypatch.setattr(ExtractiveComposer, "draft", counting)
     assert _answer(tiny_data_dir, bm25_run, out, classifier) == 0
     final = json.loads(out.read_text())
     total = len(read_trec(bm25_run))
@@ -124,7 +125,7 @@ def test_a_run_that_lacks_a_question(tiny_data_dir, bm25_run, tmp_path, classifi
     assert pipeline.WARN_NO_PASSAGES in record["Warnings"]
 
 
-class _Fixed:
+class _Fixed(PromptedAnswerer):
     """A generator that returns fixed texts (and records what it was asked)."""
 
     name = "fixed"

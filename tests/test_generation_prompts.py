@@ -17,7 +17,6 @@ from rirag.generation.prompts import (
     build_messages,
     final_answer,
     passages_from_messages,
-    question_from_messages,
 )
 
 PASSAGES = ["An Authorised Person must keep records\nfor six years.", "The Regulator may ask for a report."]
@@ -44,7 +43,6 @@ def test_zero_shot_numbers_passages_in_order_on_one_line_each():
     assert "[1] An Authorised Person must keep records for six years." in user  # newline collapsed
     assert user.index("[1]") < user.index("[2]") < user.index("Question: How long are records kept?")
     assert passages_from_messages(msgs) == [" ".join(p.split()) for p in PASSAGES]
-    assert question_from_messages(msgs) == "How long are records kept?"
 
 
 def test_few_shot_has_three_examples_and_one_no_answer_example():
@@ -199,12 +197,16 @@ def test_extractive_modal_cues_need_no_model():
                                           "A Person may not act without a licence [2].")
 
 
-def test_extractive_generate_reads_the_prompt_and_falls_back_without_obligations():
+def test_extractive_draft_keeps_offsets_and_falls_back_without_obligations():
+    from rirag.generation.base import AnswerRequest
+    from rirag.generation.render import render
+
     composer = ExtractiveComposer(is_obligation=_must)
-    msgs = build_messages("Q?", ["First sentence. Second one. Third.", "Must-free text."], ZERO_SHOT)
-    assert composer.generate([msgs]) == ["First sentence [1]. Second one [1]."]  # FALLBACK_SENTENCES = 2
-    with pytest.raises(ValueError, match="no passages"):
-        composer.generate([build_messages("Q?", [], CLOSED_BOOK)])
+    passages = ["First sentence. Second one. Third.", "Must-free text."]
+    draft = composer.draft([AnswerRequest("Q?", passages)])[0]
+    assert render(draft) == "First sentence [1]. Second one [1]."  # FALLBACK_SENTENCES = 2
+    assert [(p.passage, p.cited) for p in draft.parts] == [(0, (0,)), (0, (0,))]
+    assert [passages[0][p.start:p.end] for p in draft.parts] == ["First sentence.", "Second one."]
 
 
 def _tiny_classifier(folder, favour: str):

@@ -8,11 +8,12 @@
   train question with its own passages (positive) and with the passages of another train question whose gold
   passages differ (negative).
 * **Selection options** (``keep_ratio``, ``min_score``, and the passage gate's ``passage_weight``,
-  ``passage_margin``, ``max_passages``, or no gate) chosen on ``tune_split`` questions of ``tune_run`` outside the
-  generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`), by the mean of gold-citation precision
-  and recall among the settings whose median answer stays within ``median_words_max`` words and whose 95th
-  percentile within ``p95_words_max``; the answerability threshold is the ``matched_flag_rate`` quantile of the
-  matched tuning questions' answerability. Never a test split.
+  ``passage_margin``, ``max_passages``, ``max_words``, ``extra_unit_words``, or no gate) chosen on ``tune_split``
+  questions of ``tune_run`` outside the generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`),
+  by the F-beta of gold-citation precision and recall (``selection_beta``; 2: recall-first, issue 32) among the
+  settings whose median answer (missing-part sentences included) stays within ``median_words_max`` words and whose
+  95th percentile within ``p95_words_max``; the answerability threshold is the ``matched_flag_rate`` quantile of
+  the matched tuning questions' answerability. Never a test split.
 
 Usage:
 
@@ -51,6 +52,13 @@ class FocusedScorerArguments:
         "help": "passage_weight values of the passage gate to choose among (empty: no gated settings)."})
     gate_margin_grid: str = field(default="", metadata={"help": "passage_margin values of the passage gate."})
     gate_max_passages_grid: str = field(default="", metadata={"help": "max_passages values of the passage gate."})
+    gate_max_words_grid: str = field(default="", metadata={
+        "help": "max_words values tried with the gate (empty: max_words only)."})
+    gate_extra_words_grid: str = field(default="", metadata={
+        "help": "extra_unit_words values tried with the gate ('none': no cap; empty: no cap only)."})
+    selection_beta: float = field(default=1.0, metadata={
+        "help": "The selection criterion is the F-beta of gold-citation precision and recall (2: recall counts "
+                "twice as much)."})
     gate_keep_ratio_grid: str = field(default="", metadata={
         "help": "keep_ratio values tried with the gate (its min_score is 0; above 1: only each cited passage's "
                 "best unit)."})
@@ -129,20 +137,28 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> dict:
 
 
 def evaluate_selection(answerer, items: list[dict]) -> dict:
-    """Gold-citation precision/recall and answer length of the answerer's selection over featurised items."""
-    precision, recall, words = [], [], []
+    """Gold-citation precision/recall, answer length (missing-part sentences included) and the share of questions
+    whose gold passage below rank 1 is cited, of the answerer's selection over featurised items."""
+    from rirag.missing_parts import missing_parts, statement
+
+    precision, recall, words, below = [], [], [], []
     for it in items:
         if not it["units"]:
             continue
         kept = answerer.select(answerer.scored_units(it["units"], it["x"]))
-        cited = {it["ids"][s.unit.passage] for s in kept}
+        cited = {it["ids"][n - 1] for s in kept for n in s.numbers}
         hits = len(cited & it["gold"])
         precision.append(hits / len(cited) if cited else 0.0)
         recall.append(hits / len(it["gold"]))
-        words.append(sum(s.unit.words for s in kept))
+        said = missing_parts(it["question"], [s.unit.text for s in kept])
+        words.append(sum(s.unit.words for s in kept) + sum(len(statement(p).split()) for p in said))
+        lower = set(it["ids"][1:]) & it["gold"]
+        if lower:
+            below.append(bool(lower & cited))
     return {"gold_citation_precision": float(np.mean(precision)), "gold_citation_recall": float(np.mean(recall)),
             "words_median": float(np.median(words)), "words_p95": float(np.percentile(words, 95)),
-            "words_max": int(max(words)), "questions": len(precision)}
+            "words_max": int(max(words)), "gold_below_rank1_cited": float(np.mean(below)) if below else None,
+            "questions": len(precision)}
 
 
 def _floats(grid: str) -> list[float]:
@@ -153,10 +169,20 @@ def selection_settings(args: FocusedScorerArguments) -> list[dict]:
     """Every selection setting of the grid: without the passage gate, then with it."""
     settings = [{"keep_ratio": k, "min_score": m} for k in _floats(args.keep_ratio_grid)
                 for m in _floats(args.min_score_grid)]
-    settings += [{"keep_ratio": k, "min_score": 0.0, "passage_weight": w, "passage_margin": d, "max_passages": int(n)}
+    extra = [None if v.strip().lower() == "none" else int(v) for v in args.gate_extra_words_grid.split(",")
+             if v.strip()] or [None]
+    settings += [{"keep_ratio": k, "min_score": 0.0, "passage_weight": w, "passage_margin": d, "max_passages": int(n),
+                  "max_words": int(m), "extra_unit_words": e}
                  for w in _floats(args.gate_weight_grid) for d in _floats(args.gate_margin_grid)
-                 for n in _floats(args.gate_max_passages_grid) for k in _floats(args.gate_keep_ratio_grid)]
+                 for n in _floats(args.gate_max_passages_grid) for k in _floats(args.gate_keep_ratio_grid)
+                 for m in (_floats(args.gate_max_words_grid) or [args.max_words]) for e in extra]
     return settings
+
+
+def f_beta(precision: float, recall: float, beta: float) -> float:
+    """The F-beta of precision and recall (0 when both are 0)."""
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall) if precision + recall > 0 else 0.0
 
 
 def choose_selection(args: FocusedScorerArguments, answerer, unit_model: dict, tune_items: list[dict]):
@@ -167,11 +193,12 @@ def choose_selection(args: FocusedScorerArguments, answerer, unit_model: dict, t
     answerer._scorer = {"unit": unit_model, "selection": {}}
     grid = []
     for setting in selection_settings(args):
-        answerer.config = FocusedConfig(max_words=args.max_words, **setting)
+        answerer.config = FocusedConfig(**{"max_words": args.max_words, **setting})
         grid.append({**setting, **evaluate_selection(answerer, tune_items)})
     eligible = [g for g in grid if g["words_median"] <= args.median_words_max
                 and g["words_p95"] <= args.p95_words_max] or grid
-    return max(eligible, key=lambda g: (g["gold_citation_precision"] + g["gold_citation_recall"]) / 2), grid
+    return max(eligible, key=lambda g: f_beta(g["gold_citation_precision"], g["gold_citation_recall"],
+                                              args.selection_beta)), grid
 
 
 def fit_models(args: FocusedScorerArguments, answerer, obliqa) -> tuple[dict, dict, dict]:
@@ -250,13 +277,14 @@ def main(args: FocusedScorerArguments) -> dict:
 
     # Save
     command = "python train/focused_scorer.py " + " ".join(sys.argv[1:])
-    selection = {k: best[k] for k in ("keep_ratio", "min_score", "passage_weight", "passage_margin", "max_passages")
-                 if k in best}
+    selection = {k: best[k] for k in ("keep_ratio", "min_score", "passage_weight", "passage_margin", "max_passages",
+                                      "extra_unit_words") if best.get(k) is not None}
     scorer = {
         "source": f"{args.output} ({command})",
         "unit": {"features": list(FEATURES), **unit_model},
         "answerability": {"features": list(ANSWERABILITY_FEATURES), **answerability_model},
-        "selection": {**selection, "answerable_threshold": round(threshold, 6), "max_words": args.max_words},
+        "selection": {**selection, "answerable_threshold": round(threshold, 6),
+                      "max_words": int(best.get("max_words") or args.max_words)},
         "provenance": {"command": command, **train_provenance, "encoder": OFFLINE_ENCODER,
                        "obligations": "deontic cues", "tune_run": args.tune_run, "tune_questions": len(tune_items),
                        "made": datetime.date.today().isoformat()},

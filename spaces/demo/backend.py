@@ -91,6 +91,16 @@ class DemoSettings:
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
                    strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
 
+    def answer_options(self):
+        """The settings as :class:`~rirag.generation.pipeline.AnswerOptions`, the typed options ``rirag ask``
+        resolves its command line into."""
+        from rirag.generation.base import GeneratorSpec
+        from rirag.generation.pipeline import AnswerOptions
+        from rirag.retrieval.registry import RetrieverSpec
+
+        return AnswerOptions(GeneratorSpec(self.generator, self.generator_model),
+                             RetrieverSpec(self.retriever, self.model, dict(self.options)), self.strategy, self.top_k)
+
     def retriever_label(self) -> str:
         label = self.retriever + (f" ({self.model})" if self.model else "")
         if self.options:
@@ -112,6 +122,14 @@ class Backend:
         self._corpus, self._title, self._examples = corpus, title, list(examples) if examples else None
         self._retriever, self._generator = retriever, generator
         self._lock = threading.Lock()
+        self._options = None
+
+    @property
+    def options(self):
+        """The settings resolved once (:meth:`DemoSettings.answer_options`)."""
+        if self._options is None:
+            self._options = self.settings.answer_options()
+        return self._options
 
     # -- lazy parts -------------------------------------------------------------------------------
     def _load_data(self) -> None:
@@ -134,14 +152,13 @@ class Backend:
             if self._corpus is None:
                 self._load_data()
             if self._retriever is None:
-                from rirag.retrieval.registry import RetrieverSpec, build_retriever
+                from rirag.retrieval.registry import build_retriever
 
-                spec = RetrieverSpec(self.settings.retriever, self.settings.model, dict(self.settings.options))
-                self._retriever = build_retriever(self._corpus, spec)
+                self._retriever = build_retriever(self._corpus, self.options.retriever)
             if self._generator is None:
-                from rirag.generation.registry import GeneratorSpec, build_generator
+                from rirag.generation.registry import build_generator
 
-                self._generator = build_generator(GeneratorSpec(self.settings.generator, self.settings.generator_model))
+                self._generator = build_generator(self.options.generator)
 
     def warm(self) -> "Backend":
         """Load the corpus and build the retriever and generator now (a Space does it before serving)."""
@@ -154,8 +171,8 @@ class Backend:
 
         text = check_question(question)
         self._ensure()
-        result = answer_question(text, self._retriever, self._generator, self.settings.strategy,
-                                 corpus=self._corpus, k=self.settings.top_k)
+        result = answer_question(text, self._retriever, self._generator, self.options.strategy,
+                                 corpus=self._corpus, k=self.options.k, filtered=self.options.filtered)
         passages = [{"number": n, "id": p.id, "document_id": p.document_id, "title": self._title(p.document_id),
                      "passage_id": p.passage_id, "score": p.score, "text": p.text}
                     for n, p in enumerate(result.passages, start=1)]

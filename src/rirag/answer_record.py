@@ -80,14 +80,16 @@ def strip_citations(text: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s*" + CITATION_PATTERN.pattern, "", text)).strip()
 
 
-def with_citation(sentence: str, number: int) -> str:
+def with_citation(sentence: str, number: int | Sequence[int]) -> str:
     """``sentence`` (whitespace-normalised) with ``[n]`` before its closing full stop (appended when it has none):
-    how the extractive answerers cite."""
+    how the extractive answerers cite. Several numbers (the same rule in several passages) are adjacent markers,
+    ``[2][4]``."""
     sentence = " ".join(sentence.split())
+    marker = f"[{number}]" if isinstance(number, int) else "".join(f"[{n}]" for n in number)
     match = re.search(r"([.!?])[\"')\]]*$", sentence)
     if match:
-        return f"{sentence[:match.start()].rstrip()} [{number}]{sentence[match.start():]}"
-    return f"{sentence} [{number}]"
+        return f"{sentence[:match.start()].rstrip()} {marker}{sentence[match.start():]}"
+    return f"{sentence} {marker}"
 
 
 def _default_splitter() -> Callable[[str], Sequence[str]]:

@@ -18,7 +18,10 @@ Rules (documented, deterministic):
   period. A Reporting Financial Institution may …": at most :data:`TITLE_MAX_WORDS` words and no finite-verb
   cue) is glued to the sentence it titles;
 * a unit longer than :data:`MAX_SPLIT_CHARS` characters is not split by Punkt (length guard): it is kept whole;
-* a passage of headings only, or of fewer than :data:`MIN_UNIT_WORDS` words, has no unit.
+* a passage of headings only, or of fewer than :data:`MIN_UNIT_WORDS` words, has no unit;
+* a table (the lines between ``/Table Start`` and ``/Table End``, cells separated by tabs) gives one unit per row,
+  carrying its column headers ("Header 1: cell; Header 2: cell."), so a row can be quoted and cited alone
+  (:func:`table_rows`). Its offsets span the row's lines; its text is not a verbatim slice of the passage.
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ class Unit:
     start: int
     end: int
     is_list: bool = False
+    #: A table row with its column headers (:func:`table_rows`).
+    is_table: bool = False
+    #: A table row's label (its first cell, "Chapter 9: Marketing of Domestic Funds ..."); empty otherwise.
+    label: str = ""
 
     @property
     def words(self) -> int:
@@ -164,6 +171,9 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
         if line.strip():
             lines.append((at, line))
         at += len(line) + 1
+    lines, tables = _take_tables(lines)
+    if not lines and tables:
+        return _number(passage_index, [], tables)
     if len(lines) == 1 and not is_item(lines[0][1]) and _is_heading(lines[0][1], ""):
         return []  # a passage that is one heading line ("Additional disclosure in a Prospectus of ...")
     # blocks: ("prose", [lines]) or ("list", lead-in line index, item lines)
@@ -218,7 +228,7 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
             units.append((f"{lead[-1][0]} {items_text}", lead[-1][1], end, True))
         else:
             units.append((items_text, block["items"][0][0], end, True))
-    out = []
+    located = []
     cursor = offset
     for text, start, end, is_list in units:
         if len(text.split()) < MIN_UNIT_WORDS:
@@ -227,8 +237,120 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
         if found:
             start, end = found
             cursor = end
-        out.append(Unit(text, passage_index, len(out), start, end, is_list))
-    return out  # a passage of headings only (or of fewer than MIN_UNIT_WORDS words) has no unit
+        located.append((text, start, end, is_list))
+    return _number(passage_index, located, tables)  # headings only (or < MIN_UNIT_WORDS words): no unit
+
+
+def _number(passage_index: int, located: list[tuple[str, int, int, bool]],
+            tables: list[tuple[str, int, int, str]]) -> list[Unit]:
+    """Prose and list units and table rows, in passage order, numbered."""
+    rows = [(text, start, end, False, True, label) for text, start, end, label in tables
+            if len(text.split()) >= MIN_UNIT_WORDS]
+    merged = sorted([(*u, False, "") for u in located] + rows, key=lambda u: u[1])
+    return [Unit(text, passage_index, i, start, end, is_list, is_table, label)
+            for i, (text, start, end, is_list, is_table, label) in enumerate(merged)]
+
+
+#: The reference a row label starts with ("Chapter 9", "APP 7", "Rule 6.2").
+_LABEL_REFERENCE = re.compile(r"^\W*([A-Z][A-Za-z]*\s+\d+(?:\.\d+)*[A-Za-z]?)\b")
+
+
+def names_row(question: str, unit: Unit) -> bool:
+    """Whether ``question`` names the table row ``unit`` by its label's reference ("which rules in Chapter 9 ..."
+    names the row "Chapter 9: Marketing ..."; not "Chapter 9A" nor "Chapter 9.5")."""
+    match = _LABEL_REFERENCE.match(unit.label) if unit.is_table else None
+    if not match:
+        return False
+    reference = r"\s+".join(re.escape(w) for w in match.group(1).split())
+    question = question.translate(_CELL_SYMBOLS)  # "Chapter \u200e9": ObliQA questions keep the left-to-right mark
+    return bool(re.search(rf"\b{reference}(?![\w.]*\d|[A-Za-z])", question, re.IGNORECASE))
+
+
+#: The markers around a table in ObliQA passages.
+TABLE_START, TABLE_END = "Table Start", "Table End"
+#: Symbols of table cells, written plainly (a Wingdings tick in ADGM tables; the left-to-right mark).
+_CELL_SYMBOLS = str.maketrans({"\uf0fc": "✓", "\u200e": None})
+#: A line that opens a table row by its label ("Chapter 9: …", "APP 1: …").
+_ROW_LABEL = re.compile(r"^\W*[A-Z][A-Za-z]*\s+\d+[A-Za-z]?\s*:")
+
+
+def _take_tables(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[tuple[str, int, int, str]]]:
+    """(the lines outside tables, the row units of the tables: (text, start, end, label)). A sentence between the
+    start marker and the first tabbed line (an introduction) stays with the prose."""
+    other: list[tuple[int, str]] = []
+    rows: list[tuple[str, int, int, str]] = []
+    table: list[tuple[int, str]] | None = None
+    for start, line in lines:
+        if table is None and TABLE_START in line:
+            table = []
+        elif table is not None and TABLE_END in line:
+            rows.extend(table_rows(table, other))
+            table = None
+        elif table is not None:
+            table.append((start, line))
+        else:
+            other.append((start, line))
+    if table:
+        rows.extend(table_rows(table, other))
+    return sorted(other), rows
+
+
+def table_rows(lines: list[tuple[int, str]],
+               prose: list[tuple[int, str]] | None = None) -> list[tuple[str, int, int, str]]:
+    """The rows of one table (its lines with their offsets, markers excluded) as units ``(text, start, end, label)``
+    (the label: the row's first cell): each
+    row "Header 1: cell; Header 2: cell." (empty cells left out). The header is the first row; a row is complete
+    at one cell per column (the most tabs on a line, plus one); a line goes on the current row unless the row is
+    complete and the line has a tab, or the line opens with a row label ("Chapter 9:", the first row's first
+    word). A first row with a cell longer than a heading is a row: the table has no header. Sentences before the
+    first tabbed line go to ``prose``."""
+    lines = [(start, line.translate(_CELL_SYMBOLS)) for start, line in lines]
+    first_tab = next((i for i, (_, line) in enumerate(lines) if "\t" in line), None)
+    if first_tab is None:
+        (prose if prose is not None else []).extend(lines)
+        return []
+    head = 0
+    while head < first_tab and _CLOSING.search(lines[head][1].strip()):  # an introduction, not a header
+        head += 1
+    if prose is not None:
+        prose.extend(lines[:head])
+    columns = 1 + max(line.count("\t") for _, line in lines)
+    groups: list[list[tuple[int, str]]] = []
+    anchor = None
+    for start, line in lines[head:]:
+        current = groups[-1] if groups else None
+        complete = current is not None and sum(x.count("\t") for _, x in current) >= columns - 1
+        label = _ROW_LABEL.match(line) or (anchor and line.strip().split()[:1] == [anchor])
+        if current is None or (complete and "\t" in line) or (len(groups) > 1 and label):
+            groups.append([(start, line)])
+            if len(groups) == 2:
+                anchor = next(iter(line.strip().split()), None)
+                anchor = anchor if anchor and anchor.isalpha() else None
+        else:
+            current.append((start, line))
+    header = _cells(groups[0], columns)
+    if any(len(h.split()) > HEADING_MAX_WORDS for h in header):  # a first row of prose: the table has no header
+        header, groups = [""] * columns, [[], *groups]
+    out = []
+    for group in groups[1:]:
+        cells = _cells(group, columns)
+        parts = [f"{h}: {c}" if h else c for h, c in zip(header + [""] * columns, cells) if c]
+        text = normalise("; ".join(parts)).rstrip(".;:, ")
+        if text:
+            out.append((f"{text}.", group[0][0], group[-1][0] + len(group[-1][1]), cells[0] if cells else ""))
+    return out
+
+
+def _cells(group: list[tuple[int, str]], columns: int) -> list[str]:
+    """A row's cells: its lines joined, split at tabs; too few cells: the first cell's lines are split into cells
+    (a label on its own line, then the first column's value); too many: the rest joins the last cell."""
+    cells = "\n".join(line for _, line in group).split("\t")
+    while len(cells) < columns and "\n" in cells[0].strip():
+        label, rest = cells[0].strip().split("\n", 1)
+        cells[:1] = [label, rest]
+    if len(cells) > columns:
+        cells[columns - 1:] = [" ".join(cells[columns - 1:])]
+    return [normalise(c) for c in cells]
 
 
 def _locate(passage: str, text: str, cursor: int) -> tuple[int, int] | None:

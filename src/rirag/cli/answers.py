@@ -55,9 +55,9 @@ from rirag.generation.base import (
 from rirag.generation.citations import strip_citations
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.hf import resolve_generator
-from rirag.generation.pipeline import answer_all, answer_question, prepare_question, read_questions
-from rirag.generation.prompts import GROUNDED_STRATEGIES
+from rirag.generation.pipeline import AnswerOptions, answer_all, answer_question, prepare_question, read_questions
 from rirag.generation.registry import build_generator
+from rirag.generation.render import check_strategy
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.io import atomic_write_json
 from rirag.retrieval.defaults import with_default_retriever
@@ -84,27 +84,25 @@ WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no tra
 
 
 def _strategy_fits(args: Any) -> None:
-    if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
-        raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
-                        f"{args.strategy} gives it none (closed-book needs a language model)")
-
-
-def generator_from_args(args: Any):
-    _strategy_fits(args)
-    if args.generator in PASSAGE_GENERATORS:
-        spec = GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
-    elif args.generator == ENDPOINT:
-        spec = GeneratorSpec(ENDPOINT, args.generator_model, {
-            "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_retries": args.max_retries, "max_new_tokens": args.max_new_tokens})
-    else:
-        spec = GeneratorSpec(args.generator, args.generator_model, {
-            "adapter": args.adapter, "load_in_4bit": args.load_in_4bit, "device": args.device,
-            "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size})
+    """Closed-book is refused for an answerer that composes from the passages before anything loads."""
+    strategy = getattr(args, "strategy", None)
     try:
-        return build_generator(spec)
+        if strategy is not None:
+            check_strategy(args.generator, args.generator in PASSAGE_GENERATORS, strategy)
     except ValueError as err:
         raise DataError(str(err)) from err
+
+
+def _generator_spec(args: Any) -> GeneratorSpec:
+    if args.generator in PASSAGE_GENERATORS:
+        return GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
+    if args.generator == ENDPOINT:
+        return GeneratorSpec(ENDPOINT, args.generator_model, {
+            "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
+            "max_retries": args.max_retries, "max_new_tokens": args.max_new_tokens})
+    return GeneratorSpec(args.generator, args.generator_model, {
+        "adapter": args.adapter, "load_in_4bit": args.load_in_4bit, "device": args.device,
+        "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size})
 
 
 def _option_items(args: Any) -> list[tuple[str, Any]]:
@@ -123,14 +121,32 @@ def _option_items(args: Any) -> list[tuple[str, Any]]:
 
 def retriever_spec_from_args(args: Any):
     """The checked retriever spec (typed options, a model where needed); cheap: nothing loads. Without
-    ``--retriever``, ``args`` gets the default one (:func:`rirag.retrieval.defaults.with_default_retriever`)."""
-    if args.retriever is None:
-        args.retriever, args.model, args.option = with_default_retriever(args.model, _option_items(args))
-    return retriever_spec(args.retriever, args.model, _option_items(args))
+    ``--retriever``, the default one (:func:`rirag.retrieval.defaults.with_default_retriever`); ``args`` is left as
+    parsed."""
+    name, model, items = args.retriever, args.model, _option_items(args)
+    if name is None:
+        name, model, items = with_default_retriever(model, items)
+    return retriever_spec(name, model, items)
 
 
-def retriever_from_args(args: Any, corpus):
-    return build_retriever(corpus, retriever_spec_from_args(args))
+def answer_options(args: Any) -> AnswerOptions:
+    """The command's options resolved once into :class:`~rirag.generation.pipeline.AnswerOptions` (checked; nothing
+    loads; ``args`` unchanged). A command answering from ``--run`` has no retriever."""
+    _strategy_fits(args)
+    retriever = None if getattr(args, "run", None) else retriever_spec_from_args(args)
+    return AnswerOptions(_generator_spec(args), retriever, args.strategy, args.k, not args.no_filter)
+
+
+def generator_from_args(options: AnswerOptions):
+    """Build the options' generator (lazily loading)."""
+    try:
+        return build_generator(options.generator)
+    except ValueError as err:
+        raise DataError(str(err)) from err
+
+
+def retriever_from_args(options: AnswerOptions, corpus):
+    return build_retriever(corpus, options.retriever)
 
 
 #: Generator options that change how answers are produced, not what they say: left out of the run manifest.
@@ -164,26 +180,20 @@ def _summary(summary: dict, generator=None) -> str:
 # -- rirag answer -------------------------------------------------------------------------------------------------
 
 
-def _answers_run(command: str, args: Any, answers: Path, questions: list[tuple[str, str]], questions_from: str,
-                 passages: dict[str, Any], label: str | None = None, companions: tuple = ()):
+def _answers_run(command: str, args: Any, options: AnswerOptions, answers: Path, questions: list[tuple[str, str]],
+                 questions_from: str, passages: dict[str, Any], label: str | None = None, companions: tuple = ()):
     """The manifest and lock of ``answers`` (see :mod:`rirag.generation.runfiles`), checked (nothing written)."""
     manifest = build_manifest(command, questions, questions_from, passages=passages,
-                              generator=generator_manifest(args), strategy=args.strategy, k=args.k,
-                              filtered=not args.no_filter)
+                              generator=generator_manifest(args), strategy=options.strategy, k=options.k,
+                              filtered=options.filtered)
     run = AnswersRun(answers, manifest, overwrite=args.overwrite, label=label, companions=companions)
     run.check()
     return run
 
 
-def _retriever_manifest(args: Any) -> dict[str, Any]:
-    return {"retriever": args.retriever, "retriever_model": args.model,
-            "retriever_options": sorted([key, value] for key, value in _option_items(args))}
-
-
 def check_generator(args: Any) -> None:
     """The generator's model is at hand (nothing loads): the obligation classifier folder of ``extractive`` (and of
     ``focused`` when named), a causal LM's wheel, file, folder or cached Hub id, and its adapter folder."""
-    _strategy_fits(args)
     model = args.generator_model
     if args.generator == EXTRACTIVE:
         model = model or DEFAULT_OBLIGATION_CLASSIFIER
@@ -221,8 +231,7 @@ def cmd_answer(args: Any) -> int:
     out = check.output_file(args.out, "--out")
     if args.run:
         check.input_file(args.run, "--run")
-    else:
-        retriever_spec_from_args(args)
+    options = answer_options(args)
     if args.questions:
         questions = _questions_file(args)
     check_generator(args)
@@ -236,25 +245,25 @@ def cmd_answer(args: Any) -> int:
     if args.run:
         passages = {"run": str(args.run), "run_sha256": file_sha256(args.run)}
     else:
-        passages = _retriever_manifest(args)
+        passages = options.retriever_manifest()
     # the answers file: another run's answers are refused, before any work
-    answers_run = _answers_run("answer", args, out, questions, questions_from, passages)
+    answers_run = _answers_run("answer", args, options, out, questions, questions_from, passages)
     # then every input, before the manifest and the lock are written: the run (finite scores, passages in the
     # corpus, every question in it) and the generator
     if args.run:
         run = read_trec(args.run)
         check.run_for_answers(run, obliqa.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
-    generator = generator_from_args(args)
+    generator = generator_from_args(options)
     with answers_run:  # a second writer is locked out; a failure before the first answer leaves --out as it was
         if args.run:
             where = str(args.run)
         else:
-            retriever = retriever_from_args(args, obliqa.corpus)
-            run = retriever.search(dict(questions), k=max(args.k, EVAL_K), show_progress=True)
-            where = f"retriever {args.retriever}"
+            retriever = retriever_from_args(options, obliqa.corpus)
+            run = retriever.search(dict(questions), k=max(options.k, EVAL_K), show_progress=True)
+            where = f"retriever {options.retriever.name}"
         try:
-            summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out, args.k,
-                                 not args.no_filter, args.batch_size, where)
+            summary = answer_all(questions, run, obliqa.corpus, generator, options.strategy, out, options.k,
+                                 options.filtered, args.batch_size, where)
         except GenerationError as err:
             logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, out)
             return EXIT_GENERATION_ERROR
@@ -288,7 +297,7 @@ def format_answer(answer, titles: dict[int, str]) -> str:
 
 def cmd_ask(args: Any) -> int:
     check.generator_limits(args)
-    retriever_spec_from_args(args)
+    options = answer_options(args)
     check.question_texts([(f"ask-{i + 1}", q) for i, q in enumerate(args.question)], "the questions given")
     if args.timings:
         check.output_file(args.timings, "--timings")
@@ -296,14 +305,14 @@ def cmd_ask(args: Any) -> int:
     start, cpu_start = time.perf_counter(), time.process_time()
     obliqa = load_obliqa(args.data)
     check.k_within_corpus(args.k, len(obliqa.corpus))
-    retriever = retriever_from_args(args, obliqa.corpus)
-    generator = generator_from_args(args)
+    retriever = retriever_from_args(options, obliqa.corpus)
+    generator = generator_from_args(options)
     timings, cpu = [], []
     for i, question in enumerate(args.question):
         t, c = time.perf_counter(), time.process_time()
         try:
-            answer = answer_question(question, retriever, generator, args.strategy, corpus=obliqa.corpus, k=args.k,
-                                     filtered=not args.no_filter, question_id=f"ask-{i + 1}")
+            answer = answer_question(question, retriever, generator, options.strategy, corpus=obliqa.corpus,
+                                     k=options.k, filtered=options.filtered, question_id=f"ask-{i + 1}")
         except GenerationError as err:
             raise DataError(str(err)) from err
         timings.append(time.perf_counter() - t)
@@ -322,9 +331,9 @@ def cmd_ask(args: Any) -> int:
                 f"{sum(later_cpu) / len(later_cpu):.2f} s CPU each over {len(later)}" if later else "")
     if args.timings:
         atomic_write_json(args.timings, {"cold_start_s": cold, "cold_start_cpu_s": cold_cpu, "answer_s": timings,
-                                         "answer_cpu_s": cpu, "retriever": args.retriever,
-                                         "generator": getattr(generator, "name", args.generator),
-                                         "strategy": args.strategy, "max_new_tokens": args.max_new_tokens})
+                                         "answer_cpu_s": cpu, "retriever": options.retriever.name,
+                                         "generator": generator.name, "strategy": options.strategy,
+                                         "max_new_tokens": args.max_new_tokens})
     return EXIT_OK
 
 
@@ -338,7 +347,7 @@ def cmd_submit(args: Any) -> int:
     for name in (SUBMIT_RUN_FILE, SUBMIT_ANSWERS_FILE, SUBMIT_PLAIN_ANSWERS_FILE, SUBMIT_SUMMARY_FILE):
         if (out / name).is_dir():
             raise DataError(f"--out {out}: {out / name} is a folder; the submission writes a file there")
-    retriever_spec_from_args(args)
+    options = answer_options(args)
     if args.questions:
         questions = _questions_file(args)
     check_generator(args)
@@ -352,25 +361,26 @@ def cmd_submit(args: Any) -> int:
         questions = [(q.id, q.text) for q in obliqa.unseen]
         questions_from = f"{obliqa.root}/RIRAG_Unseen_Questions.json"
     # answers of another run in --out are refused and a second writer is locked out, before any work
-    answers_run = _answers_run("submit", args, out / SUBMIT_ANSWERS_FILE, questions, questions_from,
-                               _retriever_manifest(args), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})",
+    answers_run = _answers_run("submit", args, options, out / SUBMIT_ANSWERS_FILE, questions, questions_from,
+                               options.retriever_manifest(), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})",
                                companions=(out / SUBMIT_RUN_FILE, out / SUBMIT_PLAIN_ANSWERS_FILE,
                                            out / SUBMIT_SUMMARY_FILE))
-    generator = generator_from_args(args)  # a bad generator/strategy is reported before anything is written
+    generator = generator_from_args(options)  # a bad generator/strategy is reported before anything is written
     # a second writer is locked out; a failure before the first answer leaves --out as it was
     with answers_run:
-        retriever = retriever_from_args(args, obliqa.corpus)
+        retriever = retriever_from_args(options, obliqa.corpus)
         queries = {qid: prepare_question(text)[0] for qid, text in questions}
         empty = [qid for qid, text in queries.items() if not text]
-        run = retriever.search({q: t for q, t in queries.items() if t}, k=max(args.k, EVAL_K), show_progress=True)
+        run = retriever.search({q: t for q, t in queries.items() if t}, k=max(options.k, EVAL_K), show_progress=True)
         try:
-            summary = answer_all(questions, run, obliqa.corpus, generator, args.strategy, out / SUBMIT_ANSWERS_FILE,
-                                 args.k, not args.no_filter, args.batch_size, f"retriever {args.retriever}")
+            summary = answer_all(questions, run, obliqa.corpus, generator, options.strategy,
+                                 out / SUBMIT_ANSWERS_FILE, options.k, options.filtered, args.batch_size,
+                                 f"retriever {options.retriever.name}")
         except GenerationError as err:
             logger.error("%s\nthe answers written so far are in %s; rerun to resume", err, out)
             return EXIT_GENERATION_ERROR
         # the run once the answers are all there (a rerun retrieves again, so nothing is lost before)
-        system = (args.system or args.retriever).replace(" ", "_")
+        system = (args.system or options.retriever.name).replace(" ", "_")
         run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system,
                               depth=EVAL_K)
     with open(summary["out"], encoding="utf-8") as f:
@@ -380,9 +390,9 @@ def cmd_submit(args: Any) -> int:
                                     for k in SHARED_TASK_FIELDS} for r in cited])
     atomic_write_json(out / SUBMIT_SUMMARY_FILE, {
         "questions": len(questions), "run": str(run_path), "answers": summary["out"],
-        "answers_shared_task": str(plain_path), "retriever": args.retriever,
-        "retriever_model": args.model, "retriever_options": args.option, "generator": getattr(generator, "name", ""),
-        "strategy": args.strategy, "run_depth": EVAL_K, "empty_questions": empty})
+        "answers_shared_task": str(plain_path),
+        **options.retriever_manifest(), "generator": generator.name, "strategy": options.strategy,
+        "run_depth": EVAL_K, "empty_questions": empty})
     sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary, generator)
                      + f"shared-task answers (no citation markers): {plain_path}\n")
     return EXIT_OK

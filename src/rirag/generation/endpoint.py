@@ -22,6 +22,7 @@ from rirag.generation.base import (
     ENDPOINT_TIMEOUT_S,
     MAX_NEW_TOKENS,
     GenerationError,
+    PromptedAnswerer,
 )
 from rirag.generation.prompts import Messages
 
@@ -33,7 +34,7 @@ ENDPOINT_URL_ENV = "OPENAI_BASE_URL"
 NO_KEY = "EMPTY"
 
 
-class EndpointGenerator:
+class EndpointGenerator(PromptedAnswerer):
     """Chat completions from ``model`` served at ``base_url`` (e.g. ``http://localhost:8000/v1``)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = ENDPOINT_API_KEY_ENV,

@@ -9,9 +9,9 @@ headings), drop near-duplicates of a sentence already kept
 followed by its passage's citation ``[n]``. Fallback (documented, deterministic): when no sentence of any passage
 is an obligation, the first :data:`FALLBACK_SENTENCES` sentences of the top passage are used, each cited.
 
-It implements the generator interface (the passages are read back from the prompt with
-:func:`~rirag.generation.prompts.passages_from_messages`) and :meth:`ExtractiveComposer.compose` takes the
-passages directly (the RAFT builder's offline teacher).
+It implements the answerer interface (:meth:`ExtractiveComposer.draft`: each kept sentence is a part with its
+passage and character offsets); :meth:`ExtractiveComposer.compose` writes the answer for a list of passages (the
+RAFT builder's offline teacher).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 from typing import Callable, Sequence
 
-from rirag.answer_record import with_citation
-from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE
-from rirag.generation.prompts import Messages, normalise_whitespace, passages_from_messages
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE, AnswerRequest, Draft, DraftPart
+from rirag.generation.prompts import normalise_whitespace
+from rirag.generation.render import render
 from rirag.scoring.models import load_classifier, max_length_of, obligation_index, resolve_device
 from rirag.sentences import punkt_split
 from rirag.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
@@ -78,6 +78,7 @@ class ExtractiveComposer:
     overrides the classifier, e.g. in tests; otherwise the classifier at ``classifier`` loads on first use."""
 
     name = EXTRACTIVE
+    needs_passages = True
 
     def __init__(self, classifier: str = DEFAULT_OBLIGATION_CLASSIFIER, is_obligation: ObligationFn | None = None,
                  device: str | None = None, dedup_min_ratio: float = DEDUP_MIN_RATIO,
@@ -98,37 +99,49 @@ class ExtractiveComposer:
             raise ValueError(f"obligation classifier returned {len(flags)} labels for {len(sentences)} sentences")
         return [bool(f) for f in flags]
 
-    def _sentences(self, passage: str) -> list[str]:
+    def _sentences(self, passage: str) -> list[tuple[str, int | None, int | None]]:
+        """The passage's sentences (whitespace-normalised), each with its character offsets in the passage (``None``
+        when the splitter changed its text)."""
         if self._split is None:
             self._split = punkt_split
-        return [normalise_whitespace(s) for s in self._split(passage_body(passage)) if s.strip()]
+        out, cursor = [], 0
+        for raw in self._split(passage_body(passage)):
+            if not raw.strip():
+                continue
+            start = passage.find(raw, cursor)
+            if start >= 0:
+                cursor = start + len(raw)
+            out.append((normalise_whitespace(raw), start if start >= 0 else None, cursor if start >= 0 else None))
+        return out
 
-    def compose_many(self, batch: Sequence[Sequence[str]]) -> list[str]:
-        """One answer per passage list; every sentence of the batch is classified in one call."""
+    def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
+        """One draft per request (its question is not read); every sentence of the batch is classified in one
+        call."""
         from rapidfuzz import fuzz
 
-        split = [[self._sentences(p) for p in passages] for passages in batch]
-        unique = list(dict.fromkeys(s for item in split for sents in item for s in sents))
+        split = [[self._sentences(p) for p in r.passages] for r in requests]
+        unique = list(dict.fromkeys(s for item in split for sents in item for s, _, _ in sents))
         flags = dict(zip(unique, self._classify(unique))) if unique else {}
-        answers = []
+        drafts = []
         for item in split:
-            kept: list[tuple[str, int]] = []
-            for number, sentences in enumerate(item, start=1):
-                for s in sentences:
+            kept: list[DraftPart] = []
+            for index, sentences in enumerate(item):
+                for s, start, end in sentences:
                     if not flags[s] or len(s.split()) < MIN_SENTENCE_WORDS:
                         continue
-                    if any(fuzz.ratio(s, k) >= self.dedup_min_ratio for k, _ in kept):
+                    if any(fuzz.ratio(s, k.text) >= self.dedup_min_ratio for k in kept):
                         continue
-                    kept.append((s, number))
+                    kept.append(DraftPart(s, (index,), index, start, end))
             if not kept and item and item[0]:
                 logger.debug("no obligation sentence in %d passages: first sentences of the top passage", len(item))
-                kept = [(s, 1) for s in item[0][: self.fallback_sentences]]
-            answers.append(" ".join(with_citation(s, n) for s, n in kept))
-        return answers
+                kept = [DraftPart(s, (0,), 0, start, end) for s, start, end in item[0][: self.fallback_sentences]]
+            drafts.append(Draft(kept))
+        return drafts
+
+    def compose_many(self, batch: Sequence[Sequence[str]]) -> list[str]:
+        """One cited answer per passage list (the RAFT builder's offline teacher)."""
+        return [render(d) for d in self.draft([AnswerRequest("", passages) for passages in batch])]
 
     def compose(self, passages: Sequence[str]) -> str:
         """The cited answer for one list of passages (retrieval order; citations number from 1)."""
         return self.compose_many([passages])[0]
-
-    def generate(self, batch: Sequence[Messages]) -> list[str]:
-        return self.compose_many([passages_from_messages(m) for m in batch])

@@ -19,8 +19,9 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    score stays within :attr:`FocusedConfig.keep_ratio` of the best one and above :attr:`FocusedConfig.min_score`,
    within a word budget (:attr:`FocusedConfig.max_words`). Without a gate (``passage_margin`` unset in the scorer
    and the config) units of any passage compete on score alone;
-5. write the kept units most relevant first (the best passage's best unit leads), each followed by its passage's
-   citation ``[n]``;
+5. keep the units most relevant first (the best passage's best unit leads), each a part of the answer's draft
+   (:class:`~rirag.generation.base.Draft`) citing its passage (and its near-duplicates' passages), written out by
+   :func:`rirag.generation.render.render`;
 6. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
    learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
    starts with :data:`NOT_ADDRESSED` and then gives the closest provisions, cited.
@@ -35,22 +36,22 @@ import functools
 import json
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from rirag.answer_record import with_citation
 from rirag.constants import OFFLINE_ENCODER
 from rirag.data import DataError
-from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft, DraftPart
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
-from rirag.generation.prompts import NO_ANSWER, passages_from_messages, question_from_messages
+from rirag.generation.render import render
+from rirag.missing_parts import missing_parts
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import load_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
-from rirag.units import NOT_ADDRESSED, Unit, is_broken_unit, split_units
+from rirag.units import Unit, is_broken_unit, names_row, split_units
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,18 @@ class FocusedConfig:
     max_passages: int | None = field(default=None, metadata={
         "help": "With the passage gate: cite at most this many passages (default: the scorer's)."})
     dedup_min_ratio: float = field(default=90.0, metadata={"help": "rapidfuzz ratio of near-duplicate units."})
+    extra_unit_words: int | None = field(default=None, metadata={
+        "help": "With the passage gate: a passage other than the best one is cited through its best unit of at "
+                "most this many words (default: the scorer's; unset in both: no cap)."})
+    passage_min_score: float | None = field(default=None, metadata={
+        "help": "With the passage gate: a passage other than the best one is cited only when its best unit scores "
+                "at least this (it bears on the question; default: the scorer's; unset in both: 0)."})
+    say_missing: bool = field(default=True, metadata={
+        "help": "After the cited content, one sentence for each part of the question no kept unit states "
+                "(rirag.missing_parts)."})
+    cite_duplicates: bool = field(default=True, metadata={
+        "help": "Cite every passage holding a near-duplicate of a kept unit (the same rule in two rulebooks) "
+                "together with it, in one sentence: '... [2][4].'"})
 
 
 @dataclass(frozen=True)
@@ -106,11 +119,18 @@ class ScoredUnit:
     score: float
     #: The normalised retrieval score of the unit's passage (what the passage gate adds to the unit score).
     passage_score: float = 1.0
+    #: Citation numbers of other passages that state the same unit (near-duplicates), cited with it.
+    also: tuple[int, ...] = ()
 
     @property
     def number(self) -> int:
         """The citation number of the unit's passage (1-based)."""
         return self.unit.passage + 1
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        """Every citation number of the unit: its passage's, then its near-duplicates'."""
+        return (self.number, *self.also)
 
 
 @dataclass
@@ -124,6 +144,14 @@ class FocusedAnswer:
     answerability: float
     addressed: bool
     text: str
+    #: The parts the question asks for that no kept unit states (:mod:`rirag.missing_parts`), each
+    #: said in one sentence after the cited content.
+    missing: list = field(default_factory=list)
+
+    @property
+    def draft(self) -> Draft:
+        """The answer as the answerer interface returns it (``text`` is its rendering)."""
+        return Draft([_part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing))
 
 
 @functools.lru_cache(maxsize=4)
@@ -197,6 +225,7 @@ class FocusedAnswerer:
     from deontic cues."""
 
     name = FOCUSED
+    needs_passages = True
 
     def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
                  config: FocusedConfig | None = None, scorer: str | dict | None = None,
@@ -238,6 +267,16 @@ class FocusedAnswerer:
         weight, margin, most = (getattr(self.config, n) if getattr(self.config, n) is not None else selection.get(n)
                                 for n in names)
         return float(weight or 0.0), float(margin), int(most or 1 << 30)
+
+    def _passage_min_score(self) -> float:
+        value = self.config.passage_min_score
+        value = self.scorer["selection"].get("passage_min_score") if value is None else value
+        return float(value or 0.0)
+
+    def _extra_unit_words(self) -> int:
+        value = self.config.extra_unit_words
+        value = self.scorer["selection"].get("extra_unit_words") if value is None else value
+        return int(value) if value is not None else 1 << 30
 
     @property
     def obligation_source(self) -> str:
@@ -303,22 +342,46 @@ class FocusedAnswerer:
             best_of.setdefault(s.unit.passage, s)
         passage_score = {p: s.passage_score + weight * s.score for p, s in best_of.items()}
         order = sorted(passage_score, key=lambda p: -passage_score[p])
-        cited = [p for p in order if passage_score[p] >= passage_score[order[0]] - margin][:most]
+        bar = self._passage_min_score()
+        cited = [p for p in order if p == order[0] or (passage_score[p] >= passage_score[order[0]] - margin
+                                                        and best_of[p].score >= bar)][:most]
         lead: list[ScoredUnit] = []
-        words, max_words = 0, self._option("max_words")
-        for p in cited:  # each cited passage's best unit that fits (the first always does)
-            fitting = next((s for s in ranked if s.unit.passage == p and (not lead or words + s.unit.words <= max_words)
-                            and not self._duplicate(s, lead, cfg.dedup_min_ratio)), None)
-            if fitting is not None:
-                lead.append(fitting)
-                words += fitting.unit.words
+        words, max_words, extra_words = 0, self._option("max_words"), self._extra_unit_words()
+        for p in cited:  # each cited passage's best unit that fits (the first always does), most relevant first
+            if any(p + 1 in k.numbers for k in lead):  # cited already, as a near-duplicate of a kept unit
+                continue
+            fitting = next((s for s in ranked if s.unit.passage == p and (not lead or (
+                words + s.unit.words <= max_words and s.unit.words <= extra_words))), None)
+            if fitting is None:
+                continue
+            twin = next((i for i, k in enumerate(lead) if self._near(fitting, k)), None)
+            if twin is not None:  # the same rule in another rulebook: cited with the kept unit, not repeated
+                lead[twin] = replace(lead[twin], also=(*lead[twin].also, fitting.number))
+                continue
+            lead.append(fitting)
+            words += fitting.unit.words
+        if cfg.cite_duplicates:
+            lead = self._with_duplicates(lead, usable)
         return self._fill(lead, [s for s in ranked if s.unit.passage in cited])
 
-    @staticmethod
-    def _duplicate(unit: ScoredUnit, kept: list[ScoredUnit], min_ratio: float) -> bool:
+    def _near(self, a: ScoredUnit, b: ScoredUnit) -> bool:
         from rapidfuzz import fuzz
 
-        return any(fuzz.ratio(unit.unit.text, k.unit.text) >= min_ratio for k in kept)
+        return fuzz.ratio(a.unit.text, b.unit.text) >= self.config.dedup_min_ratio
+
+    def _duplicate(self, unit: ScoredUnit, kept: list[ScoredUnit]) -> bool:
+        """Whether ``unit`` repeats a kept unit, or its passage is cited already as one's near-duplicate."""
+        return any(self._near(unit, k) or unit.number in k.also for k in kept)
+
+    def _with_duplicates(self, kept: list[ScoredUnit], units: list[ScoredUnit]) -> list[ScoredUnit]:
+        """Each kept unit citing, besides its own passage, every other passage that holds a near-duplicate of it."""
+        out = []
+        for k in kept:
+            cited = {n for other in kept for n in other.numbers}
+            twins = tuple(dict.fromkeys(u.number for u in units if u.number not in cited and self._near(u, k)))
+            out.append(replace(k, also=(*k.also, *twins)) if twins else k)
+            kept = [*out, *kept[len(out):]]
+        return out
 
     def _fill(self, kept: list[ScoredUnit], ranked: list[ScoredUnit]) -> list[ScoredUnit]:
         """``kept`` plus the units of ``ranked`` (best first) that hold their score and fit the word budget."""
@@ -334,16 +397,25 @@ class FocusedAnswerer:
                 break
             if kept and words + s.unit.words > max_words:
                 continue
-            if self._duplicate(s, kept, self.config.dedup_min_ratio):
+            if kept and s.unit.passage != kept[0].unit.passage and s.unit.words > self._extra_unit_words():
+                continue  # another passage is quoted through a short unit only (the gate's cap holds here too)
+            if self._duplicate(s, kept):
                 continue
             kept.append(s)
             words += s.unit.words
         return kept  # the best (passage's) unit first: the sentence that answers is never buried
 
-    def scored_units(self, units: Sequence[Unit], x: np.ndarray) -> list[ScoredUnit]:
-        """Each unit with its probability of answering the question and its passage's retrieval score."""
+    def scored_units(self, units: Sequence[Unit], x: np.ndarray, question: str | None = None) -> list[ScoredUnit]:
+        """Each unit with its probability of answering the question and its passage's retrieval score. A table row
+        the question names by its label ("which rules in Chapter 9 ...": the row "Chapter 9: ...") scores just
+        above the best unit of its passage: the named row is the answer, whatever the scorer makes of a row that
+        shares every column header with its neighbours."""
         probs = _logistic(x, self.scorer["unit"])
         retrieval = x[:, FEATURES.index("retrieval_score")]
+        if question:
+            for i, u in enumerate(units):
+                if names_row(question, u):
+                    probs[i] = min(1.0, max(p for v, p in zip(units, probs) if v.passage == u.passage) + 1e-6)
         return [ScoredUnit(u, float(p), float(r)) for u, p, r in zip(units, probs, retrieval)]
 
     def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None) -> FocusedAnswer:
@@ -359,26 +431,27 @@ class FocusedAnswerer:
         for question, passages, item_scores in zip(questions, batch, scores):
             units, x, a = self.features(question, passages, item_scores)
             if not units:  # nothing but headings (or nothing) to quote
-                out.append(FocusedAnswer(question, [], [], 0.0, False, NO_ANSWER))
+                out.append(FocusedAnswer(question, [], [], 0.0, False, render(Draft([], False, 0.0))))
                 continue
-            scored = self.scored_units(units, x)
+            scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
-            body = " ".join(with_citation(s.unit.text, s.number) for s in kept)
-            text = body if addressed else f"{NOT_ADDRESSED} {body}".strip()
-            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, text))
+            # what the question asks that no kept unit states (not said when nothing matches: the flag says it all)
+            missing = missing_parts(question, [s.unit.text for s in kept]) if addressed and self.config.say_missing \
+                else []
+            draft = Draft([_part(s) for s in kept], addressed, answerability, list(missing))
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, render(draft), missing))
         return out
 
-    # -- the generator interface --------------------------------------------------------------------------------
-    def answer_passages(self, questions: Sequence[str], batch: Sequence[Sequence[str]],
-                        scores: Sequence[Sequence[float] | None] | None = None) -> list[str]:
-        """Answer texts for ``(question, passages)`` items (what :func:`rirag.generation.pipeline.answer_items`
-        calls for a question-aware passage-level answerer)."""
-        return [a.text for a in self.answer_many(questions, batch, scores)]
+    # -- the answerer interface ---------------------------------------------------------------------------------
+    def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
+        """One draft per request: the kept units as parts (passage, offsets, the passages citing them), the
+        answerability and the parts of the question not covered."""
+        return [a.draft for a in self.answer_many([r.question for r in requests], [r.passages for r in requests],
+                                                  [r.scores for r in requests])]
 
-    def generate(self, batch) -> list[str]:
-        """The chat-generator interface: question and passages read back from each prompt."""
-        return self.answer_passages([question_from_messages(m) for m in batch],
-                                    [passages_from_messages(m) for m in batch])
 
+def _part(s: ScoredUnit) -> DraftPart:
+    """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins'."""
+    return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end)

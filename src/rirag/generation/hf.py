@@ -13,7 +13,13 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from rirag.generation.base import BATCH_SIZE, MAX_NEW_TOKENS, OFFLINE_GENERATOR, OFFLINE_GENERATOR_GGUF
+from rirag.generation.base import (
+    BATCH_SIZE,
+    MAX_NEW_TOKENS,
+    OFFLINE_GENERATOR,
+    OFFLINE_GENERATOR_GGUF,
+    PromptedAnswerer,
+)
 from rirag.generation.prompts import Messages
 from rirag.scoring.models import resolve_device
 
@@ -42,7 +48,7 @@ def resolve_generator(name: str) -> tuple[str, str | None]:
     return (str(path) if path.is_dir() else name), None
 
 
-class TransformersGenerator:
+class TransformersGenerator(PromptedAnswerer):
     """Greedy chat generation with a causal LM; see the module docstring."""
 
     def __init__(self, model: str = OFFLINE_GENERATOR, adapter: str | None = None, load_in_4bit: bool = False,

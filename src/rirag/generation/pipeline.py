@@ -28,12 +28,14 @@ from typing import Iterable, Mapping, Sequence
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
 from rirag.data import DataError, Passage, read_json
 from rirag.evaluation import ranked
-from rirag.generation.base import BATCH_SIZE
+from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft, GeneratorSpec
 from rirag.generation.citations import ParsedAnswer, citation_records, parse_citations
-from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT, build_messages, final_answer
+from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT
+from rirag.generation.render import check_strategy, render
 from rirag.io import atomic_write_json
 from rirag.retrieval.filtering import filter_ranked
 from rirag.retrieval.fusion import min_max_normalise
+from rirag.retrieval.registry import RetrieverSpec
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +49,26 @@ WARN_EMPTY = "the generator returned nothing"
 WARN_NO_CITATIONS = "the answer cites no passage"
 WARN_INVALID = "{n} citation(s) outside the passage list"
 WARN_NO_ANSWER_LINE = "no 'Answer:' line: the whole reply is kept"
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """How questions are answered, resolved once from a command's options (``rirag ask``/``answer``/``submit``),
+    a benchmark row or the demo's settings: the generator to build, the retriever to build (``None`` when the
+    passages come from a run file), the prompting strategy, the passages considered per question and whether the
+    RIRAG score filter applies."""
+
+    generator: GeneratorSpec
+    retriever: RetrieverSpec | None = None
+    strategy: str = ZERO_SHOT
+    k: int = EVAL_K
+    filtered: bool = True
+
+    def retriever_manifest(self) -> dict:
+        """The retriever part of a run manifest (name, model, options)."""
+        spec = self.retriever
+        return {"retriever": spec.name if spec else None, "retriever_model": spec.model if spec else None,
+                "retriever_options": sorted([k, v] for k, v in (spec.options.items() if spec else ()))}
 
 
 @dataclass
@@ -71,6 +93,9 @@ class Answer:
     generator: str = ""
     parsed: ParsedAnswer | None = None
     warnings: list[str] = field(default_factory=list)
+    #: What the answerer returned (:class:`~rirag.generation.base.Draft`: its parts with the cited passages and
+    #: spans, answerability, the parts of the question not covered).
+    draft: Draft | None = None
 
     @property
     def cited(self) -> list[RetrievedPassage]:
@@ -137,75 +162,74 @@ def select_passages(results: Mapping[str, float], corpus: Mapping[str, Passage],
 # -- answering --------------------------------------------------------------------------------------------------
 
 
-def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], generator, strategy: str = ZERO_SHOT,
-                 generator_name: str | None = None) -> list[Answer]:
-    """Answer ``(question_id, question, passages)`` items in one generator call (see the module's fallbacks)."""
+def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], generator: Answerer,
+                 strategy: str = ZERO_SHOT, generator_name: str | None = None) -> list[Answer]:
+    """Answer ``(question_id, question, passages)`` items in one call of the answerer (see the module's
+    fallbacks)."""
+    return _answer([(qid, question, prepare_question(question), passages) for qid, question, passages in items],
+                   generator, strategy, generator_name)
+
+
+def _answer(items: Sequence[tuple[str, str, tuple[str, list[str]], list[RetrievedPassage]]], generator: Answerer,
+            strategy: str, generator_name: str | None = None) -> list[Answer]:
+    """Answer items whose question is prepared (:func:`prepare_question`): one ``generator.draft`` call for the
+    batch, each draft written out by :func:`rirag.generation.render.render`."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown prompting strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-    name = generator_name or getattr(generator, "name", type(generator).__name__)
+    name = generator_name or generator.name
+    check_strategy(name, generator.needs_passages, strategy)
+    grounded = strategy in GROUNDED_STRATEGIES
     answers, todo = [], []
-    for qid, question, passages in items:
-        text, warnings = prepare_question(question)
-        answer = Answer(qid, question, list(passages), strategy=strategy, generator=name, warnings=warnings)
-        if text and not passages and strategy in GROUNDED_STRATEGIES:
+    for qid, question, (text, warnings), passages in items:
+        answer = Answer(qid, question, list(passages), strategy=strategy, generator=name, warnings=list(warnings))
+        if text and not passages and grounded:
             answer.warnings.append(WARN_NO_PASSAGES)
-        if text and (passages or strategy not in GROUNDED_STRATEGIES):
-            todo.append((answer, build_messages(text, [p.text for p in passages], strategy)))
+        if text and (passages or not grounded):
+            todo.append((answer, AnswerRequest(text, [p.text for p in passages], [p.score for p in passages],
+                                               strategy)))
         answers.append(answer)
-    if not todo:
-        replies = []
-    elif callable(getattr(generator, "answer_passages", None)):
-        # a question-aware passage-level answerer (focused) gets the question, the passages as retrieved (their
-        # line structure: lists, headings) and their retrieval scores
-        if strategy not in GROUNDED_STRATEGIES:
-            raise ValueError(f"generator {name} composes answers from the passages; strategy {strategy!r} gives it "
-                             "none (closed-book needs a language model)")
-        replies = generator.answer_passages([prepare_question(answer.question)[0] for answer, _ in todo],
-                                            [[p.text for p in answer.passages] for answer, _ in todo],
-                                            [[p.score for p in answer.passages] for answer, _ in todo])
-    elif callable(getattr(generator, "compose_many", None)):
-        # a passage-level generator (the extractive composer) gets the passages as retrieved: the prompt puts each
-        # passage on one line, which would hide the line structure (headings) it reads
-        if strategy not in GROUNDED_STRATEGIES:
-            raise ValueError(f"generator {name} composes answers from the passages; strategy {strategy!r} gives it "
-                             "none (closed-book needs a language model)")
-        replies = generator.compose_many([[p.text for p in answer.passages] for answer, _ in todo])
-    else:
-        replies = generator.generate([m for _, m in todo])
-    if len(replies) != len(todo):
-        raise RuntimeError(f"generator {name} returned {len(replies)} texts for {len(todo)} prompts")
-    for (answer, _), reply in zip(todo, replies):
-        answer.raw = reply or ""
-        answer.text, found = final_answer(answer.raw, strategy)
-        if not found:
-            answer.warnings.append(WARN_NO_ANSWER_LINE)
-        # closed-book: the model saw no passage, so no number it writes can point at one
-        shown = [p.id for p in answer.passages] if strategy in GROUNDED_STRATEGIES else []
-        answer.parsed = parse_citations(answer.text, shown)
-        if not answer.text:
-            answer.warnings.append(WARN_EMPTY)
-        elif strategy in GROUNDED_STRATEGIES and not answer.parsed.citations and answer.text != NO_ANSWER:
-            answer.warnings.append(WARN_NO_CITATIONS)
-        if answer.parsed.invalid:
-            answer.warnings.append(WARN_INVALID.format(n=len(answer.parsed.invalid)))
+    drafts = generator.draft([request for _, request in todo]) if todo else []
+    if len(drafts) != len(todo):
+        raise RuntimeError(f"generator {name} returned {len(drafts)} drafts for {len(todo)} questions")
+    for (answer, _), draft in zip(todo, drafts):
+        _write(answer, draft, grounded)
     return answers
 
 
-def answer_question(question: str, retriever, generator, strategy: str = ZERO_SHOT, *,
+def _write(answer: Answer, draft: Draft, grounded: bool) -> None:
+    """The answer's text, raw reply, citation table and warnings from its draft."""
+    answer.draft = draft
+    answer.text = render(draft)
+    answer.raw = draft.raw if draft.raw is not None else answer.text
+    if not draft.answer_line:
+        answer.warnings.append(WARN_NO_ANSWER_LINE)
+    # the record's citation table is read from the text, as the scorers read it (sentence by sentence); closed-book
+    # the model saw no passage, so no number it writes can point at one
+    answer.parsed = parse_citations(answer.text, [p.id for p in answer.passages] if grounded else [])
+    if not answer.text:
+        answer.warnings.append(WARN_EMPTY)
+    elif grounded and not answer.parsed.citations and answer.text != NO_ANSWER:
+        answer.warnings.append(WARN_NO_CITATIONS)
+    if answer.parsed.invalid:
+        answer.warnings.append(WARN_INVALID.format(n=len(answer.parsed.invalid)))
+
+
+def answer_question(question: str, retriever, generator: Answerer, strategy: str = ZERO_SHOT, *,
                     corpus: Mapping[str, Passage], k: int = EVAL_K, filtered: bool = True,
                     question_id: str = "question") -> Answer:
     """Retrieve (top ``k``), filter, and answer one question with citations.
 
     An empty question raises :class:`~rirag.data.DataError`; an over-long one is cut (recorded in ``warnings``).
     """
-    text, warnings = prepare_question(question)
+    prepared = prepare_question(question)
+    text = prepared[0]
     if not text:
         raise DataError("the question is empty")
     # the run's usual depth, so that min-max normalised scores (BM25) mean what they mean in a run file
     results = retriever.search({question_id: text}, k=max(k, RUN_DEPTH)).get(question_id, {})
     passages = select_passages(results, corpus, k, filtered, where="retriever") if strategy in GROUNDED_STRATEGIES \
         else []
-    return answer_items([(question_id, question, passages)], generator, strategy)[0]
+    return _answer([(question_id, question, prepared, passages)], generator, strategy)[0]
 
 
 # -- the resumable answers file ---------------------------------------------------------------------------------
@@ -326,7 +350,7 @@ def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, s
     if done_before:
         logger.info("%s: %d of %d questions already answered; answering the other %d", out, done_before,
                     len(questions), len(todo))
-    name = getattr(generator, "name", str(generator))
+    name = generator.name
     warnings: Counter = Counter()
     n_citations = 0
     try:

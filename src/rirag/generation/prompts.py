@@ -237,16 +237,6 @@ def passages_from_messages(messages: Messages) -> list[str]:
     return passages
 
 
-def question_from_messages(messages: Messages) -> str:
-    """The question of the last user turn."""
-    users = [m for m in messages if m.get("role") == "user"]
-    if not users:
-        raise ValueError("the messages have no user turn")
-    content = users[-1].get("content") or ""
-    _, sep, question = content.rpartition(f"{QUESTION_HEADER} ")
-    return question.strip() if sep else content.strip()
-
-
 # --------------------------------------------------------------------------------------------------
 # RAFT (retrieval-aware fine-tuning, rirag.generation.raft): the prompt is the zero-shot one with the
 # chain-of-thought instruction; the target quotes its evidence, then gives the final line "Answer: ..." (the

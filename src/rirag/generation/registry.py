@@ -11,7 +11,7 @@ from rirag.generation.base import (
     ENDPOINT,
     EXTRACTIVE,
     FOCUSED,
-    Generator,
+    Answerer,
     GeneratorSpec,
 )
 from rirag.generation.endpoint import EndpointGenerator
@@ -21,7 +21,7 @@ from rirag.generation.hf import TransformersGenerator
 __all__ = ["GeneratorSpec", "build_generator"]
 
 
-def build_generator(spec: GeneratorSpec) -> Generator:
+def build_generator(spec: GeneratorSpec) -> Answerer:
     """Build (lazily loading) the generator ``spec`` names."""
     if spec.name == FOCUSED:
         # lazy: rirag.generation.focused imports numpy at its top; the registry (and `rirag --help`) stay light

@@ -13,6 +13,12 @@ question's qrels):
   bare abstention line is left to ``flag_rate``;
 * ``broken_units`` / ``answers_with_broken_units``: answer units (:func:`rirag.units.answer_units`: the text up to
   each citation) that start with a bare list label or end inside a list (:func:`rirag.units.is_broken_unit`);
+* ``cites_two_or_more``: share of answers citing at least two passages;
+* ``gold_below_rank1_cited`` (of ``gold_below_rank1_questions``): among the questions whose gold passage was given
+  below rank 1 (a gold passage at rank 2 or lower of the answer's passages), the share whose answer cites one of
+  those gold passages;
+* ``missing_part_rate``: share of answers that say a part of the question is not stated by the passages
+  (:func:`rirag.missing_parts.has_missing_statement`);
 * ``flag_rate``: share of answers that say their passages do not address the question (the focused answerer's
   :data:`~rirag.units.NOT_ADDRESSED` opening) or abstain (:data:`~rirag.generation.prompts.NO_ANSWER`).
   Measured on mismatched contexts (each question answered from another question's passages) it is the share of
@@ -27,10 +33,12 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rirag.answer_record import CITATION_PATTERN, NO_ANSWER, numbers_in
+from rirag.missing_parts import MISSING_PREFIX, has_missing_statement
 from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit
 
 METRICS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
-           "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate")
+           "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate", "cites_two_or_more",
+           "gold_below_rank1_cited", "gold_below_rank1_questions", "missing_part_rate")
 #: A citation marker with the space before it (the space before punctuation is kept, unlike strip_citations).
 _MARKERS = re.compile(r"\s*" + CITATION_PATTERN.pattern)
 
@@ -68,6 +76,12 @@ def is_flagged(answer: str | None) -> bool:
     return text.startswith(NOT_ADDRESSED) or text.startswith(NO_ANSWER)
 
 
+def gold_below_rank1(cited: Sequence[str], retrieved_ids: Sequence[str], gold: Sequence[str]) -> bool | None:
+    """Whether an answer cites a gold passage that was given below rank 1 (``None`` when none was)."""
+    lower = set(retrieved_ids[1:]) & set(gold)
+    return bool(lower & set(cited)) if lower else None
+
+
 def shared_answers(answers: Sequence[str | None], golds: Sequence[Sequence[str]]) -> int:
     """How many non-empty answers are identical (normalised) to the answer of a question with different gold."""
     by_text: dict[str, list[int]] = {}
@@ -86,7 +100,7 @@ def shared_answers(answers: Sequence[str | None], golds: Sequence[Sequence[str]]
 def broken_units(answer: str | None) -> int:
     """Broken units of an answer (the :data:`NOT_ADDRESSED` opening is not a unit; the unit after it is)."""
     units = [u[len(NOT_ADDRESSED):].strip() if u.startswith(NOT_ADDRESSED) else u for u in answer_units(answer or "")]
-    return sum(is_broken_unit(u) for u in units if u)
+    return sum(is_broken_unit(u) for u in units if u and not u.startswith(MISSING_PREFIX))
 
 
 def mismatched_partners(golds: Sequence[Sequence[str]], contexts: Sequence[Sequence[str]], seed: int) -> list[int]:
@@ -121,9 +135,17 @@ def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequen
     n_words = [words(a) for a in answers]
     broken = [broken_units(a) for a in answers]
     flagged = [is_flagged(a) for a in answers]
-    per: dict[str, list] = {"words": n_words, "broken_units": broken, "flagged": flagged}
+    cited = [cited_passages(a, ids) for a, ids in zip(answers, retrieved_ids)]
+    missing = [has_missing_statement(a) for a in answers]
+    per: dict[str, list] = {"words": n_words, "broken_units": broken, "flagged": flagged,
+                            "cited_passages": [len(c) for c in cited], "missing_part_statement": missing}
     out: dict = {m: None for m in METRICS}
     if golds is not None:
+        below = [gold_below_rank1(c, ids, g) for c, ids, g in zip(cited, retrieved_ids, golds)]
+        per["gold_below_rank1_cited"] = below
+        asked = [b for b in below if b is not None]
+        out["gold_below_rank1_questions"] = len(asked)
+        out["gold_below_rank1_cited"] = float(np.mean(asked)) if asked else None
         pr = [gold_citation(cited_passages(a, ids), g) if g else (None, None)
               for a, ids, g in zip(answers, retrieved_ids, golds)]
         per["gold_citation_precision"] = [p for p, _ in pr]
@@ -136,7 +158,9 @@ def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequen
         out |= {"words_median": float(np.median(n_words)), "words_p95": float(np.percentile(n_words, 95)),
                 "words_max": int(max(n_words)), "broken_units": int(sum(broken)),
                 "answers_with_broken_units": int(sum(b > 0 for b in broken)),
-                "flag_rate": float(np.mean(flagged))}
+                "flag_rate": float(np.mean(flagged)),
+                "cites_two_or_more": float(np.mean([len(c) >= 2 for c in cited])),
+                "missing_part_rate": float(np.mean(missing))}
     out["answers"] = len(answers)
     out["per_item"] = per
     return out
@@ -152,6 +176,10 @@ def format_quality(result: Mapping) -> str:
                                            f"{cell(result.get('words_max'))}"),
             ("Answers shared across questions", cell(result.get("shared_answers"))),
             ("Broken units", cell(result.get("broken_units"))),
-            ("Flagged (not addressed / no answer)", cell(result.get("flag_rate")))]
+            ("Flagged (not addressed / no answer)", cell(result.get("flag_rate"))),
+            ("Answers citing >= 2 passages", cell(result.get("cites_two_or_more"))),
+            (f"Gold below rank 1 cited (of {cell(result.get('gold_below_rank1_questions'))})",
+             cell(result.get("gold_below_rank1_cited"))),
+            ("Missing-part statements", cell(result.get("missing_part_rate")))]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)

@@ -1,0 +1,43 @@
+"""Writing an answer out of a :class:`~rirag.generation.base.Draft`: the one place that numbers citations, writes
+the answer text and refuses closed-book for the answerers that compose from the passages.
+
+* a part cites passage index ``i`` as ``[i + 1]``, before its closing full stop; a part citing several passages
+  (the same rule in two rulebooks) gets adjacent markers, ``... [2][4].``
+  (:func:`rirag.answer_record.with_citation`);
+* each part of the question not covered adds one sentence after the cited content
+  (:func:`rirag.missing_parts.statement`);
+* a draft whose passages do not address the question opens with :data:`rirag.units.NOT_ADDRESSED`; one that
+  quotes nothing either is :data:`rirag.answer_record.NO_ANSWER`;
+* a language model's answer is kept as it wrote it (its markers number the passages as its prompt did).
+"""
+
+from __future__ import annotations
+
+from rirag.answer_record import NO_ANSWER, with_citation
+from rirag.generation.base import Draft, DraftPart
+from rirag.generation.prompts import GROUNDED_STRATEGIES
+from rirag.missing_parts import statement
+from rirag.units import NOT_ADDRESSED
+
+
+def numbers(part: DraftPart) -> tuple[int, ...]:
+    """The citation numbers of a part (1-based, in the passages' retrieval order)."""
+    return tuple(i + 1 for i in part.cited)
+
+
+def render(draft: Draft) -> str:
+    """The answer text of ``draft`` (see the module)."""
+    if draft.written is not None:
+        return draft.written
+    if not draft.parts and not draft.missing:
+        return "" if draft.addressed else NO_ANSWER
+    body = " ".join(with_citation(p.text, numbers(p)) for p in draft.parts)
+    body = " ".join([body, *(statement(m) for m in draft.missing)])
+    return body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()
+
+
+def check_strategy(name: str, needs_passages: bool, strategy: str) -> None:
+    """Refuse a strategy that gives no passage to an answerer that composes from the passages (ValueError)."""
+    if needs_passages and strategy not in GROUNDED_STRATEGIES:
+        raise ValueError(f"--generator {name} composes answers from the passages; --strategy {strategy} gives it "
+                         "none (closed-book needs a language model)")

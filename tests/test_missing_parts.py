@@ -1,0 +1,62 @@
+"""Say what is missing: the question's parts, the sentence for each part no kept unit states, and the metrics."""
+
+from __future__ import annotations
+
+from rirag.missing_parts import (
+    MISSING_PREFIX,
+    asked_parts,
+    has_missing_statement,
+    missing_parts,
+    stated_kinds,
+    statement,
+)
+from rirag.scoring.answer_quality import answer_quality, broken_units, gold_below_rank1
+
+
+def test_parts_are_read_from_the_question():
+    kinds = [p.kind for p in asked_parts("Could you provide examples of the consequences of failing to report, and "
+                                         "within what timeframe must the report be made?")]
+    assert kinds == ["examples", "consequences", "when"]
+    assert asked_parts("Must an Authorised Person keep records of client orders?") == []
+
+
+def test_a_part_is_missing_only_when_no_unit_states_it():
+    question = "What are the consequences if a Fund Manager fails to notify the Regulator?"
+    silent = ["A Fund Manager must notify the Regulator of any change of its auditor."]
+    stating = silent + ["A Fund Manager that fails to do so may be liable to a financial penalty."]
+    assert [p.kind for p in missing_parts(question, silent)] == ["consequences"]
+    assert missing_parts(question, stating) == []
+    days = "How many days' notice must be given?"
+    assert missing_parts(days, ["Notice must be given at least 10 business days before the change."]) == []
+    assert [p.kind for p in missing_parts(days, ["Notice must be given in writing under Rule 9.5.2."])] == ["threshold"]
+
+
+def test_the_sentence_names_its_part_and_is_read_back():
+    answer = ("A Fund Manager must notify the Regulator [1]. " + statement(asked_parts("Give examples")[0]))
+    assert answer.endswith(f"{MISSING_PREFIX} examples.")
+    assert stated_kinds(answer) == ["examples"] and has_missing_statement(answer)
+    assert not has_missing_statement("A Fund Manager must notify the Regulator [1].")
+    assert broken_units(answer) == 0  # the uncited sentence is not an answer unit cut from a list
+
+
+def test_the_focused_answer_says_what_its_units_leave_out():
+    from tests.test_focused import answerer
+
+    passages = ["A Fund Manager must notify the Regulator within 10 business days of any change of its auditor."]
+    result = answerer().answer("What are the consequences if a Fund Manager does not notify the Regulator of a "
+                               "change of its auditor?", passages, [1.0])
+    assert result.addressed and [p.kind for p in result.missing] == ["consequences"]
+    assert result.text.endswith("auditor [1]. The retrieved provisions do not state the consequences.")
+    quiet = answerer(say_missing=False).answer(result.question, passages, [1.0])
+    assert MISSING_PREFIX not in quiet.text
+
+
+def test_recall_metrics():
+    ids = [["g", "x"], ["x", "g"], ["x", "g"], ["g"]]
+    golds = [["g"], ["g"], ["g"], ["g"]]
+    answers = ["Rule [1].", "Rule [1]. Other rule [2].", f"Rule [1]. {MISSING_PREFIX} examples.", "Rule [1]."]
+    result = answer_quality(answers, ids, golds)
+    assert result["cites_two_or_more"] == 0.25
+    assert result["gold_below_rank1_questions"] == 2 and result["gold_below_rank1_cited"] == 0.5
+    assert result["missing_part_rate"] == 0.25
+    assert gold_below_rank1(["g"], ["g", "x"], ["g"]) is None
