@@ -85,7 +85,10 @@ def _probe(question: str) -> dict:
         if callable(getattr(part, "cache_path", None)):
             part.passage_embeddings()
     mark("index")
-    generator = cli_answers.generator_from_args(args, obliqa.corpus)
+    try:
+        generator = cli_answers.generator_from_args(args, obliqa.corpus)
+    except TypeError:  # a checkout before the unit cache (to measure the same phases before the change)
+        generator = cli_answers.generator_from_args(args)
     generator.encode(["warm up"])  # torch, the encoder's weights, and the unit cache's index
     mark("encoder")
     results = retriever.search({"ask-1": question}, k=100)["ask-1"]
@@ -98,7 +101,9 @@ def _probe(question: str) -> dict:
 
     return {"phases": times, "passages": len(passages), "answer_words": len(answer.text.split()),
             "torch_threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "sentence_transformers_imported": "sentence_transformers" in sys.modules}
+            "obligations": getattr(generator, "obligation_source", None),
+            "heavy_imports": sorted(m for m in ("sentence_transformers", "sklearn", "scipy", "nltk", "sympy")
+                                    if m in sys.modules)}
 
 
 def _child_cpu() -> float:
@@ -126,7 +131,7 @@ def breakdown(question: str, env: dict, repeats: int) -> dict:
         row[f"{phase}_cpu_s"] = round(statistics.median(p["phases"][phase][1] for p in probes), 2)
     last = probes[-1]
     row.update({"torch_threads": last["torch_threads"], "cpu_capability": last["cpu_capability"],
-                "sentence_transformers_imported": last["sentence_transformers_imported"],
+                "obligations": last["obligations"], "heavy_imports": last["heavy_imports"],
                 "passages_given": last["passages"], "answer_words": last["answer_words"]})
     return row
 

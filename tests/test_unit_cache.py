@@ -12,6 +12,7 @@ from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.focused import FocusedAnswerer
 from rirag.generation.unit_cache import UnitCache
 from rirag.retrieval.dense import CACHE_ENV_VAR, shared_encoder
+from rirag.units import Unit
 from tiny_encoder import tiny_sentence_transformer
 
 PASSAGES = [
@@ -50,6 +51,7 @@ def test_the_focused_answer_is_the_same_with_and_without_the_unit_cache(tiny_mod
     monkeypatch.setattr(focused, "shared_encoder", lambda *args, **kwargs: spy)
     warm = FocusedAnswerer(MODAL_CUES, encoder=tiny_model, corpus=CORPUS).answer(QUESTION, PASSAGES[:2], [1.0, 0.9])
     assert spy.seen == [QUESTION]  # every unit's embedding came from the cache
+    assert len(list((tmp_path / "cache" / "embeddings").glob("units-*.json"))) == 1  # and every passage's units
     for cached in (cold, warm):
         assert cached.text == plain.text
         assert [s.unit for s in cached.kept] == [s.unit for s in plain.kept]
@@ -64,7 +66,10 @@ def test_texts_outside_the_cache_are_computed_in_order_and_a_broken_file_is_rebu
         calls.append(list(texts))
         return np.array([[len(t), t.count(" ")] for t in texts], dtype=np.float32)
 
-    cache = UnitCache(CORPUS, lambda text: [s.strip() + "." for s in text.split(".") if s.strip()], tmp_path)
+    def sentences(text):
+        return [Unit(s.strip() + ".", 0, i, 0, 1) for i, s in enumerate(t for t in text.split(".") if t.strip())]
+
+    cache = UnitCache(CORPUS, sentences, tmp_path)
     path = cache.path("lengths", str(tmp_path / "no-model"))
     rows = cache.cached(lengths, path, "lengths")
     assert not calls and not path.exists()  # built on the first call

@@ -219,8 +219,8 @@ class FocusedAnswerer:
         self._is_obligation = is_obligation
         self._obligation_given = is_obligation is not None
         self._split = split
-        self._unit_cache = UnitCache(corpus, lambda text: [u.text for u in split_units(text, 0, self._split)]) \
-            if corpus else None
+        # a custom splitter (tests) cuts as it likes: nothing of it is cached
+        self._unit_cache = UnitCache(corpus, lambda text: split_units(text, 0)) if corpus and split is None else None
 
     # -- models (lazy) ------------------------------------------------------------------------------------------
     @property
@@ -291,6 +291,8 @@ class FocusedAnswerer:
                                        "obligation labels")
 
     def units(self, passages: Sequence[str]) -> list[Unit]:
+        if self._unit_cache is not None:  # a corpus's passages: their units come from the cache
+            return [u for i, p in enumerate(passages) for u in self._unit_cache.split(p, i)]
         return [u for i, p in enumerate(passages) for u in split_units(p, i, self._split)]
 
     # -- answering ----------------------------------------------------------------------------------------------

@@ -2,20 +2,23 @@
 
 A passage's answer units are deterministic (:func:`rirag.units.split_units`), and so are a unit's embedding and
 its obligation label; only the question changes between questions. :class:`UnitCache` computes them once for
-every unit of a corpus (with a labelled progress bar; minutes on two cores) and stores them under
-:func:`rirag.retrieval.dense.cache_dir`, so that ``rirag ask`` on a warm cache encodes its question and nothing else.
+every passage of a corpus (with labelled progress bars; minutes on two cores) and stores them under
+:func:`rirag.retrieval.dense.cache_dir`, so that ``rirag ask`` on a warm cache encodes its question and nothing else
+(and never loads the sentence splitter, NLTK, or the obligation classifier).
 
-Each file holds the SHA-1 of every unit text and one row per text. It is keyed by what its rows depend on: the
-corpus fingerprint, the source of :mod:`rirag.units` and :mod:`rirag.sentences` (how passages are cut), and the
-model (the encoder's or the obligation classifier's fingerprint, the sequence length). A text the file lacks (a
-passage outside the corpus, a unit cut differently) is computed as before, so an answer never depends on whether
-the cache was there (``tests/test_unit_cache.py``).
+The units file maps the SHA-1 of each passage text to its units; each model's file holds the SHA-1 of every unit
+text and one row per text. Files are keyed by what they depend on: the corpus fingerprint, the source of
+:mod:`rirag.units` and :mod:`rirag.sentences` (how passages are cut), and the model (the encoder's or the obligation
+classifier's fingerprint, the sequence length). A passage or text the cache lacks (a passage outside the corpus) is
+computed as before, so an answer never depends on whether the cache was there (``tests/test_unit_cache.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import json
 import logging
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -25,6 +28,7 @@ import numpy as np
 from rirag.data import Passage
 from rirag.io import atomic_write_bytes
 from rirag.retrieval.dense import cache_dir, corpus_fingerprint, model_fingerprint
+from rirag.units import Unit
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +53,17 @@ def units_version() -> str:
 
 
 class UnitCache:
-    """The unit texts of ``corpus`` (cut by ``units_of``: passage text -> unit texts) and, per model, a file of one
-    row per unit text. :meth:`cached` wraps a function over texts so that it reads rows from that file (built on
-    first use) and computes only the texts the file lacks."""
+    """The units of every passage of ``corpus`` (cut by ``units_of``: passage text -> its units, numbered as passage
+    0) and, per model, a file of one row per unit text. :meth:`split` reads a passage's units from the cache;
+    :meth:`cached` wraps a function over texts so that it reads rows from that model's file (built on first use) and
+    computes only the texts the file lacks."""
 
-    def __init__(self, corpus: Mapping[str, Passage], units_of: Callable[[str], Sequence[str]],
+    def __init__(self, corpus: Mapping[str, Passage], units_of: Callable[[str], Sequence[Unit]],
                  folder: str | Path | None = None):
         self.corpus = corpus
         self.units_of = units_of
         self.folder = Path(folder) if folder is not None else cache_dir()
-        self._texts: list[str] | None = None
+        self._units: dict[str, list[Unit]] | None = None
         self._key: str | None = None
 
     def key(self) -> str:
@@ -68,17 +73,40 @@ class UnitCache:
             self._key = f"{corpus_fingerprint(ids, [self.corpus[i].text for i in ids])}-{units_version()}"
         return self._key
 
-    def texts(self) -> list[str]:
-        """Every distinct unit text of the corpus, in corpus order (cut once, with a progress bar)."""
-        if self._texts is None:
-            from tqdm.auto import tqdm
+    def units(self) -> dict[str, list[Unit]]:
+        """SHA-1 (hex) of each passage text -> its units; read from the cache, else cut once (a progress bar)."""
+        if self._units is None:
+            path = self.folder / f"units-{self.key()}.json"
+            try:
+                table = json.loads(path.read_text(encoding="utf-8"))
+                self._units = {d: [Unit(*u) for u in units] for d, units in table.items()}
+            except (OSError, ValueError, TypeError) as err:
+                if path.exists():
+                    logger.warning("ignoring cache %s (%s): rebuilding it", path, err)
+                self._units = self._cut(path)
+        return self._units
 
-            seen: dict[str, None] = {}
-            for p in tqdm(self.corpus.values(), total=len(self.corpus), unit="passage",
-                          desc=f"cutting {len(self.corpus)} passages into answer units (cached after)"):
-                seen.update(dict.fromkeys(self.units_of(p.text)))
-            self._texts = list(seen)
-        return self._texts
+    def _cut(self, path: Path) -> dict[str, list[Unit]]:
+        from tqdm.auto import tqdm
+
+        table = {}
+        for p in tqdm(self.corpus.values(), total=len(self.corpus), unit="passage",
+                      desc=f"cutting {len(self.corpus)} passages into answer units (cached after)"):
+            table[_digest(p.text).hex()] = list(self.units_of(p.text))
+        data = {d: [dataclasses.astuple(u) for u in units] for d, units in table.items()}
+        atomic_write_bytes(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        return table
+
+    def split(self, text: str, passage: int) -> list[Unit]:
+        """The units of passage ``text`` at position ``passage``: from the cache, else cut now."""
+        units = self.units().get(_digest(text).hex())
+        if units is None:
+            units = self.units_of(text)
+        return [u if u.passage == passage else dataclasses.replace(u, passage=passage) for u in units]
+
+    def texts(self) -> list[str]:
+        """Every distinct unit text of the corpus, in corpus order."""
+        return list(dict.fromkeys(u.text for units in self.units().values() for u in units))
 
     def path(self, kind: str, model: str, *extra: str) -> Path:
         key = hashlib.sha256("|".join([self.key(), model_fingerprint(model), *extra]).encode()).hexdigest()[:20]
