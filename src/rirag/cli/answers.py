@@ -39,7 +39,7 @@ from rirag.cli.options import (
 from rirag.constants import EVAL_K
 from rirag.data import DataError, load_obliqa
 from rirag.evaluation import read_trec, write_trec
-from rirag.generation.base import ENDPOINT, FOCUSED, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
+from rirag.generation.base import ENDPOINT, PASSAGE_GENERATORS, GenerationError, GeneratorSpec
 from rirag.generation.citations import strip_citations
 from rirag.generation.pipeline import answer_all, answer_question, prepare_question, read_questions
 from rirag.generation.prompts import GROUNDED_STRATEGIES
@@ -69,14 +69,12 @@ WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no tra
 # -- from the parsed options to the library ----------------------------------------------------------------------
 
 
-def generator_from_args(args: Any, corpus=None):
-    """The generator the options name; ``corpus`` (``rirag ask``) lets the focused answerer cache its units."""
+def generator_from_args(args: Any):
     if args.generator in PASSAGE_GENERATORS and getattr(args, "strategy", None) not in (None, *GROUNDED_STRATEGIES):
         raise DataError(f"--generator {args.generator} composes answers from the passages; --strategy "
                         f"{args.strategy} gives it none (closed-book needs a language model)")
     if args.generator in PASSAGE_GENERATORS:
-        spec = GeneratorSpec(args.generator, args.generator_model, {"device": args.device, **(
-            {"corpus": corpus} if corpus is not None and args.generator == FOCUSED else {})})
+        spec = GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
     elif args.generator == ENDPOINT:
         spec = GeneratorSpec(ENDPOINT, args.generator_model, {
             "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
@@ -249,7 +247,7 @@ def cmd_ask(args: Any) -> int:
     obliqa = load_obliqa(args.data)
     check.k_within_corpus(args.k, len(obliqa.corpus))
     retriever = retriever_from_args(args, obliqa.corpus)
-    generator = generator_from_args(args, obliqa.corpus)
+    generator = generator_from_args(args)
     timings, cpu = [], []
     for i, question in enumerate(args.question):
         t, c = time.perf_counter(), time.process_time()

