@@ -33,6 +33,21 @@ def test_save_load_gives_same_results(tiny_data_dir, tmp_path):
         BM25Index.load(tmp_path)
 
 
+def test_a_cached_index_is_built_once_then_loaded_and_searches_the_same(tiny_data_dir, tmp_path, monkeypatch):
+    o = load_obliqa(tiny_data_dir)
+    queries = {q.id: q.text for q in o.splits["dev"]}
+    built = passage_index(o.corpus, cache=tmp_path)
+    docs = document_index(o.corpus, cache=tmp_path)
+    assert len(list(tmp_path.glob("passages-*"))) == 1 and len(list(tmp_path.glob("documents-*"))) == 1
+    monkeypatch.setattr(BM25Index, "index", lambda *a, **k: pytest.fail("should be loaded from the cache"))
+    loaded = passage_index(o.corpus, cache=tmp_path)
+    assert loaded.ids == built.ids and loaded.search(queries, k=5) == built.search(queries, k=5)
+    assert (document_index(o.corpus, cache=tmp_path).score_all(queries) == docs.score_all(queries)).all()
+    monkeypatch.undo()
+    other = passage_index(o.corpus, BM25Config(k1=1.2), cache=tmp_path)  # other settings: another index
+    assert len(list(tmp_path.glob("passages-*"))) == 2 and other.config.k1 == 1.2
+
+
 def test_truncation_changes_scores(tiny_data_dir):
     o = load_obliqa(tiny_data_dir)
     full = passage_index(o.corpus)

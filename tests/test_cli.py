@@ -54,3 +54,16 @@ def test_retriever_options_from_the_command_line(tiny_data_dir, tmp_path, capsys
     assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
                  "--option", "k1"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_only_the_program_itself_freezes_the_garbage_collector_before_exiting(tiny_data_dir, tmp_path, monkeypatch):
+    """`rirag` (main() reading sys.argv) skips Python's final collections; a caller passing argv keeps its own GC."""
+    import gc
+    import sys
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    argv = ["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tmp_path / "run.trec")]
+    assert main(argv) == 0 and frozen == []
+    monkeypatch.setattr(sys, "argv", ["rirag", *argv])
+    assert main() == 0 and frozen == [True]

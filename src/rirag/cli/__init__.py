@@ -16,6 +16,7 @@ the library's errors to them (:mod:`.runner`). Nothing outside this package pars
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 
@@ -50,4 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    return run_command(args.func, args, verbose=args.verbose)
+    status = run_command(args.func, args, verbose=args.verbose)
+    if argv is None:  # the program itself (not a caller passing its arguments): the interpreter exits next
+        # Python's final garbage collections would walk every object torch and transformers created, about 2 s of
+        # CPU (measured on `rirag ask`, benchmarks/ask_latency.py) for memory the exit returns anyway
+        gc.freeze()
+    return status

@@ -42,14 +42,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rirag.constants import OFFLINE_ENCODER
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER
 from rirag.data import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft, DraftPart
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
 from rirag.generation.render import render
 from rirag.missing_parts import missing_parts
 from rirag.retrieval.bm25 import BM25Index
-from rirag.retrieval.dense import load_encoder
+from rirag.retrieval.dense import shared_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
 from rirag.units import Unit, is_broken_unit, names_row, split_units
 
@@ -292,7 +292,7 @@ class FocusedAnswerer:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self._encode is None:
-            model = load_encoder(self.encoder, self.device)
+            model = shared_encoder(self.encoder, self.device, DENSE_MAX_SEQ_LENGTH)
             self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
                                              show_progress_bar=False, batch_size=64)
         return np.asarray(self._encode(texts))

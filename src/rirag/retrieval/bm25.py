@@ -6,8 +6,12 @@ the RIRAG rank fusion combines with passage scores. Both save to and load from a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -162,16 +166,70 @@ class BM25Index:
         return self
 
 
-def passage_index(corpus: Mapping[str, Passage], config: BM25Config | None = None) -> BM25Index:
-    """BM25 over the indexable passages (empty passages are already out of ``corpus``)."""
+def _index_key(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM25Config) -> str:
+    """What a saved index depends on: its items, the BM25 settings and the bm25s / PyStemmer versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    h = hashlib.sha256(kind.encode())
+    for package in ("bm25s", "PyStemmer"):
+        try:
+            h.update(f"|{package}={version(package)}".encode())
+        except PackageNotFoundError:
+            h.update(f"|{package}=?".encode())
+    h.update(json.dumps(asdict(config), sort_keys=True).encode())
+    for i, t in zip(ids, texts):
+        h.update(b"\x00" + i.encode() + b"\x01" + t.encode())
+    return h.hexdigest()[:20]
+
+
+def cached_index(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM25Config | None = None,
+                 cache: str | Path | None = None) -> BM25Index:
+    """A BM25 index over ``texts``; with ``cache`` (a folder), loaded from there when it was built before (a saved
+    index searches exactly as the one it was saved from), else built and saved there."""
+    config = config or BM25Config()
+    if cache is None:
+        return BM25Index(config).index(ids, texts)
+    folder = Path(cache) / f"{kind}-{_index_key(kind, ids, texts, config)}"
+    if (folder / "rirag_bm25.json").is_file():
+        try:
+            index = BM25Index.load(folder)
+            if index.ids == list(ids):
+                logger.info("BM25 index of %d %s from cache %s", len(ids), kind, folder)
+                return index
+        except (OSError, ValueError, KeyError, DataError) as err:
+            logger.warning("ignoring BM25 cache %s (%s): rebuilding it", folder, err)
+    index = BM25Index(config).index(ids, texts)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    except OSError as err:
+        logger.warning("BM25 index not cached in %s: %s", folder, err)
+        return index
+    try:
+        index.save(tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    except OSError as err:  # another process saved it first, or the folder is read-only: the index is still good
+        logger.warning("BM25 index not cached in %s: %s", folder, err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return index
+
+
+def passage_index(corpus: Mapping[str, Passage], config: BM25Config | None = None,
+                  cache: str | Path | None = None) -> BM25Index:
+    """BM25 over the indexable passages (empty passages are already out of ``corpus``); ``cache``: a folder to
+    load it from when built before (:func:`cached_index`)."""
     ids = list(corpus)
-    return BM25Index(config).index(ids, [corpus[i].text for i in ids])
+    return cached_index("passages", ids, [corpus[i].text for i in ids], config, cache)
 
 
-def document_index(corpus: Mapping[str, Passage], config: BM25Config | None = None) -> BM25Index:
-    """BM25 over whole documents: each DocumentID's passages joined in corpus order."""
+def document_index(corpus: Mapping[str, Passage], config: BM25Config | None = None,
+                   cache: str | Path | None = None) -> BM25Index:
+    """BM25 over whole documents: each DocumentID's passages joined in corpus order (``cache``: as
+    :func:`passage_index`)."""
     texts: dict[int, list[str]] = {}
     for p in corpus.values():
         texts.setdefault(p.document_id, []).append(p.text)
     ids = sorted(texts)
-    return BM25Index(config).index([str(d) for d in ids], ["\n".join(texts[d]) for d in ids])
+    return cached_index("documents", [str(d) for d in ids], ["\n".join(texts[d]) for d in ids], config, cache)

@@ -8,6 +8,7 @@ fingerprint, and searched exactly by a matrix product.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -73,8 +74,8 @@ def model_fingerprint(path_or_id: str) -> str:
     return h.hexdigest()[:16]
 
 
-def load_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
-    """Load a SentenceTransformer, turning every failure into a :class:`ModelLoadError` that names the model."""
+def _model_folder(name: str) -> tuple[str, Path]:
+    """The resolved name and its path, checked (a :class:`ModelLoadError` names what is wrong)."""
     if not name or not str(name).strip():
         raise ModelLoadError("a dense retriever needs a model: pass --model NAME_OR_PATH")
     try:
@@ -86,6 +87,12 @@ def load_encoder(name: str, device: str | None = None, max_seq_length: int | Non
         raise ModelLoadError(f"model {name!r}: {resolved} is a file, expected a model folder")
     if path.is_dir() and not any((path / f).exists() for f in ("modules.json", "config.json")):
         raise ModelLoadError(f"model {name!r}: {resolved} has neither modules.json nor config.json: not a model folder")
+    return resolved, path
+
+
+def load_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
+    """Load a SentenceTransformer, turning every failure into a :class:`ModelLoadError` that names the model."""
+    resolved, path = _model_folder(name)
     from sentence_transformers import SentenceTransformer
 
     try:
@@ -99,6 +106,31 @@ def load_encoder(name: str, device: str | None = None, max_seq_length: int | Non
     if max_seq_length:
         model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
     return model
+
+
+def shared_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
+    """An encoder for inference only, loaded once per process and shared by its users (the dense retriever and the
+    focused answerer of ``rirag ask`` load it once; a folder whose files changed since loads again). A plain
+    Transformer → mean Pooling folder, such as the wheel's MiniLM, runs without importing sentence-transformers
+    (:class:`rirag.retrieval.encoder.PlainEncoder`: the same embeddings, seconds sooner); any other model loads with
+    :func:`load_encoder`. Its ``encode`` takes ``SentenceTransformer.encode``'s arguments. Never train it."""
+    resolved, path = _model_folder(name)
+    stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(path.iterdir()) if f.is_file()) \
+        if path.is_dir() else ()
+    return _shared_encoder(name, device, max_seq_length, stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_encoder(name: str, device: str | None, max_seq_length: int | None, stamp: tuple):
+    from rirag.retrieval.encoder import PlainEncoder, plain_pipeline
+
+    resolved, path = _model_folder(name)
+    if path.is_dir() and plain_pipeline(path) is not None:
+        try:
+            return PlainEncoder(path, max_seq_length, device)
+        except Exception as err:  # noqa: BLE001 - re-raised with the model name
+            raise ModelLoadError(f"cannot load model {name!r}: {type(err).__name__}: {err}") from err
+    return load_encoder(name, device, max_seq_length)
 
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +185,7 @@ class DenseRetriever:
     @property
     def model(self):
         if self._model is None:
-            self._model = load_encoder(self.model_name, self.device, self.max_seq_length)
+            self._model = shared_encoder(self.model_name, self.device, self.max_seq_length)
         return self._model
 
     def cache_path(self) -> Path | None:
@@ -212,7 +244,7 @@ class DenseRetriever:
 
     def score_matrix(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
         """Cosine similarity of every query (rows, in ``queries`` order) with every passage (``self.ids`` order)."""
-        passages = self.passage_embeddings(show_progress=show_progress)
+        passages = self.passage_embeddings()  # a labelled bar while the corpus is encoded (once: cached after)
         return self.query_embeddings(queries, show_progress=show_progress) @ passages.T
 
     def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:

