@@ -432,9 +432,10 @@ class FocusedAnswerer:
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
             body = " ".join(with_citation(s.unit.text, s.numbers) for s in kept)
-            # what the question asks that no kept unit states (not said when nothing matches: the flag says it all)
-            missing = missing_parts(question, [s.unit.text for s in kept]) if addressed and self.config.say_missing \
-                else []
+            # what the question asks that no given passage states ("the retrieved provisions"; not said when
+            # nothing matches: the flag says it all)
+            missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
+                if addressed and self.config.say_missing else []
             body = " ".join([body, *(statement(p) for p in missing)])
             text = body if addressed else f"{NOT_ADDRESSED} {body}".strip()
             out.append(FocusedAnswer(question, kept, scored, answerability, addressed, text, missing))
