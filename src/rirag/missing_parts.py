@@ -8,8 +8,9 @@ not state examples."). The whole-answer flag (:data:`rirag.units.NOT_ADDRESSED`)
 match the question at all.
 
 Deterministic and model-free: rules, not a learned model. The cues were written by reading draw ranks 100-149 of
-the labelled set ``benchmarks/missing_parts/labels.jsonl``; its ranks 0-99 are the held-out report
-(``benchmarks/missing_parts_eval.py``).
+the labelled set ``benchmarks/missing_parts/labels.jsonl`` and the unlabelled questions of its pool; its ranks 0-99
+are the held-out report (``benchmarks/missing_parts_eval.py``). The focused answerer checks its kept units and every
+given passage, so a sentence never denies what a retrieved provision states.
 """
 
 from __future__ import annotations
