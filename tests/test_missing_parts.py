@@ -31,6 +31,31 @@ def test_a_part_is_missing_only_when_no_unit_states_it():
     assert [p.kind for p in missing_parts(days, ["Notice must be given in writing under Rule 9.5.2."])] == ["threshold"]
 
 
+def test_parts_phrased_as_asks_are_read_and_premises_are_not():
+    def kinds(question):
+        return [p.kind for p in asked_parts(question)]
+
+    assert kinds("What is the expected timeline for a Representative Office to report a breach?") == ["when"]
+    assert kinds("Under what condition would a Designated Officer be liable?") == ["circumstances"]
+    assert kinds("What immediate steps should an Authorised Person take to rectify the discrepancy?") == ["procedure"]
+    assert kinds("Can you outline the key elements that must be included in an Outsourcing Agreement?") == ["contents"]
+    assert kinds("What might be the outcome for a Representative Office if it fails to comply?") == ["consequences"]
+    # a threshold named as the question's premise is not asked for; one asked for is
+    assert kinds("If a stakeholder plans to exceed the control threshold, what must they do beforehand?") == []
+    assert kinds("What is the threshold for a Large Exposure?") == ["threshold"]
+
+
+def test_kind_specific_evidence_decides_stated():
+    contents = "What specific information must be provided to the Regulator on a dismissal?"
+    assert missing_parts(contents, ["A statement of the reasons for the dismissal must be given to the Regulator."]) \
+        == []
+    silent = ["An Approved Person may be dismissed by the Authorised Person."]
+    assert [p.kind for p in missing_parts(contents, silent)] == ["contents"]
+    when = "Within what period must the notice be given?"
+    assert missing_parts(when, ["The notice must be given within 14 days of the change."]) == []
+    assert [p.kind for p in missing_parts(when, ["The notice must be given in writing."])] == ["when"]
+
+
 def test_the_sentence_names_its_part_and_is_read_back():
     answer = ("A Fund Manager must notify the Regulator [1]. " + statement(asked_parts("Give examples")[0]))
     assert answer.endswith(f"{MISSING_PREFIX} examples.")

@@ -8,8 +8,9 @@ not state examples."). The whole-answer flag (:data:`rirag.units.NOT_ADDRESSED`)
 match the question at all.
 
 Deterministic and model-free: rules, not a learned model. The cues were written by reading draw ranks 100-149 of
-the labelled set ``benchmarks/missing_parts/labels.jsonl``; its ranks 0-99 are the held-out report
-(``benchmarks/missing_parts_eval.py``).
+the labelled set ``benchmarks/missing_parts/labels.jsonl`` and the unlabelled questions of its pool; its ranks 0-99
+are the held-out report (``benchmarks/missing_parts_eval.py``). The focused answerer checks its kept units and every
+given passage, so a sentence never denies what a retrieved provision states.
 """
 
 from __future__ import annotations
@@ -46,12 +47,16 @@ PARTS: tuple[Part, ...] = (
              r"by way of example|include[sd]?:|including)\b")),
     Part("consequences", "the consequences",
          _re(r"\b(?:consequences?|repercussions?|implications? (?:for|of)|penalt(?:y|ies)|sanctions?|"
-             r"what happens (?:if|when)|outcome of (?:a )?(?:failure|breach))\b"),
+             r"what (?:happens|would happen) (?:if|when|to)|outcomes? (?:of|for)|what (?:might|could|would|can) "
+             r"(?:be )?the (?:outcome|result|impact)|what (?:enforcement )?actions? (?:can|could|may|might|will) the "
+             r"(?:regulator|fsra|ADGM) take)\b"),
          _re(r"\b(?:penalt(?:y|ies)|sanction\w*|fines?|liable|liability|offence|disciplinary|enforcement action|"
              r"withdraw\w*|suspen\w*|revok\w*|cancel\w*|censure|contravention (?:of|will|may))\b")),
     Part("circumstances", "the criteria or circumstances",
          _re(r"\b(?:criteri(?:a|on)|under what (?:circumstances|conditions)|in what (?:circumstances|situations)|"
-             r"what (?:circumstances|conditions|factors)|what (?:are the )?(?:standards|benchmarks) (?:used|for))\b"),
+             r"what (?:circumstances|conditions|factors)|what (?:are the )?(?:standards|benchmarks) (?:used|for)|"
+             r"under what condition|under which (?:circumstances|conditions)|(?:are there|is there) any "
+             r"(?:circumstances|conditions|exceptions)|in which (?:circumstances|cases|situations))\b"),
          _re(r"\b(?:criteri(?:a|on)|factors?|(?:in|under) (?:the following|such|those|these|any of the) "
              r"(?:circumstances|cases|conditions)|circumstances (?:in which|where|include)|conditions? (?:are|include)|"
              r"in determining whether|when (?:assessing|determining|considering) whether|only (?:if|where|when)|"
@@ -59,29 +64,44 @@ PARTS: tuple[Part, ...] = (
     Part("contents", "what it must contain",
          _re(r"\b(?:what (?:information|details|particulars|specific information|elements|items)|"
              r"what (?:must|should|does|do|is) .{0,80}\b(?:include|contain|cover)|minimum (?:content|information)|"
-             r"level of detail|what constitutes an? adequate|framework or toolkit|contents? of)\b"),
+             r"level of detail|what constitutes an? adequate|framework or toolkit|contents? of|"
+             r"(?:key |specific |required )?elements (?:that )?(?:must|should|need to|are to) be included|"
+             r"what (?:specific |additional )?(?:documentation|documents|records|disclosures?) (?:must|should|is|are|"
+             r"would|does|do)|which (?:specific )?documents)\b"),
          _re(r"\b(?:must (?:include|contain|set out|specify|state)|shall (?:include|contain|set out|specify)|"
              r"should (?:include|contain|set out|specify)|includes?:|the following (?:information|details|matters)|"
-             r"details of|particulars of|information (?:on|about|regarding|relating to))\b")),
+             r"details of|particulars of|information (?:on|about|regarding|relating to)|must be (?:given|provided|"
+             r"disclosed|included)|disclose\w* (?:to (?:its |the )?\w+ )?that|contains? an? (?:prominent )?"
+             r"(?:warning|statement)|an? statement (?:of|by|that)|the following:?\s*\(?a\)|including (?:where|how|"
+             r"whether|the))\b")),
     Part("procedure", "the steps or method",
          _re(r"\b(?:what (?:are |is )?(?:the )?(?:\w+ )?(?:steps|procedures?|process|measures|methods?|methodology|"
              r"remedial)|"
              r"methodolog(?:y|ies)|how (?:should|must|can|does|do|is|are) .{0,60}\b(?:calculat\w*|verif\w*|"
              r"appeal\w*|object\w*|incorporat\w*|document\w*|monitor\w*|demonstrat\w*|assess\w*|implement\w*)|"
-             r"step-by-step|remedial (?:measures|actions?|steps))\b"),
+             r"step-by-step|remedial (?:measures|actions?|steps)|what (?:specific |immediate |type of )?"
+             r"(?:actions?|steps) (?:must|should|is|are|does|do|would)|course of action|"
+             r"(?:the|a) process (?:for|of|to)|"
+             r"what (?:sources|methods|protocols|formats?)\b)\b"),
          _re(r"\b(?:steps? (?:to|that|are|include)|the following (?:steps|procedures?|process)|"
              r"(?:is|are) calculated (?:as|by|using)|must (?:first|then)|by (?:submitting|notifying|applying|filing|"
-             r"completing)|in the form (?:of|set out)|using the (?:form|method|formula))\b")),
+             r"completing)|in the form (?:of|set out)|using the (?:form|method|formula)|establish and (?:implement|"
+             r"maintain) (?:appropriate |adequate |effective )?(?:systems|procedures|policies)|reporting to a "
+             r"specified frequency|information on how)\b")),
     Part("when", "when or how often",
-         _re(r"\b(?:how (?:often|frequently|soon|quickly|long)|what (?:time ?frame|timeline|deadline|frequency)|"
-             r"within what (?:time ?frame|time|period)|by when|at what intervals?)\b"),
+         _re(r"\b(?:how (?:often|frequently|soon|quickly|long)|what (?:is the )?(?:expected )?(?:time ?frames?|"
+             r"timelines?|deadlines?|frequency|time limits?|period)|within what (?:time ?frame|time|period)|by when|"
+             r"at what (?:intervals?|point|stage)|(?:and|the|specific) (?:time ?frames?|timelines?|deadlines?|"
+             r"frequency)|when (?:must|should|does|do|is) .{0,60}\b(?:commence|begin|start|expire|end|submitted|"
+             r"notif\w*|report\w*))\b"),
          _re(r"\b(?:within (?:\d+|one|two|three|four|five|six|seven|ten|fourteen|thirty|a reasonable)|"
              r"no later than|annual\w*|quarterl\w*|monthly|weekly|daily|immediately|promptly|without delay|"
              r"at least (?:once|every)|each (?:year|quarter|month)|"
              r"(?:\d+|one|two|three|four|five|six|seven|ten|fourteen|thirty) (?:business |calendar )?(?:days?|months?|"
              r"years?)|as soon as)\b")),
     Part("threshold", "the threshold or amount",
-         _re(r"\b(?:threshold|how much|how many|what (?:level|amount|percentage|limit|minimum|maximum|size))\b"),
+         _re(r"\b(?:(?:what|which) (?:is (?:the )?)?thresholds?|thresholds? (?:for|of|at|above|below|that|which)|"
+             r"how much|how many|what (?:level|amount|percentage|limit|minimum|maximum|size))\b"),
          _re(r"\d+(?:\.\d+)?\s*(?:%|per cent|percent|(?:business |calendar |working )?(?:days?|months?|years?|"
              r"hours?|weeks?)|times)|(?:USD|US\$|\$|AED)\s?\d|\d[\d,.]*\s*(?:USD|AED|million|billion)|"
              r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|thirty|half|a third|a quarter)\b "

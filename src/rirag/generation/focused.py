@@ -437,9 +437,10 @@ class FocusedAnswerer:
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = self.select(scored)
-            # what the question asks that no kept unit states (not said when nothing matches: the flag says it all)
-            missing = missing_parts(question, [s.unit.text for s in kept]) if addressed and self.config.say_missing \
-                else []
+            # what the question asks that no given passage states ("the retrieved provisions"; not said when
+            # nothing matches: the flag says it all)
+            missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
+                if addressed and self.config.say_missing else []
             draft = Draft([_part(s) for s in kept], addressed, answerability, list(missing))
             out.append(FocusedAnswer(question, kept, scored, answerability, addressed, render(draft), missing))
         return out
