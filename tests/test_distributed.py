@@ -63,7 +63,9 @@ def run_trainer(script: str, config: dict, folder: Path, processes: int,
     else:
         cmd = ACCELERATE + ["--config_file", str(REPO / CPU_MULTIPROCESS_CONFIG), "--num_processes", str(processes),
                             "--main_process_port", str(_free_port()), *target]
-    return subprocess.run(cmd, cwd=folder, env=_env(), capture_output=True, text=True, timeout=600)
+    # caches (the BM25 index of the reranker's negatives) go beside the folder, which holds only what the run writes
+    env = _env() | {"RIRAG_CACHE_DIR": str(folder.parent / f"{folder.name}-cache")}
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _ok(proc: subprocess.CompletedProcess) -> None:
