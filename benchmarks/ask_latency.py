@@ -18,7 +18,7 @@ fresh processes):
 * in a fresh interpreter that does what `rirag ask` does, phase by phase: ``imports`` (the command's modules and
   what they import), ``data`` (the corpus), ``index`` (the retriever: BM25 index and cached passage embeddings),
   ``encoder`` (torch and the encoder's weights), ``retrieval`` (the question's search), ``answer`` (the focused
-  answer: units, their cached embeddings and labels, selection) and ``total``.
+  answer: units, their embeddings and obligation labels, selection) and ``total``.
 """
 
 from __future__ import annotations
@@ -80,21 +80,19 @@ def _probe(question: str) -> dict:
     mark("imports")
     obliqa = load_obliqa(args.data)
     mark("data")
-    retriever = cli_answers.retriever_from_args(args, obliqa.corpus)
+    options = cli_answers.answer_options(args)
+    retriever = cli_answers.retriever_from_args(options, obliqa.corpus)
     for part in [retriever, *vars(retriever).values()]:  # the cached passage embeddings of a dense side
         if callable(getattr(part, "cache_path", None)):
             part.passage_embeddings()
     mark("index")
-    try:
-        generator = cli_answers.generator_from_args(args, obliqa.corpus)
-    except TypeError:  # a checkout before the unit cache (to measure the same phases before the change)
-        generator = cli_answers.generator_from_args(args)
-    generator.encode(["warm up"])  # torch, the encoder's weights, and the unit cache's index
+    generator = cli_answers.generator_from_args(options)
+    generator.encode(["warm up"])  # torch and the encoder's weights
     mark("encoder")
     results = retriever.search({"ask-1": question}, k=100)["ask-1"]
     mark("retrieval")
     passages = select_passages(results, obliqa.corpus, args.k, True, where="retriever")
-    answer = answer_items([("ask-1", question, passages)], generator, args.strategy)[0]
+    answer = answer_items([("ask-1", question, passages)], generator, options.strategy)[0]
     mark("answer")
     times["total"] = (time.perf_counter() - start[0], time.process_time() - start[1])
     import torch
