@@ -233,24 +233,11 @@ def test_contrastive_tuning_two_processes_gathers_the_negatives(tmp_path):
 
 
 def test_raft_lora_two_processes(tmp_path):
-    from rirag.data import Passage
-    from rirag.generation.raft import ExtractiveTeacher, RaftInstance, raft_rows, save_raft_dataset, split_rows
+    from _raft_fixtures import save_tiny_raft_dataset
     from tiny_causal_lm import tiny_causal_lm
 
-    class Composer:
-        def compose_many(self, batch):
-            return [" ".join(f"{p.rstrip('.')} [{i}]." for i, p in enumerate(ps, 1)) for ps in batch]
-
     base = tiny_causal_lm(tmp_path / "base")
-    corpus = {f"p{i}": Passage(f"p{i}", 1, str(i), f"A firm must file a return {i}.") for i in range(8)}
-    instances = [RaftInstance(f"q{j}", "Must a firm file a return?", tuple(f"p{(j + k) % 8}" for k in range(4)),
-                              (f"p{j % 8}",) if j % 3 else ()) for j in range(12)]
-    rows, _ = raft_rows(instances, corpus, ExtractiveTeacher(Composer()))
-    report = {"questions": 12, "instances": 12, "with_oracle": 8, "oracle_share": 0.6667, "oracle_probability": 0.7,
-              "distractors_with_oracle": 3, "distractors_without_oracle": 4, "seed": 42, "skipped": {},
-              "split": "train", "split_seed": 42, "distractor_source": "hand-made", "negatives_depth": 20,
-              "teacher": "extractive", "teacher_dropped": 0}
-    save_raft_dataset(split_rows(rows, 0.2), report, str(tmp_path / "data"), "pytest")
+    save_tiny_raft_dataset(tmp_path / "data")
     recipe = yaml.safe_load((REPO / "recipes" / "raft" / "offline.yaml").read_text())
     config = recipe | {"dataset_name": str(tmp_path / "data"), "model_name_or_path": str(base),
                        "from_offline_gguf": False, "output_dir": "out", "merged_output_dir": "merged",

@@ -62,31 +62,12 @@ def _raft(root: Path) -> None:
     """The RAFT instances (the builder's save_raft_dataset) and a 2-step LoRA run of train/raft.py on a tiny LM."""
     from trl import ModelConfig, SFTConfig, TrlParser
 
+    from _raft_fixtures import save_tiny_raft_dataset
     from raft import RaftTrainingArguments, main
-    from rirag.data import Passage
-    from rirag.generation.raft import (
-        ExtractiveTeacher,
-        RaftDataArguments,
-        RaftInstance,
-        raft_rows,
-        save_raft_dataset,
-        split_rows,
-    )
-
-    class Composer:
-        def compose_many(self, batch):
-            return [" ".join(f"{p.rstrip('.')} [{i}]." for i, p in enumerate(ps, 1)) for ps in batch]
+    from rirag.generation.raft import RaftDataArguments
 
     tiny_causal_lm(root / "artifacts" / "models" / "smollm2-135m-instruct")
-    corpus = {f"p{i}": Passage(f"p{i}", 1, str(i), f"A firm must file a return {i}.") for i in range(8)}
-    instances = [RaftInstance(f"q{j}", "Must a firm file a return?", tuple(f"p{(j + k) % 8}" for k in range(4)),
-                              (f"p{j % 8}",) if j % 3 else ()) for j in range(12)]
-    rows, _ = raft_rows(instances, corpus, ExtractiveTeacher(Composer()))
-    report = {"questions": 12, "instances": 12, "with_oracle": 8, "oracle_share": 0.6667, "oracle_probability": 0.7,
-              "distractors_with_oracle": 3, "distractors_without_oracle": 4, "seed": 42, "skipped": {},
-              "split": "train", "split_seed": 42, "distractor_source": "hand-made", "negatives_depth": 20,
-              "teacher": "extractive", "teacher_dropped": 0}
-    save_raft_dataset(split_rows(rows, 0.2), report, "artifacts/datasets/raft/offline", "pytest")
+    save_tiny_raft_dataset("artifacts/datasets/raft/offline")
     args = ["--config", str(REPO / "recipes" / "raft" / "offline.yaml"), "--dataset_name",
             "artifacts/datasets/raft/offline", "--model_name_or_path", "artifacts/models/smollm2-135m-instruct",
             "--from_offline_gguf", "false", "--output_dir", "artifacts/raft/smollm2-135m-raft",

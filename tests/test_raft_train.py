@@ -14,30 +14,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "train"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from rirag.data import Passage  # noqa: E402
-from rirag.generation.raft import ExtractiveTeacher, RaftInstance, raft_rows, save_raft_dataset, split_rows  # noqa: E402
+from _raft_fixtures import save_tiny_raft_dataset  # noqa: E402
 from tiny_causal_lm import tiny_causal_lm  # noqa: E402
-
-
-class _Composer:
-    def compose_many(self, batch):
-        return [" ".join(f"{p.rstrip('.')} [{i}]." for i, p in enumerate(ps, 1)) for ps in batch]
 
 
 @pytest.fixture(scope="module")
 def tiny_setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("raft")
     base = tiny_causal_lm(root / "base")
-    corpus = {f"p{i}": Passage(f"p{i}", 1, str(i), f"A firm must file a return {i}.") for i in range(8)}
-    instances = [RaftInstance(f"q{j}", "Must a firm file a return?",
-                              tuple(f"p{(j + k) % 8}" for k in range(4)), (f"p{j % 8}",) if j % 3 else ())
-                 for j in range(12)]
-    rows, _ = raft_rows(instances, corpus, ExtractiveTeacher(_Composer()))
-    report = {"questions": 12, "instances": 12, "with_oracle": 8, "oracle_share": 0.6667, "oracle_probability": 0.7,
-              "distractors_with_oracle": 3, "distractors_without_oracle": 4, "seed": 42, "skipped": {},
-              "split": "train", "split_seed": 42, "distractor_source": "hand-made", "negatives_depth": 20,
-              "teacher": "extractive", "teacher_dropped": 0}
-    save_raft_dataset(split_rows(rows, 0.2), report, str(root / "data"), "pytest")
+    save_tiny_raft_dataset(root / "data")
     return root, base
 
 
