@@ -125,6 +125,10 @@ def test_an_inline_title_is_glued_to_the_sentence_it_titles_and_a_rule_is_not():
     titled = ("Change of Participating Jurisdictions during current reporting period. A Reporting Financial "
               "Institution may apply the due diligence procedures for Pre-Existing Accounts.")
     assert [u.text for u in split_units(titled)] == [normalise_ws(titled)]
+    # a longer title (13 words, PRU APP2.A2.5 Guidance 14) was cited on its own, as if it answered the question
+    long_title = ("Adjustment to the current valuation of less liquid positions for regulatory capital purposes. The "
+                  "adjustment made under Guidance note 11 is likely to impact minimum Capital Requirements.")
+    assert [u.text for u in split_units(long_title)] == [normalise_ws(long_title)]
     two_rules = "Records must be kept in English. The Fund Manager is an Authorised Person for these Rules."
     assert len(split_units(two_rules)) == 2  # a short sentence with a verb is a rule, not a title
 

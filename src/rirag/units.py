@@ -55,7 +55,7 @@ DEONTIC_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNOREC
 #: section titles, which Punkt would glue to the first sentence).
 HEADING_MAX_WORDS = 15
 #: An in-line title ("Title. Body" on one line) has at most this many words, and none of these verb cues.
-TITLE_MAX_WORDS = 10
+TITLE_MAX_WORDS = HEADING_MAX_WORDS
 _VERB_CUE = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|may|might|can|could|will|would|must|shall|should|"
                        r"does|do|did|means|includes|applies|requires|refers|sets|needs)\b", re.IGNORECASE)
 #: The list labels the leading-heading rule knows (a label before a heading is part of the heading).
