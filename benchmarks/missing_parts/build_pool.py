@@ -37,7 +37,7 @@ class Config:
     data: str | None = None
     run: str = "benchmarks/runs/validation.best.trec.gz"
     split: str = "validation"
-    size: int = 150
+    size: int = 250
     seed: int = 32  # the number; any seed other than the sample's would do, the pool excludes the sample
     out: str = str(HERE / "draw.json")
     dump: str | None = None
