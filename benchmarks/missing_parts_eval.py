@@ -7,7 +7,7 @@ context run as the answer path does; they must equal the labels' ``passage_ids``
 do not state <part>." sentence names a kind (:data:`rirag.missing_parts.PARTS`); it is *right* when the question has an
 unanswered labelled part of that kind not yet matched (one sentence matches one part). Precision: right sentences
 over sentences; recall: matched unanswered parts over unanswered parts. Reported over all labelled questions, over
-the draw-rank blocks (the cues were written reading ranks 100-149; ranks 0-99 are the held-out report), without the
+the draw-rank blocks (the cues were written reading ranks 100-249; ranks 0-99 are the held-out report), without the
 borderline parts, and by kind.
 
 Usage:
@@ -34,7 +34,7 @@ class MissingPartsEvalArguments:
     data: str | None = field(default=None, metadata={"help": "ObliQA folder (default: $RIRAG_DATA_DIR)."})
     obligation_model: str | None = field(default=None, metadata={
         "help": "Obligation classifier of the answerer (default: the answerer's)."})
-    tune_ranks: str = field(default="100-149", metadata={"help": "Draw ranks the cues were written on."})
+    tune_ranks: str = field(default="100-249", metadata={"help": "Draw ranks the cues were written on."})
     results: str = field(default="benchmarks/results/missing_parts.json", metadata={"help": "Results JSON."})
 
 

@@ -85,3 +85,17 @@ def test_recall_metrics():
     assert result["gold_below_rank1_questions"] == 2 and result["gold_below_rank1_cited"] == 0.5
     assert result["missing_part_rate"] == 0.25
     assert gold_below_rank1(["g"], ["g", "x"], ["g"]) is None
+
+
+def test_a_stock_duty_phrase_is_no_evidence_of_a_method():
+    """'take reasonable steps to ensure' states a duty, not how to meet it; a bare 'including' is no example."""
+    question = "How can a Fund Manager ensure that its delegate complies with the Rules?"
+    assert [p.kind for p in asked_parts(question)] == ["procedure"]
+    duty = ["A Fund Manager must take reasonable steps to ensure that its delegate complies with the Rules."]
+    method = ["The steps to be taken include a written agreement and an annual review of the delegate."]
+    assert [p.kind for p in missing_parts(question, duty)] == ["procedure"]
+    assert missing_parts(question, method) == []
+    examples = "Could you give examples of conflicts of interest?"
+    assert [p.kind for p in missing_parts(examples, ["Conflicts arise in many cases, including remuneration."])] \
+        == ["examples"]
+    assert missing_parts(examples, ["Conflicts arise, for example, where staff trade for themselves."]) == []

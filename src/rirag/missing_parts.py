@@ -7,7 +7,7 @@ the answer says so in one plain sentence after its cited content, :func:`stateme
 not state examples."). The whole-answer flag (:data:`rirag.units.NOT_ADDRESSED`) is kept for passages that do not
 match the question at all.
 
-Deterministic and model-free: rules, not a learned model. The cues were written by reading draw ranks 100-149 of
+Deterministic and model-free: rules, not a learned model. The cues were written by reading draw ranks 100-249 of
 the labelled set ``benchmarks/missing_parts/labels.jsonl`` and the unlabelled questions of its pool; its ranks 0-99
 are the held-out report (``benchmarks/missing_parts_eval.py``). The focused answerer checks its kept units and every
 given passage, so a sentence never denies what a retrieved provision states.
@@ -42,9 +42,9 @@ def _re(pattern: str) -> re.Pattern:
 PARTS: tuple[Part, ...] = (
     Part("examples", "examples",
          _re(r"\b(?:examples?|case stud(?:y|ies)|illustrat\w*|templates?|checklists?|best practices|"
-             r"scenarios?|types of)\b"),
+             r"scenarios?|types of|pitfalls|common (?:challenges|issues|mistakes|errors))\b"),
          _re(r"\b(?:for example|for instance|e\.g\.|such as|examples? (?:of|include)|illustrat\w*|"
-             r"by way of example|include[sd]?:|including)\b")),
+             r"by way of example|include[sd]?:|including,? (?:but not limited to|without limitation))\b")),
     Part("consequences", "the consequences",
          _re(r"\b(?:consequences?|repercussions?|implications? (?:for|of)|penalt(?:y|ies)|sanctions?|"
              r"what (?:happens|would happen) (?:if|when|to)|outcomes? (?:of|for)|what (?:might|could|would|can) "
@@ -67,7 +67,8 @@ PARTS: tuple[Part, ...] = (
              r"level of detail|what constitutes an? adequate|framework or toolkit|contents? of|"
              r"(?:key |specific |required )?elements (?:that )?(?:must|should|need to|are to) be included|"
              r"what (?:specific |additional )?(?:documentation|documents|records|disclosures?) (?:must|should|is|are|"
-             r"would|does|do)|which (?:specific )?documents)\b"),
+             r"would|does|do)|which (?:specific )?documents|key elements|what (?:are )?(?:these|the specific|the) "
+             r"requirements|what (?:specific )?(?:\w+ ){0,2}controls)\b"),
          _re(r"\b(?:must (?:include|contain|set out|specify|state)|shall (?:include|contain|set out|specify)|"
              r"should (?:include|contain|set out|specify)|includes?:|the following (?:information|details|matters)|"
              r"details of|particulars of|information (?:on|about|regarding|relating to)|must be (?:given|provided|"
@@ -82,8 +83,15 @@ PARTS: tuple[Part, ...] = (
              r"step-by-step|remedial (?:measures|actions?|steps)|what (?:specific |immediate |type of )?"
              r"(?:actions?|steps) (?:must|should|is|are|does|do|would)|course of action|"
              r"(?:the|a) process (?:for|of|to)|"
-             r"what (?:sources|methods|protocols|formats?)\b)\b"),
-         _re(r"\b(?:steps? (?:to|that|are|include)|the following (?:steps|procedures?|process)|"
+             r"what (?:sources|methods|protocols|formats?)\b|"
+             r"how (?:can|could|should|must|does|do|will|might|may|would|is|are) .{0,80}\b(?:ensure|determin\w*|"
+             r"demonstrabl\w*|documented|communicated|manag\w*|maintain\w*|fulfil\w*|address\w*|handl\w*|mitigat\w*|"
+             r"identif\w*|evaluat\w*|measur\w*|compl(?:y|ied)|carr(?:y|ied) out|conduct\w*|establish\w*|apply|applied)|"
+             r"protocols?|mechanisms?|(?:what|which) (?:specific |key )?(?:processes|systems|controls|practices)|"
+             r"guidelines? (?:on|for)|procedural|secure methods?)\b"),
+         # not "take reasonable (all, appropriate) steps to": a stock phrase for a duty, not a method
+         _re(r"\b(?:(?<!reasonable )(?<!appropriate )(?<!all )(?<!necessary )steps? (?:to|that|are|include)|"
+         r"the following (?:steps|procedures?|process)|"
              r"(?:is|are) calculated (?:as|by|using)|must (?:first|then)|by (?:submitting|notifying|applying|filing|"
              r"completing)|in the form (?:of|set out)|using the (?:form|method|formula)|establish and (?:implement|"
              r"maintain) (?:appropriate |adequate |effective )?(?:systems|procedures|policies)|reporting to a "
