@@ -91,7 +91,7 @@ PARTS: tuple[Part, ...] = (
              r"guidelines? (?:on|for)|procedural|secure methods?)\b"),
          # not "take reasonable (all, appropriate) steps to": a stock phrase for a duty, not a method
          _re(r"\b(?:(?<!reasonable )(?<!appropriate )(?<!all )(?<!necessary )steps? (?:to|that|are|include)|"
-         r"the following (?:steps|procedures?|process)|"
+             r"the following (?:steps|procedures?|process)|"
              r"(?:is|are) calculated (?:as|by|using)|must (?:first|then)|by (?:submitting|notifying|applying|filing|"
              r"completing)|in the form (?:of|set out)|using the (?:form|method|formula)|establish and (?:implement|"
              r"maintain) (?:appropriate |adequate |effective )?(?:systems|procedures|policies)|reporting to a "
