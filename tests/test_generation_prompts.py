@@ -180,6 +180,11 @@ def test_extractive_drops_leading_heading_lines_but_not_list_intros():
     assert passage_body("Heading only\n\n") == "Heading only\n\n"  # all heading: kept whole
     wrapped = "Where a Person\ncarries on a Regulated Activity, it must notify the Regulator."
     assert passage_body(wrapped) == wrapped  # a hard-wrapped first line goes on in lower case: not a heading
+    asked = ("HOW DOES RULE 7.2.1 INTERACT WITH OTHER DISCLOSURE OBLIGATIONS?\n"
+             "The Listing Authority does not generally expect a Reporting Entity to Disclose information early.")
+    assert passage_body(asked) == asked.split("\n")[1]  # a heading in capitals, question mark and all
+    shout = "WARNING: A FIRM MUST NOT ACCEPT CASH FROM ANY CLIENT WHO HAS NOT BEEN IDENTIFIED UNDER THESE RULES.\nx"
+    assert passage_body(shout) == shout  # more than HEADING_MAX_WORDS words: prose, even in capitals
     composer = ExtractiveComposer(is_obligation=_must)
     # without the heading rule Punkt glues the headings to the first sentence of the answer
     assert composer.compose([headed]) == "The FSRA expects that firms must keep records [1]."

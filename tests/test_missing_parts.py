@@ -99,3 +99,11 @@ def test_a_stock_duty_phrase_is_no_evidence_of_a_method():
     assert [p.kind for p in missing_parts(examples, ["Conflicts arise in many cases, including remuneration."])] \
         == ["examples"]
     assert missing_parts(examples, ["Conflicts arise, for example, where staff trade for themselves."]) == []
+
+
+def test_an_unless_clause_states_the_condition():
+    question = "Under what condition would an Offer of Islamic Securities be exempt from this chapter?"
+    assert missing_parts(question, ["This chapter applies to any Person who Offers Islamic Securities in the ADGM, "
+                                    "unless the Offer is an Exempt Offer."]) == []
+    assert [p.kind for p in missing_parts(question, ["This chapter applies to any Person who Offers Islamic "
+                                                     "Securities in the ADGM."])] == ["circumstances"]

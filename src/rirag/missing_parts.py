@@ -59,7 +59,7 @@ PARTS: tuple[Part, ...] = (
              r"(?:circumstances|conditions|exceptions)|in which (?:circumstances|cases|situations))\b"),
          _re(r"\b(?:criteri(?:a|on)|factors?|(?:in|under) (?:the following|such|those|these|any of the) "
              r"(?:circumstances|cases|conditions)|circumstances (?:in which|where|include)|conditions? (?:are|include)|"
-             r"in determining whether|when (?:assessing|determining|considering) whether|only (?:if|where|when)|"
+             r"in determining whether|when (?:assessing|determining|considering) whether|only (?:if|where|when)|unless|"
              r"will (?:consider|take into account)|takes? into account|if it (?:considers|is satisfied|appears))\b")),
     Part("contents", "what it must contain",
          _re(r"\b(?:what (?:information|details|particulars|specific information|elements|items)|"

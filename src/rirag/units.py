@@ -102,18 +102,27 @@ def _is_heading(line: str, following: str) -> bool:
         and not DEONTIC_CUE.search(text) and not is_item(following) and not following.lstrip()[:1].islower()
 
 
+def is_caps_heading(line: str) -> bool:
+    """A line set in capitals (at most :data:`HEADING_MAX_WORDS` words) is a heading even when it ends with a
+    question mark: "HOW DOES RULE 7.2.1 INTERACT WITH OTHER DISCLOSURE OBLIGATIONS?" titles the guidance below it."""
+    letters = [c for c in line if c.isalpha()]
+    return len(letters) >= 6 and all(c.isupper() for c in letters) and len(line.split()) <= HEADING_MAX_WORDS
+
+
 def passage_body(passage: str) -> str:
     """``passage`` without its leading heading lines: a heading line is short (:data:`HEADING_MAX_WORDS` words at
     most), has no closing punctuation, no deontic cue, and is followed by a line that is not a list item (a line
-    followed by "(a) …" introduces a list) and does not go on in lower case (a hard-wrapped sentence). List labels
-    such as "q)" before a heading are part of the heading. A passage that is all heading is returned whole."""
+    followed by "(a) …" introduces a list) and does not go on in lower case (a hard-wrapped sentence), or is set in
+    capitals (:func:`is_caps_heading`). List labels such as "q)" before a heading are part of the heading. A
+    passage that is all heading is returned whole."""
     lines = passage.split("\n")
     while len(lines) > 1:
         first = _HEADING_LIST_LABEL.sub("", lines[0], count=1).strip()
         following = next((line for line in lines[1:] if line.strip()), "")
-        if first and (len(first.split()) > HEADING_MAX_WORDS or _LINE_END_PUNCTUATION.search(first)
-                      or DEONTIC_CUE.search(first) or _HEADING_LIST_LABEL.match(following)
-                      or following.lstrip()[:1].islower()):  # a hard-wrapped sentence goes on in lower case
+        prose = (len(first.split()) > HEADING_MAX_WORDS or _LINE_END_PUNCTUATION.search(first)
+                 or DEONTIC_CUE.search(first) or _HEADING_LIST_LABEL.match(following)
+                 or following.lstrip()[:1].islower())  # a hard-wrapped sentence goes on in lower case
+        if first and prose and not is_caps_heading(first):
             break
         lines = lines[1:]
     body = "\n".join(lines)
