@@ -124,7 +124,12 @@ def test_every_model_card_parses_and_its_model_index_matches_the_results_json(pu
             values = {r.metric_value for r in data.eval_results}
             for name in ("raft", "raft-closed-book"):
                 assert (entry.results_artifact or entry.source) in generation[name]["model"]
-                assert generation[name]["repass"] in values, (entry.name, name)
+                measured = [generation[name].get(k)
+                            for k in ("repass", "gold_citation_precision", "gold_citation_recall")]
+                assert [v for v in measured if v is not None], (entry.name, name)  # a row with no number is no test
+                for value in measured:  # the judge's RePASs when the row was scored; gold citation always
+                    if value is not None:
+                        assert value in values, (entry.name, name, value)
             assert {r.task_name for r in data.eval_results} == {"raft (raft)", "raft-closed-book (closed-book)"}
         else:
             expected = _expected_rows(entry.source, entry.results)

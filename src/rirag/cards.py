@@ -43,6 +43,9 @@ ANSWER_METRICS = {"repass": "RePASs", "entailment": "entailment", "contradiction
                   "obligation_coverage": "obligation coverage", "citation_precision": "citation precision",
                   "citation_recall": "citation recall"}
 CLASSIFICATION_METRICS = {"accuracy": "accuracy", "f1": "F1", "precision": "precision", "recall": "recall"}
+#: Answer metrics that need no judge (against the questions' gold passages), with their display names.
+GOLD_CITATION_METRICS = {"gold_citation_precision": "gold-citation precision",
+                         "gold_citation_recall": "gold-citation recall"}
 
 
 class CardError(ValueError):
@@ -177,6 +180,10 @@ def _rows_results(data: dict, artifact: str, source: str) -> list[Result]:
                 metric = label if key == "repass" else f"{label}: {name}"
                 out.append(Result("question-answering", task, PROTOCOL_TITLES.get(protocol, protocol), OBLIQA_HUB_ID,
                                   protocol, split, key, f"{metric} ({protocol} protocol)", float(row[key]), source))
+        for key, name in GOLD_CITATION_METRICS.items():
+            if isinstance(row.get(key), (int, float)):
+                out.append(Result("question-answering", task, PROTOCOL_TITLES.get(protocol, protocol), OBLIQA_HUB_ID,
+                                  protocol, split, key, f"{name} ({protocol} protocol)", float(row[key]), source))
     return out
 
 
