@@ -173,17 +173,16 @@ def _rows_results(data: dict, artifact: str, source: str) -> list[Result]:
                 out.append(Result("text-retrieval", task, PROTOCOL_TITLES.get(protocol, protocol), OBLIQA_HUB_ID,
                                   protocol, split, key.replace("@", "_at_"), f"{name} ({protocol} protocol)",
                                   float(row[key]), source))
-        label = None
+        answers, label = [], None  # (key, metric name) of the row's answer metrics
         for key, name in ANSWER_METRICS.items():
             if isinstance(row.get(key), (int, float)):
                 label = label or _repass_label(row, data)
-                metric = label if key == "repass" else f"{label}: {name}"
-                out.append(Result("question-answering", task, PROTOCOL_TITLES.get(protocol, protocol), OBLIQA_HUB_ID,
-                                  protocol, split, key, f"{metric} ({protocol} protocol)", float(row[key]), source))
-        for key, name in GOLD_CITATION_METRICS.items():
-            if isinstance(row.get(key), (int, float)):
-                out.append(Result("question-answering", task, PROTOCOL_TITLES.get(protocol, protocol), OBLIQA_HUB_ID,
-                                  protocol, split, key, f"{name} ({protocol} protocol)", float(row[key]), source))
+                answers.append((key, label if key == "repass" else f"{label}: {name}"))
+        answers += [(key, name) for key, name in GOLD_CITATION_METRICS.items()  # no judge: against gold passages
+                    if isinstance(row.get(key), (int, float))]
+        out += [Result("question-answering", task, PROTOCOL_TITLES.get(protocol, protocol), OBLIQA_HUB_ID, protocol,
+                       split, key, f"{metric} ({protocol} protocol)", float(row[key]), source)
+                for key, metric in answers]
     return out
 
 
