@@ -164,20 +164,62 @@ def test_estimate_refuses_a_run_over_its_guard_after_the_first_steps(caplog):
     assert "about 52.4 min for all 3143 steps" in caplog.text
     # an estimate that proves wrong: the guard still stops the run when it is reached before the last step
     late = T.run_estimate(57, measure_steps=5, clock=clock)
-    state, control = _steps(late, clock, 1.0, 3143, 5)  # about 52 min estimated
-    for step in range(6, 3143):
+    state, control = _steps(late, clock, 1.0, 3143, 200)  # about 52 min estimated, twice
+    assert late.minutes == pytest.approx(52.4, abs=0.1) and not control.should_training_stop
+    for step in range(201, 3143):
         clock.now += 2.0  # the machine got busy
         state.global_step = step
         late.on_step_end(None, state, control)
         if control.should_training_stop:
             break
-    assert control.should_training_stop and 1700 < state.global_step < 1720
-    with pytest.raises(T.TrainingRefused, match=r"guard \(max_train_minutes\) was reached at step 17\d\d of 3143"):
+    assert control.should_training_stop and 1805 < state.global_step < 1815
+    with pytest.raises(T.TrainingRefused, match=r"guard \(max_train_minutes\) was reached at step 18\d\d of 3143"):
         T.check_estimate(late)
     # an explicit override trains on
     over = T.run_estimate(57, allow_over=True, clock=clock)
     _, control = _steps(over, clock, 75.0, 3143, 8)
     assert not control.should_training_stop and over.refusal is None
+
+
+def test_slow_first_steps_are_a_warm_up_the_guard_decides_on_the_steady_rate(caplog):
+    """The NLI judge on 2 AVX-512 cores: its first 5 steps (the longest batch first under group_by_length, bf16
+    kernels built per new length) took 1.62 s each, about 85 min for 3,143 steps, over its 57-minute guard; the steps
+    after them took about 0.4 s, about 21 min. The run is not refused on the warm-up, and is refused when the steady
+    steps are slow too."""
+    import logging
+
+    from transformers import TrainerControl, TrainerState
+
+    caplog.set_level(logging.INFO, "rirag.training")
+
+    def run(steady_seconds, steps):
+        clock = Clock()
+        guard = T.run_estimate(57, measure_steps=5, what="NLI judge", clock=clock)
+        state, control = TrainerState(max_steps=3143), TrainerControl()
+        guard.on_train_begin(None, state, control)
+        for step in range(1, steps + 1):
+            clock.now += 1.62 if step <= 5 else steady_seconds
+            state.global_step = step
+            guard.on_step_end(None, state, control)
+            if control.should_training_stop:
+                break
+        return guard, state, control
+
+    warm, state, control = run(0.4, 300)
+    assert not control.should_training_stop and state.global_step == 300 and warm.refusal is None
+    assert warm.first_minutes == pytest.approx(1.62 * 3143 / 60)  # over the guard, logged
+    assert warm.minutes == pytest.approx((5 * 1.62 + 3138 * 0.4) / 60, rel=1e-3)  # the steady estimate
+    assert "it decides at step 62" in caplog.text and "steps 6-62 took 0.40 s/step" in caplog.text
+    slow, state, control = run(1.5, 300)
+    assert control.should_training_stop and state.global_step == 62  # refused at the end of the steady window
+    with pytest.raises(T.TrainingRefused, match=r"at 1.50 s/step \(steps 6-62\) would take about 79 min, over the "
+                                                r"57-minute guard \(max_train_minutes\)"):
+        T.check_estimate(slow)
+    # a short run whose warm-up is its whole length: decided on the first steps
+    clock = Clock()
+    short = T.run_estimate(1e-4, measure_steps=5, clock=clock)
+    state, control = _steps(short, clock, 1.0, 4, 4)
+    assert control.should_training_stop and short.refusal
 
 
 def test_run_trainer_turns_refusals_and_missing_artifacts_into_exit_2(tmp_path, monkeypatch, caplog):
