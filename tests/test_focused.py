@@ -357,3 +357,21 @@ def test_recall_first_gate_cites_every_passage_that_bears_on_the_question_with_a
     assert [(s.unit.passage, s.unit.index) for s in kept] == [(0, 0), (1, 1), (2, 0)]
     bar = answerer(passage_margin=0.6, max_passages=4, passage_min_score=0.45, **gate).select(units)
     assert [s.unit.passage for s in bar] == [0, 1]  # passage 2's best unit (0.4) does not bear on the question
+
+
+def test_a_twin_rule_is_quoted_from_the_rulebook_naming_the_rule_the_question_names():
+    # the hand-read answer ba54e408: asked about Rule 20.2.5, it quoted the twin rulebook's "Rule 20.3.5"
+    rule = ("Before a third party gives an attestation under Rule {}, the Fund Manager must give it access to every "
+            "record it needs.")
+    question = "What must a Fund Manager do before a third party gives an attestation under Rule 20.2.5?"
+    passages = [rule.format("20.3.5"), rule.format("20.2.5"), PASSAGES[0]]
+    result = answerer(passage_margin=1.0, max_passages=3, passage_weight=0.2, keep_ratio=1.01, min_score=0.0,
+                      max_words=200).answer(question, passages, [1.0, 0.95, 0.5])
+    assert "Rule 20.2.5" in result.text and "20.3.5" not in result.text
+    assert "record it needs [2][1]." in result.text  # both rulebooks still cited, the quoted one first
+    lead = result.draft.parts[0]
+    assert lead.passage == 1 and passages[1][lead.start:lead.end] == lead.text  # traced to the quoted passage
+    # a question naming no rule number, or the rule the top passage names, keeps the top passage's text
+    other = answerer(passage_margin=1.0, max_passages=3, passage_weight=0.2, keep_ratio=1.01, min_score=0.0,
+                     max_words=200).answer(question.replace("20.2.5", "20.3.5"), passages, [1.0, 0.95, 0.5])
+    assert "Rule 20.3.5" in other.text and "record it needs [1][2]." in other.text

@@ -36,6 +36,7 @@ import functools
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -436,7 +437,7 @@ class FocusedAnswerer:
             scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
-            kept = self.select(scored)
+            kept = prefer_named_twin(question, self.select(scored), scored, self.config.dedup_min_ratio)
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
@@ -451,6 +452,39 @@ class FocusedAnswerer:
         answerability and the parts of the question not covered."""
         return [a.draft for a in self.answer_many([r.question for r in requests], [r.passages for r in requests],
                                                   [r.scores for r in requests])]
+
+
+#: A rule number as questions and rules write it ("Rule 20.2.5", "section 9.5.2(a)"): two or more dotted numbers.
+_RULE_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?:\([a-z0-9]+\))*", re.IGNORECASE)
+
+
+def rule_numbers(text: str) -> set[str]:
+    """The rule numbers ``text`` names (:data:`_RULE_NUMBER`)."""
+    return set(_RULE_NUMBER.findall(text))
+
+
+def prefer_named_twin(question: str, kept: list[ScoredUnit], scored: Sequence[ScoredUnit],
+                      min_ratio: float = 90.0) -> list[ScoredUnit]:
+    """Each kept unit cited with near-duplicates in other passages (the same rule in two rulebooks, numbered
+    differently) is quoted from the twin whose text names a rule number the question names, when its own text names
+    none: asked about "Rule 20.2.5", the answer quotes the rulebook saying 20.2.5, not its twin saying 20.3.5. The
+    citation numbers stay the same; the quoted passage's comes first."""
+    from rapidfuzz import fuzz
+
+    named = rule_numbers(question)
+    if not named:
+        return kept
+    out = []
+    for k in kept:
+        if not k.also or rule_numbers(k.unit.text) & named:
+            out.append(k)
+            continue
+        twin = max((s for s in scored if s.number in k.also and rule_numbers(s.unit.text) & named
+                    and fuzz.ratio(s.unit.text, k.unit.text) >= min_ratio),
+                   key=lambda s: s.score, default=None)
+        out.append(k if twin is None else
+                   replace(twin, also=tuple(n for n in k.numbers if n != twin.number)))
+    return out
 
 
 def _part(s: ScoredUnit) -> DraftPart:
