@@ -375,3 +375,24 @@ def test_a_twin_rule_is_quoted_from_the_rulebook_naming_the_rule_the_question_na
     other = answerer(passage_margin=1.0, max_passages=3, passage_weight=0.2, keep_ratio=1.01, min_score=0.0,
                      max_words=200).answer(question.replace("20.2.5", "20.3.5"), passages, [1.0, 0.95, 0.5])
     assert "Rule 20.3.5" in other.text and "record it needs [1][2]." in other.text
+
+
+def test_a_section_title_shared_by_the_quoted_passages_is_quoted_once(real_data_dir):
+    # the demo's answer (PRU APP2 Guidance 10 and 14): every sentence came after the same section title
+    from rirag.generation.focused import ScoredUnit, drop_repeated_titles
+
+    title = "Adjustment to the current valuation of less liquid positions for regulatory capital purposes."
+    passages = [_real_passage(real_data_dir, 13, "797907ec-e171-4584-9a32-336ec1b734b4"),
+                _real_passage(real_data_dir, 13, "bf6977db-abaa-4591-8b67-45b4b4612c6c")]
+    firsts = [split_units(p, i)[0] for i, p in enumerate(passages)]
+    assert all(u.text.startswith(title) for u in firsts)
+    kept = drop_repeated_titles([ScoredUnit(u, 0.9) for u in firsts], passages)
+    assert kept[0].unit == firsts[0]  # the first quote keeps its title
+    second = kept[1].unit
+    assert second.text.startswith("The adjustment to the current valuation") and title not in second.text
+    assert " ".join(passages[1][second.start:second.end].split()) == second.text  # offsets follow the text
+    # through the answerer: the title is written once
+    question = "How should Authorised Persons adjust the valuation of less liquid positions for capital purposes?"
+    result = answerer(passage_margin=1.0, max_passages=3, passage_weight=0.2, keep_ratio=1.01, min_score=0.0,
+                      max_words=200).answer(question, passages, [1.0, 0.98])
+    assert {s.unit.passage for s in result.kept} == {0, 1} and result.text.count(title) == 1

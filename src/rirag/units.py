@@ -27,7 +27,7 @@ Rules (documented, deterministic):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from rirag.answer_record import CITATION_PATTERN
@@ -138,6 +138,21 @@ def is_inline_title(sentence: str) -> bool:
     cue ("Change of Participating Jurisdictions during current reporting period.", "Principle 6 Compliance.")."""
     return 0 < len(sentence.split()) <= TITLE_MAX_WORDS and not DEONTIC_CUE.search(sentence) \
         and not _VERB_CUE.search(sentence)
+
+
+def leading_title(text: str, split: Splitter | None = None) -> str:
+    """The in-line title a unit starts with (its first sentence, when that is an in-line title and more follows:
+    "Adjustment to the current valuation of less liquid positions for regulatory capital purposes."), else ""."""
+    sentences = [s.strip() for s in (split or _default_splitter())(text) if s.strip()]
+    return sentences[0] if len(sentences) > 1 and is_inline_title(sentences[0]) else ""
+
+
+def without_title(unit: Unit, passage: str, title: str) -> Unit:
+    """``unit`` without its leading ``title``, its offsets pointing at the rest of its text in ``passage``; the unit
+    itself when the rest would be too short to stand alone or cannot be found in the passage."""
+    rest = unit.text[len(title):].strip() if unit.text.startswith(title) else ""
+    found = _locate(passage, rest, unit.start) if len(rest.split()) >= MIN_UNIT_WORDS else None
+    return replace(unit, text=rest, start=found[0], end=found[1]) if found else unit
 
 
 def _sentences(text: str, split: Splitter) -> list[str]:

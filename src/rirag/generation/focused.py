@@ -52,7 +52,7 @@ from rirag.missing_parts import missing_parts
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import shared_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
-from rirag.units import Unit, is_broken_unit, names_row, split_units
+from rirag.units import Unit, is_broken_unit, leading_title, names_row, split_units, without_title
 
 logger = logging.getLogger(__name__)
 
@@ -438,6 +438,7 @@ class FocusedAnswerer:
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             kept = prefer_named_twin(question, self.select(scored), scored, self.config.dedup_min_ratio)
+            kept = drop_repeated_titles(kept, passages, self._split)
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
@@ -484,6 +485,25 @@ def prefer_named_twin(question: str, kept: list[ScoredUnit], scored: Sequence[Sc
                    key=lambda s: s.score, default=None)
         out.append(k if twin is None else
                    replace(twin, also=tuple(n for n in k.numbers if n != twin.number)))
+    return out
+
+
+def drop_repeated_titles(kept: list[ScoredUnit], passages: Sequence[str],
+                         split: Callable[[str], Sequence[str]] | None = None) -> list[ScoredUnit]:
+    """Kept units after the first lose an in-line title an earlier kept unit already quoted: the passages of one
+    section often open with its title ("Adjustment to the current valuation of less liquid positions for regulatory
+    capital purposes."), which would otherwise be repeated before every quoted sentence. The offsets follow the
+    shortened text."""
+    seen: set[str] = set()
+    out = []
+    for k in kept:
+        title = leading_title(k.unit.text, split)
+        key = " ".join(title.lower().split())
+        if title and key in seen and k.unit.passage < len(passages):
+            k = replace(k, unit=without_title(k.unit, passages[k.unit.passage], title))
+        elif title:
+            seen.add(key)
+        out.append(k)
     return out
 
 
