@@ -192,10 +192,12 @@ def test_the_passage_gate_cites_each_passage_within_the_margin_with_its_best_uni
     # without the gate the unit scores alone decide: passage 2's unit leads, passage 0's is dropped by keep_ratio
     plain = answerer(keep_ratio=0.9, min_score=0.0, max_words=120, passage_gate=False).select(units)
     assert plain[0].unit.passage == 2
-    # a cited passage whose best unit does not fit gives its best unit that does
+    # a cited passage whose best unit does not fit gives its best unit that does (or, without fallbacks, is left out)
     tight = _scored((0, 0, 60, 0.6, 1.0), (1, 0, 70, 0.9, 0.9), (1, 1, 20, 0.2, 0.9))
     kept = answerer(passage_margin=0.2, **gate).select(tight)
     assert [(s.unit.passage, s.unit.index) for s in kept] == [(0, 0), (1, 1)]
+    strict = answerer(passage_margin=0.2, fallback_units=False, **gate).select(tight)
+    assert [(s.unit.passage, s.unit.index) for s in strict] == [(0, 0)]
 
 
 def test_word_budget_and_keep_ratio_limit_the_answer():
@@ -355,6 +357,8 @@ def test_recall_first_gate_cites_every_passage_that_bears_on_the_question_with_a
     kept = answerer(passage_margin=0.6, max_passages=4, **gate).select(units)
     # passage 1's best unit is over the cap for other passages: its best unit within it is cited instead
     assert [(s.unit.passage, s.unit.index) for s in kept] == [(0, 0), (1, 1), (2, 0)]
+    strict = answerer(passage_margin=0.6, max_passages=4, fallback_units=False, **gate).select(units)
+    assert [(s.unit.passage, s.unit.index) for s in strict] == [(0, 0), (2, 0)]  # or, without fallbacks, not cited
     bar = answerer(passage_margin=0.6, max_passages=4, passage_min_score=0.45, **gate).select(units)
     assert [s.unit.passage for s in bar] == [0, 1]  # passage 2's best unit (0.4) does not bear on the question
 
@@ -396,3 +400,20 @@ def test_a_section_title_shared_by_the_quoted_passages_is_quoted_once(real_data_
     result = answerer(passage_margin=1.0, max_passages=3, passage_weight=0.2, keep_ratio=1.01, min_score=0.0,
                       max_words=200).answer(question, passages, [1.0, 0.98])
     assert {s.unit.passage for s in result.kept} == {0, 1} and result.text.count(title) == 1
+
+
+def test_the_selection_breaks_a_near_tie_of_f2_by_recall():
+    from _scripts import load_script
+
+    module = load_script("train/focused_scorer.py", "focused_scorer_script")
+
+    def setting(passages, precision, recall):
+        return {"max_passages": passages, "gold_citation_precision": precision, "gold_citation_recall": recall}
+
+    # the grid of 2026-12-02 (471 tuning questions): 3 and 4 passages tied to 1e-5; the recall-first one is chosen
+    three, four, five = setting(3, 0.6502, 0.7332), setting(4, 0.6436, 0.7353), setting(5, 0.6396, 0.7353)
+    assert module.f_beta(0.6502, 0.7332, 2.0) > module.f_beta(0.6436, 0.7353, 2.0)
+    assert module.choose_recall_first([three, four, five], 2.0, 471) is four  # same recall as 5, better F2
+    # a clear F2 lead (more than one question's worth) is kept whatever the recall
+    precise, loose = setting(3, 0.75, 0.73), setting(5, 0.55, 0.74)
+    assert module.choose_recall_first([loose, precise], 2.0, 471) is precise

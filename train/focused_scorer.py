@@ -10,7 +10,8 @@
 * **Selection options** (``keep_ratio``, ``min_score``, and the passage gate's ``passage_weight``,
   ``passage_margin``, ``max_passages``, ``max_words``, ``extra_unit_words``, or no gate) chosen on ``tune_split``
   questions of ``tune_run`` outside the generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`),
-  by the F-beta of gold-citation precision and recall (``selection_beta``; 2: recall-first, issue 32) among the
+  by the F-beta of gold-citation precision and recall (``selection_beta``; 2: recall-first, issue 32; among settings
+  within one question's worth of the best F-beta, the one of highest recall: :func:`choose_recall_first`) among the
   settings whose median answer (missing-part sentences included) stays within ``median_words_max`` words and whose
   95th percentile within ``p95_words_max``; the answerability threshold is the ``matched_flag_rate`` quantile of
   the matched tuning questions' answerability. Never a test split.
@@ -197,8 +198,19 @@ def choose_selection(args: FocusedScorerArguments, answerer, unit_model: dict, t
         grid.append({**setting, **evaluate_selection(answerer, tune_items)})
     eligible = [g for g in grid if g["words_median"] <= args.median_words_max
                 and g["words_p95"] <= args.p95_words_max] or grid
-    return max(eligible, key=lambda g: f_beta(g["gold_citation_precision"], g["gold_citation_recall"],
-                                              args.selection_beta)), grid
+    return choose_recall_first(eligible, args.selection_beta, len(tune_items)), grid
+
+
+def choose_recall_first(eligible: list[dict], beta: float, questions: int) -> dict:
+    """The setting of best F-beta; among the settings within one question's worth of it (1 / ``questions``: the grid
+    is flat, and smaller differences are noise), the one of highest recall, then of best F-beta (recall first, issue
+    32). Without this, 3 and 4 passages tied to 1e-5 and the choice between them fell to that noise."""
+    def score(g: dict) -> float:
+        return f_beta(g["gold_citation_precision"], g["gold_citation_recall"], beta)
+
+    best = max(score(g) for g in eligible)
+    close = [g for g in eligible if score(g) >= best - 1.0 / max(questions, 1)]
+    return max(close, key=lambda g: (g["gold_citation_recall"], score(g)))
 
 
 def fit_models(args: FocusedScorerArguments, answerer, obliqa) -> tuple[dict, dict, dict]:
