@@ -98,10 +98,10 @@ def run_estimate(max_minutes: float | None = None, allow_over: bool = False, mea
             self.start = clock()
             return control
 
-        def _over(self, control, total: int, per_step: float, steps: str, limit: float) -> None:
+        def _over(self, control, total: int, per_step: float, steps: str, slack: bool = False) -> None:
             self._refuse(control, f"{what}: {total} steps at {per_step:.2f} s/step ({steps}) would take about "
                                   f"{self.minutes:.0f} min, over the {max_minutes:g}-minute guard "
-                                  f"(max_train_minutes{'' if limit == max_minutes else f' x {FIRST_STEPS_SLACK:g}'})")
+                                  f"(max_train_minutes{f' x {FIRST_STEPS_SLACK:g}' if slack else ''})")
 
         def on_step_end(self, args, state, control, **kwargs):
             total = int(state.max_steps or 0)
@@ -115,16 +115,13 @@ def run_estimate(max_minutes: float | None = None, allow_over: bool = False, mea
                 logger.info("%s: the first %d steps took %.1f s (%.2f s/step): about %.1f min for all %d steps "
                             "(training only)", what, step, elapsed, per_step, self.minutes, total)
                 self._warm = (step, elapsed)
-                self._steady_at = min(total, max(3 * step, step + 1, int(STEADY_SHARE * total)))
-                if self._steady_at <= step:
-                    self._steady_at = None  # the run is over: nothing steady to measure
-                if max_minutes and self.minutes > FIRST_STEPS_SLACK * max_minutes:
-                    self._over(control, total, per_step, f"the first {step}", FIRST_STEPS_SLACK * max_minutes)
-                    return control
-                if max_minutes and self.minutes > max_minutes and self._steady_at is None:
-                    self._over(control, total, per_step, f"the first {step}", max_minutes)
-                    return control
+                # None when the run is over: nothing steady to measure
+                self._steady_at = min(total, max(3 * step, int(STEADY_SHARE * total))) if total > step else None
                 if max_minutes and self.minutes > max_minutes:
+                    slack = self.minutes > FIRST_STEPS_SLACK * max_minutes
+                    if slack or self._steady_at is None:
+                        self._over(control, total, per_step, f"the first {step}", slack)
+                        return control
                     logger.info("%s: over the %g-minute guard by the first steps (a warm-up); it decides at step %d, "
                                 "on the steady rate", what, max_minutes, self._steady_at)
             elif self._steady_at is not None and step >= self._steady_at:
@@ -135,7 +132,7 @@ def run_estimate(max_minutes: float | None = None, allow_over: bool = False, mea
                 logger.info("%s: steps %d-%d took %.2f s/step: about %.1f min for all %d steps (training only)",
                             what, warm_step + 1, step, per_step, self.minutes, total)
                 if max_minutes and self.minutes > max_minutes:
-                    self._over(control, total, per_step, f"steps {warm_step + 1}-{step}", max_minutes)
+                    self._over(control, total, per_step, f"steps {warm_step + 1}-{step}")
                     return control
             if (max_minutes and not allow_over and step < total and elapsed > max_minutes * 60):
                 self._refuse(control, f"{what}: the {max_minutes:g}-minute guard (max_train_minutes) was reached at "

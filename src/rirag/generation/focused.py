@@ -108,11 +108,8 @@ class FocusedConfig:
                 "at least this (it bears on the question; default: the scorer's; unset in both: 0)."})
     fallback_units: bool = field(default=True, metadata={
         "help": "With the passage gate: cite a passage other than the best one through a lower-scoring unit when its "
-                "best unit does not fit the budget or the cap. Off, the answer drops such sentences, chosen for their "
-                "length (\"Reduced liquidity may have arisen from market events\"), and their passages: on the "
-                "471 tuning questions none of the 16 was of a gold passage (precision 0.640 to 0.644, recall "
-                "0.735 kept), but on the benchmark's 150 one was (recall 0.773 to 0.767, gold below rank 1 cited "
-                "60 % to 57 %), so it stays on."})
+                "best unit does not fit the budget or the cap. Off, such sentences (chosen for their length) and "
+                "their passages are left out; measured both ways in docs/research.md, on by default."})
     say_missing: bool = field(default=True, metadata={
         "help": "After the cited content, one sentence for each part of the question no kept unit states "
                 "(rirag.missing_parts)."})
