@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rirag.data import load_obliqa
+from rirag.data.obliqa import load_obliqa
 from rirag.generation.base import DEFAULT_GENERATOR, FOCUSED, MAX_NEW_TOKENS
 from rirag.generation.prompts import ZERO_SHOT
 from rirag.io import atomic_write_json

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from rirag.cli import format_table
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, RERANK_DEPTH, RUN_DEPTH, SEED
-from rirag.data import load_obliqa, read_json
-from rirag.evaluation import evaluate_run, metric_names
-from rirag.io import merge_results_file, provenance
-from rirag.splits import qrels_of, split_questions
+from rirag.data.obliqa import load_obliqa
+from rirag.data.splits import qrels_of, split_questions
+from rirag.io import merge_results_file, provenance, read_json
+from rirag.retrieval.metrics import evaluate_run, metric_names
 
 logger = logging.getLogger("benchmarks.encoder_variants")
 

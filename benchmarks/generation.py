@@ -47,11 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rirag.constants import EVAL_K, SEED
+from rirag.data.splits import ANSWER_SAMPLE_SIZE
 from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS, PASSAGE_GENERATORS
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
 from rirag.scoring.signature import ROW_KEY
-from rirag.splits import ANSWER_SAMPLE_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +111,8 @@ class GenerationBenchArguments:
 
 
 def sample_questions(questions, run: dict, size: int, seed: int) -> list:
-    """The benchmark's fixed, seeded sample (:func:`rirag.splits.seeded_sample`)."""
-    from rirag.splits import seeded_sample
+    """The benchmark's fixed, seeded sample (:func:`rirag.data.splits.seeded_sample`)."""
+    from rirag.data.splits import seeded_sample
 
     return seeded_sample(questions, run, size, seed)
 
@@ -282,9 +282,9 @@ def merge_results(path: str, rows: dict[str, dict], meta: dict, replace: set[str
 
 
 def main(args: GenerationBenchArguments) -> dict:
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
-    from rirag.splits import split_questions
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import split_questions
 
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in SYSTEMS]

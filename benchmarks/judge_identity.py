@@ -45,7 +45,7 @@ def main(config: Config) -> dict:
     from rirag.scoring.constants import CONTRADICTION, ENTAILMENT
     from rirag.scoring.models import label_index
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
-    from rirag.scoring.sentences import punkt_split
+    from rirag.text.sentences import punkt_split
 
     torch.set_num_threads(config.threads)
     records = read_answers(config.answers)

@@ -46,10 +46,10 @@ def main(config: Config) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
     import rirag.retrieval.learned_fusion as lf
     from learned_fusion import LearnedFusionArguments
-    from rirag.data import load_obliqa, read_json
-    from rirag.evaluation import evaluate_run, metric_names
-    from rirag.io import atomic_write_json
-    from rirag.splits import qrels_of, split_questions
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import qrels_of, split_questions
+    from rirag.io import atomic_write_json, read_json
+    from rirag.retrieval.metrics import evaluate_run, metric_names
 
     recipe = LearnedFusionArguments(encoders=config.encoders)
     obliqa = load_obliqa(config.data)

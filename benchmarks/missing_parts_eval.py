@@ -4,7 +4,8 @@ each with its given passages and the parts they leave unanswered).
 
 Each labelled question is answered by the default (focused) answerer from its given passages (selected from the
 context run as the answer path does; they must equal the labels' ``passage_ids``). Each "The retrieved provisions
-do not state <part>." sentence names a kind (:data:`rirag.missing_parts.PARTS`); it is *right* when the question has an
+do not state <part>." sentence names a kind (:data:`rirag.text.missing_parts.PARTS`); it is *right* when the question
+has an
 unanswered labelled part of that kind not yet matched (one sentence matches one part). Precision: right sentences
 over sentences; recall: matched unanswered parts over unanswered parts. Reported over all labelled questions, over
 the draw-rank blocks (the cues were written reading ranks 100-249; ranks 0-99 are the held-out report), without the
@@ -67,11 +68,11 @@ def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> dic
     """question id -> the kinds the focused answerer's missing-part sentences name (its passages selected from the
     run as the answer path selects them; they must be the labels' given passages)."""
     from rirag.constants import EVAL_K
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.runs import read_trec
     from rirag.generation.focused import FocusedAnswerer
     from rirag.generation.pipeline import select_passages
-    from rirag.missing_parts import stated_kinds
+    from rirag.text.missing_parts import stated_kinds
 
     obliqa = load_obliqa(args.data)
     run = read_trec(args.run)

@@ -22,11 +22,12 @@ import sys
 from dataclasses import dataclass
 
 from rirag.constants import EVAL_K, RUN_DEPTH
-from rirag.data import load_obliqa
-from rirag.evaluation import evaluate_run, metric_names, read_trec
+from rirag.data.obliqa import load_obliqa
+from rirag.data.runs import read_trec
+from rirag.data.splits import qrels_of, split_questions
 from rirag.io import merge_results_file, provenance
 from rirag.retrieval.bm25 import passage_index
-from rirag.splits import qrels_of, split_questions
+from rirag.retrieval.metrics import evaluate_run, metric_names
 
 logger = logging.getLogger("benchmarks.overlap_groups")
 

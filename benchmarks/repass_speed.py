@@ -99,7 +99,7 @@ def _rewrite(sentence: str) -> str:
 
 def build_answers(args: SpeedArguments) -> list[dict]:
     """Seeded answers of the three shapes over real ObliQA gold passages: dicts with answer, passages, shape."""
-    from rirag.scoring.sentences import punkt_split
+    from rirag.text.sentences import punkt_split
 
     if not os.path.exists(args.questions_path):
         raise FileNotFoundError(f"{args.questions_path}: ObliQA questions not found (set --questions_path)")

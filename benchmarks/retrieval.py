@@ -59,12 +59,14 @@ from rirag.constants import (
     RUN_DEPTH,
     SEED,
 )
-from rirag.data import DataError, load_obliqa
-from rirag.evaluation import evaluate_run, metric_names, write_trec
+from rirag.data.obliqa import load_obliqa
+from rirag.data.runs import write_trec
+from rirag.data.splits import EVAL_SPLITS, qrels_of, split_questions
+from rirag.errors import DataError
 from rirag.io import atomic_write_json, merge_results_file, merge_rows, provenance
 from rirag.retrieval.learned_fusion import RANKER_FILE
+from rirag.retrieval.metrics import evaluate_run, metric_names
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
-from rirag.splits import EVAL_SPLITS, qrels_of, split_questions
 
 logger = logging.getLogger("benchmarks.retrieval")
 
@@ -153,7 +155,7 @@ def main(config: Config) -> dict:
 
 def _previous_rows(path: str) -> list[dict]:
     """The rows of an existing results file (none for a new one)."""
-    from rirag.data import read_json
+    from rirag.io import read_json
 
     if not Path(path).exists():
         return []
@@ -274,7 +276,7 @@ def update_learned_fusion_rows(config: Config, memory_only: bool = False) -> dic
     stay as they are, and the update is logged under ``updates``. In ``--runs-dir`` it rewrites the memory run
     (``SPLIT.memory.trec.gz``) and, where the learned-fusion row is the file's best row of a split,
     ``SPLIT.best.trec.gz``. For retrained rankers without the whole ablation."""
-    from rirag.data import read_json
+    from rirag.io import read_json
     from rirag.retrieval.bm25 import document_index, passage_index
 
     result = read_json(Path(config.out))

@@ -53,11 +53,12 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import ALPHA_GRID, DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, OFFLINE_ENCODER, RUN_DEPTH, SEED
-from rirag.data import DataError, Question, load_obliqa, read_json
-from rirag.evaluation import evaluate_run, metric_names, ranx_run
-from rirag.io import merge_results_file, provenance
+from rirag.data.obliqa import Question, load_obliqa
+from rirag.data.splits import ORIGINAL_SPLITS, qrels_of, split_questions
+from rirag.errors import DataError
+from rirag.io import merge_results_file, provenance, read_json
 from rirag.retrieval.defaults import CV_ROWS
-from rirag.splits import ORIGINAL_SPLITS, qrels_of, split_questions
+from rirag.retrieval.metrics import evaluate_run, metric_names, ranx_run
 
 logger = logging.getLogger("benchmarks.retrieval_cv")
 

@@ -15,7 +15,7 @@ import sys
 from dataclasses import fields
 
 from rirag.cli import format_table
-from rirag.dataset_build import AustralianBuildConfig, build_australian
+from rirag.hub.dataset_build import AustralianBuildConfig, build_australian
 
 
 def main(argv=None) -> int:

@@ -37,11 +37,11 @@ def build(args: NLIProbeArguments):
     from datasets import Dataset, DatasetDict
 
     import rirag
-    from rirag.cards import render_card
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import leakage_free_split
+    from rirag.hub.cards import render_card
     from rirag.scoring import nli_probe
-    from rirag.scoring.sentences import punkt_split
-    from rirag.splits import leakage_free_split
+    from rirag.text.sentences import punkt_split
 
     obliqa = load_obliqa(args.obliqa_dir)
     split = leakage_free_split(obliqa, args.seed)

@@ -35,7 +35,8 @@ def parse(argv: list[str]):
 
 
 def main(argv: list[str]) -> dict:
-    from rirag.generation.raft import build_raft_dataset, save_raft_dataset
+    from rirag.generation.raft import build_raft_dataset
+    from rirag.hub.dataset_build import save_raft_dataset
 
     args = parse(argv)
     dataset, report = build_raft_dataset(args)

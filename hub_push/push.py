@@ -39,8 +39,10 @@ class PushConfig:
 
 def main(config: PushConfig) -> list:
     from rirag.cli import format_table
-    from rirag.hub import ManifestError, assemble_all, check_hub_access, load_manifest, push_all
-    from rirag.hub_load import check_loads
+    from rirag.hub.assemble import assemble_all
+    from rirag.hub.load import check_loads
+    from rirag.hub.manifest import ManifestError, load_manifest
+    from rirag.hub.push import check_hub_access, push_all
 
     manifest = load_manifest(config.manifest, config.namespace)
     only = [n.strip() for n in config.only.split(",") if n.strip()] or None
@@ -93,7 +95,8 @@ def run(argv=None) -> int:
     broken (an error row or a failed load); 2, with one line on stderr, when the manifest, the token or the Hub
     stops it."""
     from rirag.exit_codes import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
-    from rirag.hub import HubAccessError, ManifestError
+    from rirag.hub.manifest import ManifestError
+    from rirag.hub.push import HubAccessError
 
     try:
         rows = main(parse_args(argv))

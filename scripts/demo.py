@@ -24,16 +24,17 @@ from pathlib import Path
 from rirag.cli import format_table
 from rirag.cli.answers import format_answer
 from rirag.constants import EVAL_K, RUN_DEPTH, SEED
-from rirag.data import load_obliqa
-from rirag.dataset_build import BuildConfig, build
-from rirag.evaluation import evaluate_run, metric_names, write_trec
+from rirag.data.obliqa import load_obliqa
+from rirag.data.runs import write_trec
+from rirag.data.splits import qrels_of, split_questions
 from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS, GeneratorSpec
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.pipeline import answer_question
 from rirag.generation.prompts import FEW_SHOT
 from rirag.generation.registry import build_generator
+from rirag.hub.dataset_build import BuildConfig, build
+from rirag.retrieval.metrics import evaluate_run, metric_names
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
-from rirag.splits import qrels_of, split_questions
 
 
 @dataclass

@@ -7,7 +7,7 @@ Usage:
     python scripts/models.py --rebuild et-train   # retrain a stage even when current (its dependents follow)
     python scripts/models.py --record benchmarks/results/models_build.json   # also write the table as JSON
 
-Stages (rirag.build_models.STAGES): obligation classifier, NLI judge, ET / ET+CT / CT encoders and the
+Stages (rirag.models.STAGES): obligation classifier, NLI judge, ET / ET+CT / CT encoders and the
 learned-fusion rankers of both protocols, the RAFT adapter. Each stage's output goes to artifacts/logs/models/
 <stage>.log; a stamp in artifacts/.build/ records the recipe hash and command it was built with. Ends with a table
 (artifact, status, minutes, command); exit 1 when a stage failed, 2 on a bad option.
@@ -21,9 +21,10 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from rirag.build_models import STAGES, build, failed, format_table, table_record
 from rirag.exit_codes import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 from rirag.io import atomic_write_json, provenance
+from rirag.models import STAGES
+from rirag.training.plan import build, failed, format_table, table_record
 
 
 @dataclass
@@ -37,7 +38,7 @@ class ModelsConfig:
 
 def write_record(path: str, rows) -> None:
     """The table with the machine it was measured on (cores, torch's CPU capability, native bf16)."""
-    from rirag.precision import cpu_capability, cpu_native_bf16
+    from rirag.training.precision import cpu_capability, cpu_native_bf16
 
     atomic_write_json(path, {**provenance(), "cpu_capability": cpu_capability(), "cpu_native_bf16": cpu_native_bf16(),
                              "rows": table_record(rows)})

@@ -1,4 +1,4 @@
-"""A tiny RAFT dataset as the builder saves it (:func:`rirag.generation.raft.save_raft_dataset`): 12 instances over 8
+"""A tiny RAFT dataset as the builder saves it (:func:`rirag.hub.dataset_build.save_raft_dataset`): 12 instances over 8
 one-sentence passages, 8 with their oracle passage, answered by a composer that cites every passage shown. Shared by
 the RAFT trainer tests (one process, two processes, the Hub round trip)."""
 
@@ -15,8 +15,9 @@ class CiteEveryPassage:
 
 
 def save_tiny_raft_dataset(out: str | Path) -> None:
-    from rirag.data import Passage
-    from rirag.generation.raft import ExtractiveTeacher, RaftInstance, raft_rows, save_raft_dataset, split_rows
+    from rirag.data.obliqa import Passage
+    from rirag.generation.raft import ExtractiveTeacher, RaftInstance, raft_rows, split_rows
+    from rirag.hub.dataset_build import save_raft_dataset
 
     corpus = {f"p{i}": Passage(f"p{i}", 1, str(i), f"A firm must file a return {i}.") for i in range(8)}
     instances = [RaftInstance(f"q{j}", "Must a firm file a return?", tuple(f"p{(j + k) % 8}" for k in range(4)),

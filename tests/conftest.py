@@ -22,7 +22,7 @@ def real_data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def real_obliqa(real_data_dir):
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
 
     return load_obliqa(real_data_dir)
 

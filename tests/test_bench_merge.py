@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from _scripts import load_script
-from rirag.data import DataError
+from rirag.errors import DataError
 from rirag.io import merge_results_file, merge_rows
 
 REPO = Path(__file__).resolve().parents[1]

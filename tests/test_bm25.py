@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rirag.data import DataError, load_obliqa
-from rirag.evaluation import evaluate_run
+from rirag.data.obliqa import load_obliqa
+from rirag.data.splits import qrels_of, split_questions
+from rirag.errors import DataError
 from rirag.retrieval.bm25 import BM25Config, BM25Index, document_index, passage_index
-from rirag.splits import qrels_of, split_questions
+from rirag.retrieval.metrics import evaluate_run
 
 
 def test_ranking_prefers_matching_passage(tiny_data_dir):

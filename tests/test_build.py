@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rirag.data import DataError
-from rirag.dataset_build import (
+from rirag.errors import DataError
+from rirag.hub.dataset_build import (
     AustralianBuildConfig,
     BuildConfig,
     australian_splits,
@@ -54,7 +54,7 @@ def test_build_shape_card_and_determinism(tiny_data_dir, tmp_path):
 
 
 def test_failed_build_leaves_nothing_half_written(tiny_data_dir, tmp_path, monkeypatch):
-    import rirag.dataset_build as db
+    import rirag.hub.dataset_build as db
 
     out = tmp_path / "out"
     build(BuildConfig(data=str(tiny_data_dir), out=str(out), audit_embedder="none", scheme="original"))

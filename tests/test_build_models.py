@@ -1,4 +1,4 @@
-"""make models (rirag.build_models): dependency order, skip when current, stale after a recipe or upstream change,
+"""make models (rirag.training.plan): dependency order, skip when current, stale after a recipe or upstream change,
 failures stop what depends on them, the table; fake stage commands (no training). Also: the real stage list matches
 the recipes and the scripts it names."""
 
@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from _scripts import load_script
-from rirag import build_models as bm
+from rirag import models
+from rirag.training import plan as bm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,7 +22,7 @@ def fake(name, needs=(), fail=False, minutes=1.0):
     body = ("import sys; sys.exit('boom: no data')" if fail else
             f"import os; os.makedirs('artifacts/{name}', exist_ok=True); "
             f"open('artifacts/{name}/config.json', 'w').write(open('recipes/{name}.yaml').read())")
-    return bm.Stage(name, f"artifacts/{name}", "config.json",
+    return models.Stage(name, f"artifacts/{name}", "config.json",
                     f"python -c {shlex.quote(body)} --config recipes/{name}.yaml", minutes, tuple(needs))
 
 
@@ -121,13 +122,13 @@ def test_script_prints_the_table_and_exit_codes(root, capsys, monkeypatch):
 
 
 def test_real_stages_match_recipes_scripts_and_hints():
-    bm.check_order(bm.STAGES)
-    names = [s.name for s in bm.STAGES]
+    bm.check_order(models.STAGES)
+    names = [s.name for s in models.STAGES]
     assert len(names) == len(set(names))
     for kind in ("obligation-classifier", "nli-judge", "et-train", "et-ct-train", "ct-train", "learned-fusion-train",
                  "raft"):
         assert kind in names
-    for stage in bm.STAGES:
+    for stage in models.STAGES:
         argv = bm.argv_of(stage.command)
         script = next(w for w in argv if w.startswith("train/"))
         assert (REPO / script).is_file(), stage.command
@@ -137,9 +138,9 @@ def test_real_stages_match_recipes_scripts_and_hints():
         words = shlex.split(stage.command)
         out = words[words.index("--output_dir") + 1] if "--output_dir" in words else recipe["output_dir"]
         assert os.path.normpath(out) == os.path.normpath(stage.artifact), stage.name  # the command writes there
-        hint = bm.build_hint(stage.artifact + "/")
+        hint = models.build_hint(stage.artifact + "/")
         assert "`make models`" in hint and stage.command in hint
-    assert bm.build_hint("artifacts/something-else") is None
+    assert models.build_hint("artifacts/something-else") is None
 
 
 def test_missing_artifact_error_names_it_make_models_and_its_trainer(tmp_path, monkeypatch):
@@ -163,11 +164,11 @@ def test_trainer_estimate_is_read_from_the_stage_log(tmp_path, caplog):
 
     from transformers import TrainerControl, TrainerState
 
-    from rirag.training import run_estimate
+    from rirag.training.runner import run_estimate
 
     log = tmp_path / "x.log"
     assert bm.trainer_estimate(log) is None
-    caplog.set_level(logging.INFO, "rirag.training")
+    caplog.set_level(logging.INFO, "rirag.training.runner")
     now = [0.0]
     callback = run_estimate(measure_steps=5, what="NLI judge", clock=lambda: now[0])  # the line a trainer logs
     state, control = TrainerState(max_steps=3143), TrainerControl()
@@ -181,7 +182,8 @@ def test_trainer_estimate_is_read_from_the_stage_log(tmp_path, caplog):
 
 
 def test_cli_check_of_a_missing_artifact_names_make_models(tmp_path, monkeypatch):
-    from rirag.validation import UsageError, model_available
+    from rirag.errors import UsageError
+    from rirag.models import model_available
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError) as err:

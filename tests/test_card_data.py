@@ -13,7 +13,8 @@ from huggingface_hub import ModelCard
 
 from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
 from _scripts import load_script
-from rirag.card_data import (
+from rirag.hub.assemble import assemble
+from rirag.hub.card_data import (
     CARD_DATA_FILE,
     CARD_FILE,
     ClassifierCard,
@@ -24,8 +25,8 @@ from rirag.card_data import (
     non_default_hyperparameters,
     save_card,
 )
-from rirag.cards import CardError
-from rirag.hub import Manifest, assemble, load_manifest
+from rirag.hub.cards import CardError
+from rirag.hub.manifest import Manifest, load_manifest
 
 RESULTS = "benchmarks/results/obligation_classifier.json"
 
@@ -153,7 +154,7 @@ def test_card_data_files_that_cannot_be_used_are_named(tmp_path):
 
 
 def test_an_unknown_key_in_a_manifest_context_is_an_error_row(tmp_path):
-    from rirag.hub import assemble_all
+    from rirag.hub.assemble import assemble_all
 
     (tmp_path / "artifacts" / "obl").mkdir(parents=True)
     (tmp_path / "artifacts" / "obl" / "config.json").write_text("{}")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import DatasetCard, ModelCard
 
-from rirag.cards import (
+from rirag.hub.assemble import assemble
+from rirag.hub.cards import (
     LOCAL_JUDGE_LABEL,
     SEED_PAPERS_BIBTEX,
     CardError,
@@ -19,7 +20,7 @@ from rirag.cards import (
     model_index,
     render_card,
 )
-from rirag.hub import Manifest, assemble, load_manifest
+from rirag.hub.manifest import Manifest, load_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -195,7 +196,7 @@ def test_bad_results_files_are_named(tmp_path):
 
 def test_a_card_without_results_has_no_model_index(tmp_path):
     manifest = Manifest(namespace="ns", entries=[])
-    from rirag.hub import Entry
+    from rirag.hub.manifest import Entry
 
     entry = Entry(name="enc", kind="model", repo="enc", source="artifacts/enc", card="sentence_transformer.md.j2",
                   context={"base_model": "sentence-transformers/all-MiniLM-L6-v2"})
@@ -211,7 +212,7 @@ def test_a_card_without_results_has_no_model_index(tmp_path):
 def test_a_trainers_own_card_gets_its_model_index_and_citation(tmp_path):
     """RAFT-style: the card train/raft.py wrote is kept; generation.json's rows for the adapter (measured on its
     weights) fill the model-index."""
-    from rirag.hub import Entry
+    from rirag.hub.manifest import Entry
     from rirag.io import weights_fingerprint
 
     generation = {"split": "validation", "judge": f"{LOCAL_JUDGE_LABEL}: artifacts/nli_judge", "rows": {

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rirag.cli import main
-from rirag.evaluation import read_trec
+from rirag.data.runs import read_trec
 from tests.test_generation_prompts import _tiny_classifier
 
 REPO = Path(__file__).resolve().parents[1]

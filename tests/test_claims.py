@@ -2,7 +2,7 @@
 
 import pytest
 
-from rirag.claims import QUESTION_TYPES, question_to_claim, question_type
+from rirag.text.claims import QUESTION_TYPES, question_to_claim, question_type
 
 
 @pytest.mark.parametrize("question, kind, claim", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from rirag.cli import main
-from rirag.evaluation import read_trec
+from rirag.data.runs import read_trec
 
 
 def test_retrieve_then_evaluate(tiny_data_dir, tmp_path, capsys):
@@ -41,7 +41,7 @@ def test_data_build_command(tiny_data_dir, tmp_path, capsys):
 
 
 def test_retriever_options_from_the_command_line(tiny_data_dir, tmp_path, capsys):
-    from rirag.evaluation import read_trec
+    from rirag.data.runs import read_trec
 
     base, tuned = tmp_path / "a.trec", tmp_path / "b.trec"
     assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(base)]) == 0

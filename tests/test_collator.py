@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rirag.collators import IGNORE_INDEX, HypothesisMaskingCollator, encode_entailment_example
+from rirag.training.collators import IGNORE_INDEX, HypothesisMaskingCollator, encode_entailment_example
 from tiny_encoder import write_vocab
 
 
@@ -70,7 +70,7 @@ def test_collator_pads_and_forces_one_mask(tokenizer):
 def test_masked_positions_loss_equals_the_stock_mlm_loss_and_gradients(tokenizer):
     from transformers import BertConfig, BertForMaskedLM
 
-    from rirag.mlm import masked_positions_loss, masked_positions_trainer, mlm_head
+    from rirag.training.mlm import masked_positions_loss, masked_positions_trainer, mlm_head
 
     torch.manual_seed(0)
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

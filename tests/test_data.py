@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from rirag.data import DataError, load_obliqa, resolve_data_dir
+from rirag.data.obliqa import load_obliqa, resolve_data_dir
+from rirag.errors import DataError
 
 
 def test_tiny_corpus_mapping_with_duplicate_keys(tiny_data_dir):

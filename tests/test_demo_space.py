@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "spaces" / "demo"))
 
 from backend import MAX_QUESTION_CHARS, Backend, DemoSettings, QuestionError, check_question  # noqa: E402
 
-from rirag.data import Passage  # noqa: E402
+from rirag.data.obliqa import Passage  # noqa: E402
 from rirag.retrieval.defaults import FALLBACK_RETRIEVER  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

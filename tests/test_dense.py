@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rirag.data import DataError, load_obliqa
+from rirag.data.obliqa import load_obliqa
+from rirag.errors import DataError
 from rirag.retrieval.dense import DenseRetriever, ModelLoadError, corpus_fingerprint, load_encoder, top_k
 from rirag.retrieval.registry import RETRIEVERS, RetrieverSpec, build_retriever
 from tiny_encoder import tiny_sentence_transformer
@@ -93,7 +94,7 @@ def test_registry_builds_every_retriever_and_keeps_bm25(tiny, tiny_model, monkey
 
 def test_cli_retrieve_dense(tiny_data_dir, tiny_model, tmp_path, monkeypatch):
     from rirag.cli import main
-    from rirag.evaluation import read_trec
+    from rirag.data.runs import read_trec
 
     monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run.trec"

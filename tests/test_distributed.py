@@ -6,7 +6,7 @@ that works and writes nothing. Marked ``distributed`` (``pytest -m distributed``
 on a loaded 2-core machine (start-up and imports of two processes dominate).
 
 Learned fusion is not here: it trains LightGBM in one process (no torch data parallelism) and refuses a
-multi-process launch (``rirag.training.single_process_only``).
+multi-process launch (``rirag.training.runner.single_process_only``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from _scoring_fixtures import OBLIGATION_LABELS, tiny_bert
-from rirag.training import CPU_MULTIPROCESS_CONFIG
+from rirag.training.runner import CPU_MULTIPROCESS_CONFIG
 
 pytestmark = pytest.mark.distributed
 
@@ -269,7 +269,7 @@ def test_a_launch_that_starts_one_process_instead_of_two_stops_and_writes_nothin
                                               str(_free_port())])
     # the trainer's own last word is one line (accelerate's launcher then reports its exit status 2)
     assert proc.returncode != 0 and "returned non-zero exit status 2" in proc.stderr, proc.stderr[-3000:]
-    said = [line for line in proc.stderr.splitlines() if line.startswith("ERROR:rirag.training:")]
+    said = [line for line in proc.stderr.splitlines() if line.startswith("ERROR:rirag.training.runner:")]
     assert len(said) == 1 and CPU_MULTIPROCESS_CONFIG in said[0] and "runs in 1" in said[0]
     assert "Traceback" not in proc.stderr.split(said[0])[0]  # no traceback from the trainer before it
     assert {p.name for p in (tmp_path / "run").iterdir()} == {"config.yaml"}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rirag.data import DataError
-from rirag.evaluation import evaluate_run, read_trec, write_trec
+from rirag.data.runs import read_trec, write_trec
+from rirag.errors import DataError
+from rirag.retrieval.metrics import evaluate_run
 
 QRELS = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}, "q3": {"d": 1}}
 RUN = {"q1": {"a": 0.9, "x": 0.8, "b": 0.7}, "q2": {"y": 0.5, "z": 0.4, "c": 0.3}}  # q3: nothing retrieved

@@ -19,7 +19,7 @@ from rirag.scoring.answer_quality import (
     shared_answers,
     words,
 )
-from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit, split_units
+from rirag.text.units import NOT_ADDRESSED, answer_units, is_broken_unit, split_units
 
 
 def bag_of_words(texts: list[str]) -> np.ndarray:
@@ -101,7 +101,7 @@ def test_headings_only_passages_have_no_unit_and_get_the_abstention_line():
 
 
 def test_a_mistyped_classifier_folder_is_an_error_not_a_silent_fallback(tmp_path):
-    from rirag.data import DataError
+    from rirag.errors import DataError
 
     with pytest.raises(DataError, match="is not a folder"):
         FocusedAnswerer(str(tmp_path / "no-such-classifier"))
@@ -173,7 +173,7 @@ def test_the_answer_is_the_third_unit_of_the_second_passage():
 def _scored(*rows):
     """ScoredUnits from (passage, index, words, unit score, passage retrieval score) rows."""
     from rirag.generation.focused import ScoredUnit
-    from rirag.units import Unit
+    from rirag.text.units import Unit
 
     return [ScoredUnit(Unit(" ".join(f"p{p}u{i}w{k}" for k in range(n)), p, i, 0, 1), score, retrieval)
             for p, i, n, score, retrieval in rows]
@@ -227,7 +227,7 @@ def test_the_frozen_scorer_matches_this_version():
 
 
 def test_bad_scorer_file_names_the_file(tmp_path):
-    from rirag.data import DataError
+    from rirag.errors import DataError
 
     bad = tmp_path / "scorer.json"
     bad.write_text("{not json")
@@ -338,7 +338,7 @@ def test_table_rows_carry_headers_and_wrapped_cells():
 
 
 def test_near_duplicate_passages_are_cited_together_in_one_sentence():
-    from rirag.answer_record import parse_citations
+    from rirag.text.citations import parse_citations
 
     rule = "A Fund Manager must notify the Regulator within 10 business days of any change of its auditor."
     passages = [PASSAGES[0], f"{rule} The notice must be in writing.", f"{rule} The notice must be in writing."]

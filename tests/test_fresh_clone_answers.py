@@ -30,9 +30,9 @@ def _run(args: list[str], cwd: Path, data: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory, real_data_dir):
     """An empty working folder (no artifacts/) and two validation questions of the committed best run."""
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
-    from rirag.splits import split_questions
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import split_questions
 
     folder = tmp_path_factory.mktemp("fresh")
     run = read_trec(REPO / "benchmarks" / "runs" / "validation.best.trec.gz")

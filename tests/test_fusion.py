@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from rirag.data import DataError
+from rirag.errors import DataError
 from rirag.retrieval.fusion import (
     HybridRetriever,
     RankFusionRetriever,

@@ -102,8 +102,8 @@ def test_merge_keeps_other_rows(tmp_path):
 
 @pytest.mark.slow
 def test_sample_is_fixed_and_validation_only(real_obliqa):
-    from rirag.evaluation import read_trec
-    from rirag.splits import split_questions
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import split_questions
 
     run = read_trec(REPO / "benchmarks" / "runs" / "validation.best.trec.gz")
     validation = split_questions(real_obliqa, "validation")
@@ -118,8 +118,8 @@ def test_sample_is_fixed_and_validation_only(real_obliqa):
 
 @pytest.mark.slow
 def test_generate_is_resumable_and_gzipped(real_obliqa, tmp_path):
-    from rirag.evaluation import read_trec
-    from rirag.splits import split_questions
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import split_questions
     from tiny_causal_lm import tiny_causal_lm
 
     base = tiny_causal_lm(tmp_path / "lm")

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from rirag.cli import main
-from rirag.evaluation import read_trec, write_trec
+from rirag.data.runs import read_trec, write_trec
 from rirag.generation import pipeline
 from rirag.generation.base import PromptedAnswerer
 from rirag.generation.extractive import ExtractiveComposer
@@ -172,7 +172,8 @@ def test_empty_and_over_long_questions_and_empty_or_uncited_generations():
 
 
 def test_answer_question_with_a_retriever(tiny_data_dir):
-    from rirag.data import DataError, load_obliqa
+    from rirag.data.obliqa import load_obliqa
+    from rirag.errors import DataError
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
     obliqa = load_obliqa(tiny_data_dir)

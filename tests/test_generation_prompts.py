@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from rirag.generation import prompts
-from rirag.generation.citations import numbers_in, parse_citations, strip_citations
 from rirag.generation.extractive import ExtractiveComposer
 from rirag.generation.prompts import (
     CLOSED_BOOK,
@@ -18,6 +17,7 @@ from rirag.generation.prompts import (
     final_answer,
     passages_from_messages,
 )
+from rirag.text.citations import numbers_in, parse_citations, strip_citations
 
 PASSAGES = ["An Authorised Person must keep records\nfor six years.", "The Regulator may ask for a report."]
 
@@ -84,7 +84,7 @@ def test_final_answer_takes_the_last_answer_line():
 
 @pytest.mark.slow
 def test_worked_examples_are_verbatim_training_questions(real_obliqa):
-    from rirag.splits import split_questions
+    from rirag.data.splits import split_questions
 
     train = {q.id: q for q in split_questions(real_obliqa, "train")}
     held_out = {q.id for s in ("validation", "test") for q in split_questions(real_obliqa, s)}

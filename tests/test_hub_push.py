@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rirag import hub
-from rirag.hub import ManifestError, assemble_all, load_manifest, push_all, push_folder
+from rirag.hub import manifest as hub_manifest
+from rirag.hub.assemble import assemble_all
+from rirag.hub.manifest import ManifestError, load_manifest
+from rirag.hub.push import push_all, push_folder
 
 REPO = Path(__file__).resolve().parents[1]
 ENCODER_CONTEXT = {"base_model": "sentence-transformers/all-MiniLM-L6-v2", "description": "d", "train_data": "t"}
@@ -214,9 +216,9 @@ def test_bad_manifests_name_the_entry_and_field(tmp_path, entry, message):
 
 def test_namespace_override_order(tmp_path, monkeypatch):
     path = _write_manifest(tmp_path, [{"name": "a", "kind": "model", "source": "x", "repo": "r"}])
-    monkeypatch.delenv(hub.NAMESPACE_ENV, raising=False)
+    monkeypatch.delenv(hub_manifest.NAMESPACE_ENV, raising=False)
     assert load_manifest(path).repo_id(load_manifest(path).entries[0]) == "me/r"
-    monkeypatch.setenv(hub.NAMESPACE_ENV, "env-ns")
+    monkeypatch.setenv(hub_manifest.NAMESPACE_ENV, "env-ns")
     assert load_manifest(path).namespace == "env-ns"
     assert load_manifest(path, namespace="cli-ns").namespace == "cli-ns"
     path.write_text(yaml.safe_dump({"entries": [{"name": "a", "kind": "model", "source": "x", "repo": "r"},
@@ -266,7 +268,7 @@ def test_the_project_manifest_is_consistent():
         if entry.kind in ("model", "adapter") and entry.card != "source":
             assert entry.results, f"{entry.name}: a model card without results files"
     kinds = {e.kind for e in manifest.entries}
-    assert kinds == set(hub.REPO_TYPES)
+    assert kinds == set(hub_manifest.REPO_TYPES)
     assert len({e.repo for e in manifest.entries}) == len(manifest.entries)
 
 
@@ -388,8 +390,8 @@ def test_each_load_check_uses_a_fresh_datasets_cache(tmp_path, monkeypatch):
     import datasets.config
     from datasets import Dataset, load_dataset
 
-    from rirag.hub import Entry, Manifest
-    from rirag.hub_load import check_load
+    from rirag.hub.load import check_load
+    from rirag.hub.manifest import Entry, Manifest
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "shared-cache")
     snippet = ('---\nconfigs:\n- config_name: corpus\n  data_files: corpus/*.arrow\n---\n\n```python\n'
@@ -462,7 +464,7 @@ def test_the_artifacts_own_record_fills_the_model_index_only_for_its_weights(tmp
     card data) is used when it names these weights; a record of other weights is not."""
     import json
 
-    from rirag.card_data import ClassifierCard, save_card
+    from rirag.hub.card_data import ClassifierCard, save_card
     from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
 
     folder, manifest = _classifier_project(tmp_path, b"\1" * 4096)
@@ -484,7 +486,7 @@ def test_the_artifacts_own_record_fills_the_model_index_only_for_its_weights(tmp
 
 
 def test_benchmark_rows_record_the_weights_of_each_artifact_they_name(tmp_path, monkeypatch):
-    from rirag.cards import collect_results
+    from rirag.hub.cards import collect_results
     from rirag.io import WEIGHTS_FINGERPRINT, merge_results_file, weights_fingerprint
 
     monkeypatch.chdir(tmp_path)

@@ -92,8 +92,8 @@ def published(tmp_path_factory):
     """A project root holding a tiny artifact at each built entry's source path, after `make publish` (dry run)."""
     import importlib.util
 
-    from rirag.data import load_obliqa
-    from rirag.dataset_build import BuildConfig, build
+    from rirag.data.obliqa import load_obliqa
+    from rirag.hub.dataset_build import BuildConfig, build
     from rirag.scoring.constants import NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
     root = tmp_path_factory.mktemp("project")
@@ -136,7 +136,7 @@ def published(tmp_path_factory):
 
 
 def test_the_round_trip_covers_every_kind_of_the_manifest():
-    from rirag.hub import load_manifest
+    from rirag.hub.manifest import load_manifest
 
     manifest = load_manifest(MANIFEST, namespace="ns")
     entries = {e.name: e for e in manifest.entries}
@@ -192,8 +192,8 @@ def test_a_snippet_that_does_not_load_is_reported_failed(published, tmp_path):
     """The check can fail: an upload folder whose weights are gone, and a card whose snippet names another repo."""
     import shutil
 
-    from rirag.hub import load_manifest
-    from rirag.hub_load import check_load
+    from rirag.hub.load import check_load
+    from rirag.hub.manifest import load_manifest
 
     root, rows = published
     manifest = load_manifest(MANIFEST)
@@ -230,7 +230,7 @@ def test_the_metric_cards_first_snippet_runs_verbatim_for_a_hub_user(published, 
     import os
     import subprocess
 
-    from rirag.hub_load import code_blocks
+    from rirag.hub.load import code_blocks
     from rirag.scoring.constants import OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, OFFICIAL_OBLIGATION_MODEL
 
     _, rows = published
@@ -258,14 +258,14 @@ def test_the_metric_cards_first_snippet_runs_verbatim_for_a_hub_user(published, 
 def test_the_metric_defaults_name_the_published_classifier(caplog, tmp_path):
     """The metric's default obligation model is the repo hub_push publishes the classifier to (one namespace); a
     publish under another namespace says that the default is not its classifier."""
-    from rirag.hub import load_manifest
+    from rirag.hub.manifest import load_manifest
     from rirag.scoring.constants import OFFICIAL_OBLIGATION_MODEL
 
     manifest = load_manifest(MANIFEST, namespace="rirag")
     entry = next(e for e in manifest.entries if e.name == "obligation-classifier")
     assert manifest.repo_id(entry) == OFFICIAL_OBLIGATION_MODEL
     assert "license: apache-2.0" in (REPO / "evaluate_scripts" / "repass" / "README.md").read_text().split("---")[1]
-    from rirag.hub import assemble_all
+    from rirag.hub.assemble import assemble_all
 
     assemble_all(load_manifest(MANIFEST, namespace="my-org"), tmp_path, only=["obligation-classifier"])
     assert "publishes the classifier as my-org/rirag-obligation-classifier" in caplog.text
@@ -284,8 +284,8 @@ def test_every_line_of_the_readmes_hub_table_runs_against_the_assembled_folders(
 
     from transformers import AutoModelForCausalLM
 
-    from rirag.hub import load_manifest
-    from rirag.hub_load import _replace_ids, fresh_datasets_cache, local_ids, run_retrieve_snippet
+    from rirag.hub.load import _replace_ids, fresh_datasets_cache, local_ids, run_retrieve_snippet
+    from rirag.hub.manifest import load_manifest
 
     root, rows = published
     manifest = load_manifest(MANIFEST)

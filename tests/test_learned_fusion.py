@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rirag.data import DataError, Passage
+from rirag.data.obliqa import Passage
+from rirag.errors import DataError
 from rirag.retrieval.learned_fusion import (
     CONFIG_FILE,
     FEATURE_VERSION,
@@ -183,8 +184,8 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     import learned_fusion as script
 
     monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
-    from rirag.data import load_obliqa
-    from rirag.splits import split_questions
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import split_questions
     from tiny_encoder import tiny_sentence_transformer
 
     # the folders the ablation's rows read (benchmarks/retrieval.py --update-learned-fusion-rows)
@@ -201,7 +202,7 @@ def test_train_script_saves_a_ranker_the_registry_reloads(tiny_data_dir, tmp_pat
     assert (out / "memory.json").exists() == memory and saved["memory_depth"] == (3 if memory else 0)
     assert set(result["metrics"]) >= {"recall@10", "map@10"} and 0.0 <= result["metrics"]["recall@10"] <= 1.0
     assert "learned-fusion" in (out / "README.md").read_text()
-    from rirag.card_data import load_card_data  # its card: card data rendered by model_cards/learned_fusion.md.j2
+    from rirag.hub.card_data import load_card_data  # its card: card data rendered by model_cards/learned_fusion.md.j2
 
     card = load_card_data(out)
     assert card.KIND == "learned-fusion" and card.render() == (out / "README.md").read_text()
@@ -244,9 +245,10 @@ def _check_update_rows(data, tmp_path, retriever, memory):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import retrieval as bench
     from rirag.constants import RUN_DEPTH
-    from rirag.data import load_obliqa
-    from rirag.evaluation import evaluate_run, read_trec
-    from rirag.splits import qrels_of, split_questions
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import qrels_of, split_questions
+    from rirag.retrieval.metrics import evaluate_run
 
     old_bm25 = {"protocol": "original", "split": "original-test", "row": "bm25", "recall@10": 0.5, "status": "ok"}
     row = bench.MEMORY_ROW if memory else bench.LEARNED_FUSION_ROW

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rirag.missing_parts import (
+from rirag.scoring.answer_quality import answer_quality, broken_units, gold_below_rank1
+from rirag.text.missing_parts import (
     MISSING_PREFIX,
     asked_parts,
     has_missing_statement,
@@ -10,7 +11,6 @@ from rirag.missing_parts import (
     stated_kinds,
     statement,
 )
-from rirag.scoring.answer_quality import answer_quality, broken_units, gold_below_rank1
 
 
 def test_parts_are_read_from_the_question():

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from rirag.data import Passage, Question
+from rirag.data.obliqa import Passage, Question
 from rirag.retrieval.negatives import draw, negative_pools
 
 
@@ -55,8 +55,8 @@ def test_contrastive_columns_with_mined_negatives(tiny_data_dir):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
     import contrastive_tuning as ct
-    from rirag.data import load_obliqa
-    from rirag.splits import split_questions
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import split_questions
 
     obliqa = load_obliqa(tiny_data_dir)
     questions = [q for q in split_questions(obliqa, "original-dev") if q.gold]

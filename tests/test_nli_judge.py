@@ -161,7 +161,7 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     assert set(res["per_source"]) == {"snli", "anli", "rte"}
     assert res["max_length"] <= 24 and res["train_steps"] == 3 and res["train_pairs_per_second"] > 0
     # the precision chosen for this machine and the CPU capability it was chosen on
-    from rirag.precision import cpu_native_bf16
+    from rirag.training.precision import cpu_native_bf16
 
     assert res["precision"] == ("bf16" if cpu_native_bf16() else "fp32")
     assert res["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
@@ -179,7 +179,7 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     # judged (and saved for RePASs) at the length it was trained at
     assert res["inference_max_length"] == res["max_length"] == tok.model_max_length
     # its card: card data beside the weights, the README rendered from it by model_cards/nli_judge.md.j2
-    from rirag.card_data import load_card_data
+    from rirag.hub.card_data import load_card_data
 
     card = load_card_data(out)
     text = (out / "README.md").read_text()
@@ -215,7 +215,7 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
 def test_a_run_over_its_time_guard_stops_after_the_first_steps_and_saves_nothing(tmp_path, caplog):
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
 
-    from rirag.training import TrainingRefused, run_trainer
+    from rirag.training.runner import TrainingRefused, run_trainer
 
     module = load_judge_module()
     root = fake_nli_root(tmp_path, n=40)

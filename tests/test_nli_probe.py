@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from rirag.data import Passage
+from rirag.data.obliqa import Passage
 from rirag.scoring import nli_probe as P
 
 

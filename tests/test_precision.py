@@ -1,5 +1,5 @@
-"""Precision from the hardware (rirag.precision) for every trainer recipe, the run-time estimate and its guard
-(rirag.training), and trainers that leave only the artifact (no checkpoint folders)."""
+"""Precision from the hardware (rirag.training.precision) for every trainer recipe, the run-time estimate and its guard
+(rirag.training.runner), and trainers that leave only the artifact (no checkpoint folders)."""
 
 import importlib
 import json
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from _scripts import load_script
-from rirag import precision as P
-from rirag import training as T
+from rirag.training import precision as P
+from rirag.training import runner as T
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -147,7 +147,7 @@ def _steps(callback, clock, seconds_per_step, max_steps, n):
 def test_estimate_refuses_a_run_over_its_guard_after_the_first_steps(caplog):
     import logging
 
-    caplog.set_level(logging.INFO, "rirag.training")
+    caplog.set_level(logging.INFO, "rirag.training.runner")
     clock = Clock()
     # 75 s per step (bf16 emulated), 3,143 steps, a 57-minute guard: refused after the 5 measured steps
     slow = T.run_estimate(57, measure_steps=5, what="NLI judge", clock=clock)
@@ -190,7 +190,7 @@ def test_slow_first_steps_are_a_warm_up_the_guard_decides_on_the_steady_rate(cap
 
     from transformers import TrainerControl, TrainerState
 
-    caplog.set_level(logging.INFO, "rirag.training")
+    caplog.set_level(logging.INFO, "rirag.training.runner")
 
     def run(steady_seconds, steps):
         clock = Clock()

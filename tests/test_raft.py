@@ -9,7 +9,8 @@ import random
 import pytest
 
 from _scripts import load_script
-from rirag.data import DataError, Passage, Question
+from rirag.data.obliqa import Passage, Question
+from rirag.errors import DataError
 from rirag.generation.prompts import FEW_SHOT_COT, NO_ANSWER, final_answer, passages_from_messages
 from rirag.generation.raft import (
     DISTRACTORS_WITH_ORACLE,
@@ -21,9 +22,9 @@ from rirag.generation.raft import (
     check_training_split,
     raft_rows,
     renumber_citations,
-    save_raft_dataset,
     split_rows,
 )
+from rirag.hub.dataset_build import save_raft_dataset
 
 WORDS = ("capital client money records report regulator custody audit fund insurer broker licence breach notify "
          "annual return auditor director governance liquidity reserve trading venue sanctions screening").split()
@@ -225,9 +226,9 @@ def test_dataset_dict_and_card(mined, tmp_path):
 @pytest.mark.slow
 def test_real_training_questions_mix(real_obliqa):
     """On the real leakage-free train split with BM25 distractors: P holds and no validation question leaks."""
+    from rirag.data.splits import split_questions
     from rirag.retrieval.bm25 import passage_index
     from rirag.retrieval.negatives import negative_pools
-    from rirag.splits import split_questions
 
     train = [q for q in split_questions(real_obliqa, "train") if q.gold][:600]
     validation = {q.id for q in split_questions(real_obliqa, "validation")}

@@ -147,8 +147,9 @@ def _check_raft_cards(root: Path, base: str) -> None:
 
     import yaml
 
-    from rirag.card_data import CARD_DATA_FILE, CARD_FILE, RAFTAdapterCard, load_card_data
-    from rirag.hub import assemble, load_manifest
+    from rirag.hub.assemble import assemble
+    from rirag.hub.card_data import CARD_DATA_FILE, CARD_FILE, RAFTAdapterCard, load_card_data
+    from rirag.hub.manifest import load_manifest
 
     for folder, variant, library in (("out", "adapter", "peft"), ("merged", "merged", "transformers")):
         text = (root / folder / CARD_FILE).read_text()

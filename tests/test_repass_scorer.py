@@ -5,7 +5,7 @@ import pytest
 
 from _scoring_fixtures import fake_scorer, tiny_bert, tiny_deberta, tiny_models
 from rirag.scoring.repass import RePASsConfig, RePASsScorer, normalise_inputs
-from rirag.scoring.sentences import punkt_split
+from rirag.text.sentences import punkt_split
 
 PASSAGE = "Firms must keep records for six years. The sky is blue. Firms must report to the regulator."
 

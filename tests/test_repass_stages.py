@@ -73,7 +73,7 @@ def _old_split_item(scorer, answer, passages, split):
 
 def _old_score(scorer, predictions, passages):
     from rirag.scoring.models import label_index, obligation_index
-    from rirag.sentences import get_splitter
+    from rirag.text.sentences import get_splitter
 
     cfg = scorer.config
     items = normalise_inputs(predictions, passages)
@@ -279,7 +279,7 @@ def test_signature_names_the_models_actually_used():
 def test_signature_fields_labels_and_escaping():
     from types import SimpleNamespace
 
-    from rirag.sentences import nltk_split, punkt_split
+    from rirag.text.sentences import nltk_split, punkt_split
 
     def my_splitter(text):
         return [text]

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rirag.data import DataError, Passage, load_obliqa
+from rirag.data.obliqa import Passage, load_obliqa
+from rirag.errors import DataError
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.retrieval.rerank import RerankRetriever, rerank_run
 
@@ -91,8 +92,9 @@ def _check_reranker_card(root: Path, base: str, loss: str) -> None:
 
     import yaml
 
-    from rirag.card_data import CARD_DATA_FILE, CARD_FILE, RerankerCard, load_card_data
-    from rirag.hub import assemble, load_manifest
+    from rirag.hub.assemble import assemble
+    from rirag.hub.card_data import CARD_DATA_FILE, CARD_FILE, RerankerCard, load_card_data
+    from rirag.hub.manifest import load_manifest
 
     folder = root / "rr"
     text = (folder / CARD_FILE).read_text()

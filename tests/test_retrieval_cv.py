@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from _scripts import load_script
-from rirag.data import Question
+from rirag.data.obliqa import Question
 
 
 def _load(name: str):
@@ -106,7 +106,7 @@ def test_result_rows_give_pooled_per_fold_difference_and_minutes():
 
 
 def test_small_checks_cap_folds_and_restrict_the_corpus(tiny_data_dir):
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
 
     cv = _load("retrieval_cv")
     obliqa = load_obliqa(tiny_data_dir)
@@ -154,7 +154,7 @@ class _HashDense:
 def test_learned_fusion_trains_each_fold_on_the_other_folds_only(tiny_data_dir, monkeypatch):
     pytest.importorskip("lightgbm")
     import rirag.retrieval.learned_fusion as lf
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
     from rirag.retrieval.bm25 import passage_index
 
     cv = _load("retrieval_cv")

@@ -139,7 +139,7 @@ class Heavy(BaseException):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_path, classifier, patch_everywhere):
     import rirag.cli.answers as commands
-    import rirag.evaluation
+    import rirag.data.runs
 
     argv, _ = CASES[case](tmp_path, tiny_data_dir, classifier)
 
@@ -147,7 +147,7 @@ def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_pa
         raise Heavy("heavy work before the check")
 
     for module, name in ((commands, "generator_from_args"), (commands, "retriever_from_args"),
-                         (rirag.evaluation, "read_trec")):  # read_trec: the commands' own binding too
+                         (rirag.data.runs, "read_trec")):  # read_trec: the commands' own binding too
         patch_everywhere(module, name, heavy)
     assert main(argv) == 2
 
@@ -212,14 +212,14 @@ def test_two_writers_at_once(tiny_data_dir, tmp_path, classifier):
 
 
 def rirag_read_trec(path):
-    from rirag.evaluation import read_trec
+    from rirag.data.runs import read_trec
 
     return read_trec(path)
 
 
 def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatch):
     import rirag.cli.answers as commands
-    from rirag.data import DataError
+    from rirag.errors import DataError
 
     out = tmp_path / "submission"
     other = tmp_path / "other.json"
@@ -271,7 +271,7 @@ def test_manifest_differences_and_check(tmp_path):
         out.write_text("[]")  # an answers file: its manifest stays
     assert sorted(p.name for p in tmp_path.iterdir()) == ["answers.json", "answers.json.manifest.json"]
     AnswersRun(out, b).check()
-    from rirag.validation import UsageError
+    from rirag.errors import UsageError
 
     with pytest.raises(UsageError, match="differs in the questions"):
         AnswersRun(out, c).check()

@@ -259,7 +259,7 @@ def test_nothing_scored_is_one_error_and_no_header_only_csv(tmp_path, monkeypatc
     # through the command: models present (tiny fakes), one line on stderr, exit 2
     scorer, _ = fake_scorer()
     monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: FailsOn(scorer, "POISON"))
-    monkeypatch.setattr("rirag.validation.model_available", lambda name, what="model": name)
+    monkeypatch.setattr("rirag.models.model_available", lambda name, what="model": name)
     assert main(["evaluate", "answers", "--answers", str(src), "--nli-model", "n", "--coverage-model", "c",
                  "--obligation-model", "o"]) == 2
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
@@ -275,7 +275,7 @@ def test_evaluate_answers_with_a_huge_answer_through_the_command(tmp_path, monke
     _with_huge_answer(src)
     scorer, _ = fake_scorer()
     monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
-    monkeypatch.setattr("rirag.validation.model_available", lambda name, what="model": name)
+    monkeypatch.setattr("rirag.models.model_available", lambda name, what="model": name)
     assert main(["evaluate", "answers", "--answers", str(src), "--nli-model", "n", "--coverage-model", "c",
                  "--obligation-model", "o"]) == 0
     printed = capsys.readouterr().out
@@ -286,7 +286,7 @@ def test_evaluate_answers_with_a_huge_answer_through_the_command(tmp_path, monke
 def test_the_sentence_splitter_has_a_length_guard(monkeypatch):
     import time
 
-    from rirag.scoring import sentences
+    from rirag.text import sentences
 
     short = "Firms must keep records. The Regulator may ask for them! Is that so? Yes."
     assert sentences.punkt_split(short) == tuple(sentences.punkt_tokenizer().tokenize(short))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rirag import sentences
-from rirag.units import split_units
+from rirag.text import sentences
+from rirag.text.units import split_units
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -76,12 +76,12 @@ def test_same_sentences_as_nltk_on_real_passages(real_obliqa, nltk_split):
 
 _PROBE = """
 import json, sys
-from rirag.answer_record import parse_citations
-from rirag.units import split_units
+from rirag.text.citations import parse_citations
+from rirag.text.units import split_units
 units = split_units({passage!r})
 parsed = parse_citations({answer!r}, ["p1", "p2"])
 if {nltk!r}:
-    from rirag.sentences import nltk_punkt_tokenizer
+    from rirag.text.sentences import nltk_punkt_tokenizer
     nltk_punkt_tokenizer()
 print(json.dumps({{"units": [u.text for u in units], "sentences": parsed.sentences,
                   "loaded": sorted(m for m in ("nltk", "scipy", "sklearn", "pandas") if m in sys.modules)}}))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rirag.data import DataError, Question, load_obliqa
-from rirag.splits import leakage_free_split, overlap_audit, split_questions
+from rirag.data.obliqa import Question, load_obliqa
+from rirag.data.splits import leakage_free_split, overlap_audit, split_questions
+from rirag.errors import DataError
 
 
 def _check_invariants(o, split):

@@ -90,7 +90,7 @@ def test_no_trainer_calls_a_librarys_own_push():
 
 
 def test_a_pushed_adapter_names_its_base_models_hub_id(tmp_path, hub_api):
-    from rirag.hub import push_trained
+    from rirag.hub.push import push_trained
 
     adapter = tmp_path / "artifacts" / "raft" / "adapter"
     adapter.mkdir(parents=True)

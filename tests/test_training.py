@@ -17,7 +17,7 @@ TEXTS = ["passage: an authorised person must maintain records", "query: how long
 
 def _assert_encoder_card(folder: Path, base: str, tag: str, hyperparameter: str) -> None:
     """The trainer saved EncoderCard data and the README.md hub_push's template renders from it (same bytes)."""
-    from rirag.card_data import CARD_FILE, EncoderCard, load_card_data
+    from rirag.hub.card_data import CARD_FILE, EncoderCard, load_card_data
 
     card = load_card_data(folder, EncoderCard)
     assert card is not None and card.TEMPLATE == "sentence_transformer.md.j2"
@@ -106,9 +106,9 @@ def test_no_duplicates_sampler_never_repeats_question_or_passage(tiny_data_dir):
     from datasets import Dataset
     from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import split_questions
     from rirag.retrieval.dense import question_passage_pairs
-    from rirag.splits import split_questions
 
     obliqa = load_obliqa(tiny_data_dir)
     questions = split_questions(obliqa, "original-dev")
@@ -158,7 +158,7 @@ def test_recipes_parse_and_unknown_keys_fail(script, args_cls, targs, tmp_path):
 def test_a_launch_that_got_fewer_processes_than_asked_is_refused_naming_the_config_that_works():
     from types import SimpleNamespace
 
-    from rirag.training import (
+    from rirag.training.runner import (
         CPU_MULTIPROCESS_CONFIG,
         TrainingRefused,
         batch_facts,
@@ -189,7 +189,7 @@ def test_a_launch_that_got_fewer_processes_than_asked_is_refused_naming_the_conf
 def test_trainers_that_save_from_rank_0_refuse_fsdp():
     from types import SimpleNamespace
 
-    from rirag.training import TrainingRefused, no_fsdp
+    from rirag.training.runner import TrainingRefused, no_fsdp
 
     no_fsdp(SimpleNamespace(fsdp=""), "the judge", {})
     for args, env in ((SimpleNamespace(fsdp="full_shard"), {}), (SimpleNamespace(fsdp=""),

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from rirag import validation
-from rirag.cli import main, options, runner
+from rirag.cli import checks, main, options, runner
+from rirag.errors import UsageError
 from rirag.retrieval.registry import retriever_options
 
 REPO = Path(__file__).resolve().parents[1]
@@ -216,8 +217,8 @@ class Heavy(BaseException):
 @pytest.fixture
 def no_heavy_work(patch_everywhere):
     """Loading the corpus, an encoder or the RePASs scorer fails the test with :class:`Heavy`."""
-    import rirag.data
-    import rirag.dataset_build  # imported here, so that its own binding of load_obliqa is patched and restored
+    import rirag.data.obliqa
+    import rirag.hub.dataset_build  # imported here, so that its own binding of load_obliqa is patched and restored
     import rirag.retrieval.dense
     import rirag.scoring.repass
 
@@ -225,7 +226,7 @@ def no_heavy_work(patch_everywhere):
         raise Heavy("heavy work before the check")
 
     # the commands bind load_obliqa at their top: each loaded module's binding is patched
-    patch_everywhere(rirag.data, "load_obliqa", heavy)
+    patch_everywhere(rirag.data.obliqa, "load_obliqa", heavy)
     patch_everywhere(rirag.retrieval.dense, "load_encoder", heavy)
     patch_everywhere(rirag.scoring.repass, "RePASsScorer", heavy)
 
@@ -327,25 +328,25 @@ def test_option_types_and_ranges():
     assert validation.option_pair("b=0") == ("b", 0.0) and validation.option_pair("b=1") == ("b", 1.0)
     for bad in ("alpha=nan", "alpha=-0.1", "b=1.5", "k1=-1", "k1=inf", "depth=0", "depth=1.5", "rrf_k=-1",
                 "doc_weight=2", "passages=both", "method=okapi", "max_seq_length=0", "=3", "alpha"):
-        with pytest.raises(validation.UsageError):
+        with pytest.raises(UsageError):
             validation.option_pair(bad)
     # an option another retriever takes is refused by this one; required options are required
-    with pytest.raises(validation.UsageError, match="unknown option"):
+    with pytest.raises(UsageError, match="unknown option"):
         retriever_options("bm25", {"alpha": 0.5})
-    with pytest.raises(validation.UsageError, match="ranker"):
+    with pytest.raises(UsageError, match="ranker"):
         retriever_options("learned-fusion", {})
     assert retriever_options("hybrid", [("alpha", "0.3"), ("depth", "20")]) == {"alpha": 0.3, "depth": 20}
 
 
 def test_the_library_checks_options_too(tiny_data_dir):
     """build_retriever refuses a bad value before anything loads (the benchmarks and the demo call it directly)."""
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
     corpus = load_obliqa(tiny_data_dir).corpus
-    with pytest.raises(validation.UsageError, match=r"\[0, 1\]"):
+    with pytest.raises(UsageError, match=r"\[0, 1\]"):
         build_retriever(corpus, RetrieverSpec("bm25", None, {"b": -3}))
-    with pytest.raises(validation.UsageError, match="needs a dense model"):
+    with pytest.raises(UsageError, match="needs a dense model"):
         build_retriever(corpus, RetrieverSpec("hybrid", None, {"alpha": 0.5}))
 
 
@@ -400,14 +401,14 @@ def test_errors_after_loading_are_still_the_last_line(case, tiny_data_dir, tmp_p
 def test_os_errors_read_as_words():
     import errno
 
-    line = validation.error_line(PermissionError(errno.EACCES, "Permission denied", "/x/answers.json"))
+    line = checks.error_line(PermissionError(errno.EACCES, "Permission denied", "/x/answers.json"))
     assert line == "/x/answers.json: permission denied (this account may not read or write it)"
-    assert "Errno" not in validation.error_line(OSError(errno.ENOSPC, "No space left on device", "/x/run.trec"))
+    assert "Errno" not in checks.error_line(OSError(errno.ENOSPC, "No space left on device", "/x/run.trec"))
     exists = FileExistsError(errno.EEXIST, "File exists", "a", None, "b")
-    assert validation.error_line(exists) == "a → b: already exists"
-    assert validation.error_line(OSError(errno.ENOLINK, "Link has been severed")) == "link has been severed"
-    assert validation.error_line(ConnectionError("refused")) == "ConnectionError: refused"
-    assert validation.error_line(validation.UsageError("--k: bad\n value")) == "--k: bad value"
+    assert checks.error_line(exists) == "a → b: already exists"
+    assert checks.error_line(OSError(errno.ENOLINK, "Link has been severed")) == "link has been severed"
+    assert checks.error_line(ConnectionError("refused")) == "ConnectionError: refused"
+    assert checks.error_line(UsageError("--k: bad\n value")) == "--k: bad value"
 
 
 def test_a_raw_os_error_in_a_command_is_one_line_in_words(caplog):
@@ -436,7 +437,7 @@ def _help_texts() -> dict[str, str]:
 
 
 def test_help_shows_no_markup_and_the_splits_the_error_lists(capsys):
-    from rirag.splits import SPLIT_NAMES
+    from rirag.data.splits import SPLIT_NAMES
 
     texts = _help_texts()
     for name, text in texts.items():
@@ -458,5 +459,5 @@ def test_bounds_are_documented_and_read_when_checked(monkeypatch):
     monkeypatch.setitem(validation.LIMITS, "k", (5, "five"))
     with pytest.raises(Exception, match=r"at most 5 \(five\)"):
         options.k_value("6")
-    with pytest.raises(validation.UsageError, match="the corpus has 18 passages"):
+    with pytest.raises(UsageError, match="the corpus has 18 passages"):
         validation.k_within_corpus(19, 18)

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, OFFLINE_ENCODER, SEED
-from rirag.training import RunArguments
+from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class ContrastiveTuningArguments(RunArguments):
 
 def selection_sets(args: ContrastiveTuningArguments, obliqa):
     """(training questions, selection questions) for the protocol the arguments describe."""
-    from rirag.splits import split_questions
+    from rirag.data.splits import split_questions
 
     train = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
     if args.eval_split:
@@ -124,7 +124,7 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
     """The card data of the tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the template
     hub_push renders too). The selection Recall@10 is a training fact (on the selection corpus, not the whole one), so
     it is a setting; the model-index comes from ``benchmarks/retrieval.py``'s results when hub_push renders it."""
-    from rirag.card_data import EncoderCard
+    from rirag.hub.card_data import EncoderCard
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     best = summary["best"]
@@ -159,13 +159,13 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from rirag.card_data import non_default_hyperparameters, save_card
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
-    from rirag.data import load_obliqa
-    from rirag.hub import hold_trainer_push, push_trained
-    from rirag.precision import apply_precision
+    from rirag.data.obliqa import load_obliqa
+    from rirag.hub.card_data import non_default_hyperparameters, save_card
+    from rirag.hub.push import hold_trainer_push, push_trained
     from rirag.retrieval.dense import load_encoder
-    from rirag.training import (
+    from rirag.training.precision import apply_precision
+    from rirag.training.runner import (
         batch_facts,
         check_estimate,
         estimate_callback,
@@ -239,7 +239,7 @@ if __name__ == "__main__":
     from sentence_transformers import SentenceTransformerTrainingArguments
     from trl import TrlParser
 
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((ContrastiveTuningArguments, SentenceTransformerTrainingArguments))

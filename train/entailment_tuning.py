@@ -1,11 +1,12 @@
 """Stage 1 of the domain-adapted retriever: entailment tuning (second seed paper, section 3.3).
 
-Every training question is rewritten into a declarative claim (:mod:`rirag.claims`); its gold passage is the
+Every training question is rewritten into a declarative claim (:mod:`rirag.text.claims`); its gold passage is the
 premise: ``<passage> entails that <claim>``. Each claim token is masked with probability β (0.8) and the masked-LM
-loss is taken on those tokens only (:class:`rirag.collators.HypothesisMaskingCollator`; the vocabulary projection
-runs on those positions alone, :mod:`rirag.mlm`). AdamW at 2e-5, 5 epochs,
+loss is taken on those tokens only (:class:`rirag.training.collators.HypothesisMaskingCollator`; the vocabulary
+projection
+runs on those positions alone, :mod:`rirag.training.mlm`). AdamW at 2e-5, 5 epochs,
 gradient clipping 1.0, bf16 where the hardware computes it natively (``precision: auto``,
-:mod:`rirag.precision`). The tuned encoder is saved as a
+:mod:`rirag.training.precision`). The tuned encoder is saved as a
 SentenceTransformer with mean pooling (and a model card) in ``output_dir``.
 
 Usage:
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, ET_MASK_PROBABILITY, OFFLINE_ENCODER, SEED
-from rirag.training import RunArguments
+from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +57,11 @@ class EntailmentTuningArguments(RunArguments):
 def build_dataset(args: EntailmentTuningArguments, tokenizer, obliqa=None):
     from datasets import Dataset
 
-    from rirag.claims import question_to_claim
-    from rirag.collators import encode_entailment_example
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import split_questions
     from rirag.retrieval.dense import question_passage_pairs
-    from rirag.splits import split_questions
+    from rirag.text.claims import question_to_claim
+    from rirag.training.collators import encode_entailment_example
 
     obliqa = obliqa or load_obliqa(args.data)
     questions = split_questions(obliqa, args.train_split, args.split_seed)
@@ -89,8 +90,8 @@ def save_as_sentence_transformer(encoder, tokenizer, output_dir: str, max_seq_le
 def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: dict, hyperparameters: dict):
     """The card data of the entailment-tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the
     template hub_push renders too); ``facts``: ``examples``, ``train_loss``, ``train_seconds`` and the batch facts
-    (:func:`rirag.training.batch_facts`)."""
-    from rirag.card_data import EncoderCard
+    (:func:`rirag.training.runner.batch_facts`)."""
+    from rirag.hub.card_data import EncoderCard
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     return EncoderCard(
@@ -112,13 +113,13 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, set_seed
 
-    from rirag.card_data import non_default_hyperparameters, save_card
-    from rirag.collators import HypothesisMaskingCollator
-    from rirag.hub import hold_trainer_push, push_trained
-    from rirag.mlm import masked_positions_trainer
+    from rirag.hub.card_data import non_default_hyperparameters, save_card
+    from rirag.hub.push import hold_trainer_push, push_trained
     from rirag.models import resolve_model
-    from rirag.precision import apply_precision
-    from rirag.training import (
+    from rirag.training.collators import HypothesisMaskingCollator
+    from rirag.training.mlm import masked_positions_trainer
+    from rirag.training.precision import apply_precision
+    from rirag.training.runner import (
         batch_facts,
         check_estimate,
         estimate_callback,
@@ -181,7 +182,7 @@ if __name__ == "__main__":
     from transformers import TrainingArguments
     from trl import TrlParser
 
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((EntailmentTuningArguments, TrainingArguments))

@@ -9,7 +9,7 @@
   passages differ (negative).
 * **Selection options** (``keep_ratio``, ``min_score``, and the passage gate's ``passage_weight``,
   ``passage_margin``, ``max_passages``, ``max_words``, ``extra_unit_words``, or no gate) chosen on ``tune_split``
-  questions of ``tune_run`` outside the generation benchmark's seeded sample (:func:`rirag.splits.seeded_sample`),
+  questions of ``tune_run`` outside the generation benchmark's seeded sample (:func:`rirag.data.splits.seeded_sample`),
   by the F-beta of gold-citation precision and recall (``selection_beta``; 2: recall-first, issue 32; among settings
   within one question's worth of the best F-beta, the one of highest recall: :func:`choose_recall_first`) among the
   settings whose median answer (missing-part sentences included) stays within ``median_words_max`` words and whose
@@ -140,7 +140,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> dict:
 def evaluate_selection(answerer, items: list[dict]) -> dict:
     """Gold-citation precision/recall, answer length (missing-part sentences included) and the share of questions
     whose gold passage below rank 1 is cited, of the answerer's selection over featurised items."""
-    from rirag.missing_parts import missing_parts, statement
+    from rirag.text.missing_parts import missing_parts, statement
 
     precision, recall, words, below = [], [], [], []
     for it in items:
@@ -215,8 +215,8 @@ def choose_recall_first(eligible: list[dict], beta: float, questions: int) -> di
 
 def fit_models(args: FocusedScorerArguments, answerer, obliqa) -> tuple[dict, dict, dict]:
     """(unit model, answerability model, provenance) learned on train questions (module docstring)."""
+    from rirag.data.splits import split_questions
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
-    from rirag.splits import split_questions
 
     train = split_questions(obliqa, "train")
     train = random.Random(args.seed).sample(train, min(args.train_questions, len(train)))
@@ -255,12 +255,12 @@ def frozen_models(path: str) -> tuple[dict, dict, dict]:
 
 def main(args: FocusedScorerArguments) -> dict:
     from rirag.constants import OFFLINE_ENCODER
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import seeded_sample, split_questions
     from rirag.generation.extractive import modal_cue_obligations
     from rirag.generation.focused import ANSWERABILITY_FEATURES, FEATURES, FocusedAnswerer, _logistic
     from rirag.io import atomic_write_json
-    from rirag.splits import seeded_sample, split_questions
 
     start = time.time()
     obliqa = load_obliqa(args.data)

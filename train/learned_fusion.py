@@ -83,7 +83,7 @@ class LearnedFusionArguments:
 def fusion_card(args: LearnedFusionArguments, summary: dict, metrics: dict, memory: bool):
     """The ranker's card data (``model_cards/learned_fusion.md.j2``, the template hub_push renders too): its encoders
     (hub_push names their Hub repos), training facts, non-default arguments and its ``eval_split`` numbers."""
-    from rirag.card_data import IGNORED_HYPERPARAMETERS, LearnedFusionCard, non_default_hyperparameters
+    from rirag.hub.card_data import IGNORED_HYPERPARAMETERS, LearnedFusionCard, non_default_hyperparameters
     from rirag.retrieval.learned_fusion import CONFIG_FILE
 
     repo_id = args.hub_model_id or args.output_dir
@@ -113,9 +113,9 @@ def fusion_card(args: LearnedFusionArguments, summary: dict, metrics: dict, memo
 
 
 def main(args: LearnedFusionArguments) -> dict:
-    from rirag.card_data import save_card
-    from rirag.data import load_obliqa
-    from rirag.evaluation import evaluate_run, metric_names
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import qrels_of, split_questions
+    from rirag.hub.card_data import save_card
     from rirag.io import atomic_write_json
     from rirag.retrieval.learned_fusion import (
         CONFIG_FILE,
@@ -127,8 +127,8 @@ def main(args: LearnedFusionArguments) -> dict:
         rank,
         train_ranker,
     )
-    from rirag.splits import qrels_of, split_questions
-    from rirag.training import require_artifacts, single_process_only
+    from rirag.retrieval.metrics import evaluate_run, metric_names
+    from rirag.training.runner import require_artifacts, single_process_only
 
     single_process_only("learned fusion (LightGBM, no torch data parallelism)")  # copies would all write
     require_artifacts(*args.encoder_list())  # the trained encoders, before any data loads
@@ -174,7 +174,7 @@ def main(args: LearnedFusionArguments) -> dict:
     atomic_write_json(os.path.join(args.output_dir, CONFIG_FILE), summary)
     save_card(fusion_card(args, summary, metrics, memory is not None), args.output_dir)
     if args.push_to_hub:
-        from rirag.hub import push_trained
+        from rirag.hub.push import push_trained
 
         if not args.hub_model_id:
             raise ValueError("push_to_hub needs hub_model_id")
@@ -185,7 +185,7 @@ def main(args: LearnedFusionArguments) -> dict:
 if __name__ == "__main__":
     from trl import TrlParser
 
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     (arguments,) = TrlParser((LearnedFusionArguments,)).parse_args_and_config()

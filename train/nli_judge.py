@@ -14,7 +14,7 @@ the sequence length is the data's ``max_length_percentile`` token length (capped
 length (``transformers``' ``LengthGroupedSampler``). The model is written to ``output_dir`` only once trained and
 evaluated (``rirag.io.atomic_dir``: built in a temporary sibling folder, then swapped in). Precision
 (``precision: auto``): bf16 autocast only where the CPU or GPU computes bf16 natively, else fp32
-(``rirag.precision``); the results record the choice and ``torch.backends.cpu.get_cpu_capability()``. The first
+(``rirag.training.precision``); the results record the choice and ``torch.backends.cpu.get_cpu_capability()``. The first
 steps are timed and the whole run's minutes logged; a run that would exceed ``max_train_minutes`` stops there
 (exit 2, nothing saved) unless ``--allow_over_time true``.
 
@@ -36,11 +36,11 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from rirag.card_data import CARD_DATA_FILE, JudgeCard
 from rirag.constants import SEED
+from rirag.hub.card_data import CARD_DATA_FILE, JudgeCard
 from rirag.scoring.constants import ENTAILMENT, NLI_ID2LABEL
 from rirag.scoring.nli_data import TWO_WAY_SOURCES
-from rirag.training import RunArguments
+from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -164,10 +164,10 @@ def predict_labels(model, pairs: list[tuple[str, str]], batch_size: int) -> list
 
 
 def in_domain_triples(script_args: NLIJudgeArguments) -> dict[str, list[dict]]:
-    from rirag.data import load_obliqa
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.splits import leakage_free_split
     from rirag.scoring.nli_probe import build_probe_splits
-    from rirag.scoring.sentences import punkt_split
-    from rirag.splits import leakage_free_split
+    from rirag.text.sentences import punkt_split
 
     obliqa = load_obliqa(script_args.obliqa_dir)
     split = leakage_free_split(obliqa, script_args.split_seed)
@@ -218,9 +218,9 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
     from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 
-    from rirag.precision import apply_precision, hardware_record, training_device
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import (
+    from rirag.training.precision import apply_precision, hardware_record, training_device
+    from rirag.training.runner import (
         batch_facts,
         check_estimate,
         estimate_callback,
@@ -332,7 +332,7 @@ def load_trained(script_args: NLIJudgeArguments, training_args, n_train: int):
     saved card data (the run that trained these weights)."""
     from sentence_transformers.cross_encoder import CrossEncoder
 
-    from rirag.card_data import load_card_data
+    from rirag.hub.card_data import load_card_data
 
     if not os.path.isdir(training_args.output_dir):
         raise FileNotFoundError(f"{training_args.output_dir}: no trained judge to evaluate (train it first: "
@@ -374,11 +374,11 @@ def evaluate_judge(model, rows: list[dict], probe_rows: list[dict], batch_size: 
 
 
 def main(script_args: NLIJudgeArguments, training_args) -> dict:
-    from rirag.card_data import non_default_hyperparameters, save_card
-    from rirag.hub import hold_trainer_push, push_trained
+    from rirag.hub.card_data import non_default_hyperparameters, save_card
+    from rirag.hub.push import hold_trainer_push, push_trained
     from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import max_length_of
-    from rirag.training import no_fsdp, require_artifacts, wait_for_everyone
+    from rirag.training.runner import no_fsdp, require_artifacts, wait_for_everyone
 
     if not script_args.eval_only:
         no_fsdp(training_args, "the NLI judge")  # evaluated and saved from rank 0's whole model
@@ -437,7 +437,7 @@ if __name__ == "__main__":
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
     from trl import TrlParser
 
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO)
     parser = TrlParser((NLIJudgeArguments, CrossEncoderTrainingArguments))

@@ -24,10 +24,10 @@ import platform
 import time
 from dataclasses import dataclass, field
 
-from rirag.card_data import CARD_DATA_FILE, ClassifierCard
 from rirag.constants import SEED
+from rirag.hub.card_data import CARD_DATA_FILE, ClassifierCard
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
-from rirag.training import RunArguments
+from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def classifier_card(script_args: ObligationScriptArguments, training_args, resul
     """The card data of a trained classifier (rendered by ``model_cards/obligation_classifier.md.j2``, the template
     hub_push renders too): its base model, the run's non-default arguments and its held-out numbers as the
     model-index hub_push reads from ``results_path``."""
-    from rirag.card_data import ClassifierCard, non_default_hyperparameters
+    from rirag.hub.card_data import ClassifierCard, non_default_hyperparameters
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     card = ClassifierCard(
@@ -135,13 +135,13 @@ def load_datasets(script_args: ObligationScriptArguments):
 def save_classifier(script_args: ObligationScriptArguments, training_args, trainer, tokenizer, result: dict,
                     push: tuple[str, str] | None = None) -> None:
     """The model, its tokenizer and its card (card data + README.md) in ``output_dir``, the held-out numbers in
-    ``results_path``; pushed as saved when ``push`` (:func:`rirag.hub.hold_trainer_push`) says so. Called on every
+    ``results_path``; pushed as saved when ``push`` (:func:`rirag.hub.push.hold_trainer_push`) says so. Called on every
     rank: ``save_model`` writes once (and gathers an FSDP model), the rest is written by rank 0; the others wait."""
     import sys
 
-    from rirag.card_data import save_card
+    from rirag.hub.card_data import save_card
     from rirag.io import WEIGHTS_FINGERPRINT, atomic_write_json, weights_fingerprint
-    from rirag.training import remove_checkpoints, wait_for_everyone
+    from rirag.training.runner import remove_checkpoints, wait_for_everyone
 
     trainer.save_model(training_args.output_dir)
     if not trainer.is_world_process_zero():
@@ -154,7 +154,7 @@ def save_classifier(script_args: ObligationScriptArguments, training_args, train
     save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
     if script_args.results_path:
         atomic_write_json(script_args.results_path, result)
-    from rirag.hub import push_trained
+    from rirag.hub.push import push_trained
 
     push_trained(push)  # the folder as saved, this card included (rirag.hub: the one push path)
     wait_for_everyone(training_args)
@@ -170,10 +170,10 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
         set_seed,
     )
 
-    from rirag.hub import hold_trainer_push
-    from rirag.precision import apply_precision, hardware_record, training_device
+    from rirag.hub.push import hold_trainer_push
     from rirag.scoring.models import resolve_model_path
-    from rirag.training import batch_facts, check_estimate, estimate_callback, require_artifacts
+    from rirag.training.precision import apply_precision, hardware_record, training_device
+    from rirag.training.runner import batch_facts, check_estimate, estimate_callback, require_artifacts
 
     require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed after saving, through rirag.hub, with the typed card
@@ -250,7 +250,7 @@ if __name__ == "__main__":
     from transformers import TrainingArguments
     from trl import TrlParser
 
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO)
     parser = TrlParser((ObligationScriptArguments, TrainingArguments))

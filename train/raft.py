@@ -5,7 +5,8 @@ Trains a LoRA adapter (r = 16, α = 32, dropout 0.05 on ``q_proj`` / ``v_proj``)
 (``completion_only_loss``: the instruction, the question and the passages carry label -100). QLoRA (the base frozen
 in 4-bit NF4, paged 8-bit AdamW) when CUDA is present and ``qlora`` is ``auto`` or ``true``; plain LoRA with AdamW
 otherwise (float32 weights on a CPU). ``precision: auto`` computes in bf16 only where the GPU or CPU has it natively,
-else fp32 (:mod:`rirag.precision`); the first steps are timed and the run's minutes logged (``max_train_minutes``
+else fp32 (:mod:`rirag.training.precision`); the first steps are timed and the run's minutes logged
+(``max_train_minutes``
 refuses a run that would take longer, before anything is saved). Saves the adapter to ``output_dir`` and the base
 with the adapter merged in to ``merged_output_dir``, each with a card stating the recipe, the data and the training
 results (trained tokens per second included). Generation quality is measured by ``benchmarks/generation.py`` (rows
@@ -36,7 +37,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from rirag.training import RunArguments
+from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -80,8 +81,8 @@ GPU_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 def configure_precision(script_args: RaftTrainingArguments, training_args, model_args, cuda: bool) -> bool:
     """Set the quantisation, optimiser, precision and dtype for QLoRA (CUDA) or plain LoRA; returns whether QLoRA is
-    on. The precision comes from :func:`rirag.precision.apply_precision` (bf16 only where it is native)."""
-    from rirag.precision import apply_precision
+    on. The precision comes from :func:`rirag.training.precision.apply_precision` (bf16 only where it is native)."""
+    from rirag.training.precision import apply_precision
 
     qlora = use_qlora(script_args.qlora, cuda)
     model_args.load_in_4bit = qlora
@@ -149,7 +150,8 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
     from trl import SFTTrainer, get_peft_config, get_quantization_config
 
     from rirag.generation.base import OFFLINE_GENERATOR_GGUF
-    from rirag.generation.raft import build_raft_dataset, export_gguf_model, save_raft_dataset
+    from rirag.generation.raft import build_raft_dataset, export_gguf_model
+    from rirag.hub.dataset_build import save_raft_dataset
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required")
@@ -157,7 +159,7 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
         ("artifacts", ".", "/"))
     if data_missing and data_args.teacher == "extractive":  # the data's teacher must be trained: say so before any work
         from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
-        from rirag.training import require_artifacts
+        from rirag.training.runner import require_artifacts
 
         require_artifacts(data_args.teacher_model or LOCAL_OBLIGATION_CLASSIFIER)
     if not training_args.completion_only_loss:
@@ -205,10 +207,16 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
     import torch
     from transformers import set_seed
 
-    from rirag.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
-    from rirag.hub import hold_trainer_push, push_trained
-    from rirag.precision import hardware_record
-    from rirag.training import batch_facts, check_estimate, estimate_callback, remove_checkpoints, wait_for_everyone
+    from rirag.hub.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
+    from rirag.hub.push import hold_trainer_push, push_trained
+    from rirag.training.precision import hardware_record
+    from rirag.training.runner import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        remove_checkpoints,
+        wait_for_everyone,
+    )
 
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     command = "train/raft.py " + " ".join(sys.argv[1:])
@@ -303,7 +311,7 @@ if __name__ == "__main__":
     from trl import ModelConfig, SFTConfig, TrlParser
 
     from rirag.generation.raft import RaftDataArguments
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((RaftDataArguments, RaftTrainingArguments, SFTConfig, ModelConfig))

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from rirag.constants import OFFLINE_ENCODER, SEED
-from rirag.training import RunArguments
+from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +56,9 @@ class RerankerArguments(RunArguments):
 
 
 def _negative_pools(args: RerankerArguments, obliqa):
+    from rirag.data.splits import split_questions
     from rirag.retrieval.negatives import negative_pools
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
-    from rirag.splits import split_questions
 
     questions = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
     rng = random.Random(args.split_seed)
@@ -102,7 +102,7 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
     """The card data of the trained reranker (rendered by ``model_cards/cross_encoder_reranker.md.j2``, the template
     hub_push renders too): base model, negatives, loss and training facts; the model-index comes from
     ``benchmarks/retrieval.py``'s results when hub_push renders it."""
-    from rirag.card_data import RerankerCard
+    from rirag.hub.card_data import RerankerCard
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     retriever = script_args.negatives_retriever
@@ -142,12 +142,12 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     from sentence_transformers.cross_encoder import CrossEncoderTrainer
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MultipleNegativesRankingLoss
 
-    from rirag.card_data import non_default_hyperparameters, save_card
-    from rirag.data import load_obliqa
-    from rirag.hub import hold_trainer_push, push_trained
+    from rirag.data.obliqa import load_obliqa
+    from rirag.hub.card_data import non_default_hyperparameters, save_card
+    from rirag.hub.push import hold_trainer_push, push_trained
     from rirag.models import resolve_model
-    from rirag.precision import apply_precision
-    from rirag.training import (
+    from rirag.training.precision import apply_precision
+    from rirag.training.runner import (
         batch_facts,
         check_estimate,
         estimate_callback,
@@ -215,7 +215,7 @@ if __name__ == "__main__":
     from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
     from trl import TrlParser
 
-    from rirag.training import run_trainer
+    from rirag.training.runner import run_trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = TrlParser((RerankerArguments, CrossEncoderTrainingArguments))

@@ -1,7 +1,7 @@
 """The pool and the seeded draw of the missing-parts labelled set (issue 32, item 2).
 
 Pool: the leakage-free ``validation`` questions that have a ranking in the best run, minus the answer benchmark's
-fixed, seeded sample (``benchmarks/generation.py``: :func:`rirag.splits.seeded_sample`, ``ANSWER_SAMPLE_SIZE``
+fixed, seeded sample (``benchmarks/generation.py``: :func:`rirag.data.splits.seeded_sample`, ``ANSWER_SAMPLE_SIZE``
 questions under ``rirag.constants.SEED``). Draw: ``size`` questions of the pool (sorted by id) under ``seed``,
 ``random.Random(seed).sample``; the order of the draw is the labelling order, so any prefix is itself a random draw.
 Given passages: the question's top ``EVAL_K`` of the run after the RIRAG score filter, exactly as the answer
@@ -47,10 +47,10 @@ class Config:
 
 def draw(config: Config) -> tuple[dict, list[dict]]:
     from rirag.constants import EVAL_K, SEED
-    from rirag.data import load_obliqa
-    from rirag.evaluation import read_trec
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.runs import read_trec
+    from rirag.data.splits import ANSWER_SAMPLE_SIZE, seeded_sample, split_questions
     from rirag.generation.pipeline import select_passages
-    from rirag.splits import ANSWER_SAMPLE_SIZE, seeded_sample, split_questions
 
     obliqa = load_obliqa(config.data)
     run = read_trec(config.run)

@@ -133,7 +133,7 @@ class Backend:
 
     # -- lazy parts -------------------------------------------------------------------------------
     def _load_data(self) -> None:
-        from rirag.data import load_obliqa
+        from rirag.data.obliqa import load_obliqa
 
         obliqa = load_obliqa(self.settings.data)
         self._corpus = obliqa.corpus

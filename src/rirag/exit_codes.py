@@ -1,8 +1,8 @@
 """Every exit status of the project, in one table: the ``rirag`` command (:mod:`rirag.cli`, which re-exports it as
-:mod:`rirag.cli.exit_codes`), the trainers in ``train/`` (:func:`rirag.training.run_trainer`) and the batch scripts
+:mod:`rirag.exit_codes`), the trainers in ``train/`` (:func:`rirag.training.runner.run_trainer`) and the batch scripts
 (``make models``, ``hub_push``).
 
-The library raises typed errors (:class:`~rirag.data.DataError`, :class:`~rirag.generation.base.GenerationError`,
+The library raises typed errors (:class:`~rirag.errors.DataError`, :class:`~rirag.generation.base.GenerationError`,
 :class:`~rirag.scoring.models.MissingModelError`, ...); only the command and those runners turn them into these
 numbers (:func:`rirag.cli.runner.run_command`).
 """

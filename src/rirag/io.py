@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from rirag.data import DataError, read_json
+from rirag.errors import DataError
 
 
 def _umask() -> int:
@@ -186,3 +186,23 @@ def with_fingerprints(rows: list[dict], cache: dict | None = None) -> list[dict]
                     prints[part] = cache[part]
         out.append({**row, WEIGHTS_FINGERPRINT: prints} if prints else row)
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and validating files
+# --------------------------------------------------------------------------------------------------
+
+
+def read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise DataError(f"{path}: file not found") from err
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text ({err})") from err
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): "
+                        f"{err.msg}") from err
+

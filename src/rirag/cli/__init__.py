@@ -21,10 +21,10 @@ import logging
 import sys
 
 from rirag.cli import answers, data, evaluate, retrieval
-from rirag.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from rirag.cli.options import Parser
 from rirag.cli.output import format_table
 from rirag.cli.runner import run_command
+from rirag.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 __all__ = ["build_parser", "format_table", "main"]
 

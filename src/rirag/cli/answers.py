@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rirag import models
 from rirag import validation as check
-from rirag.cli.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
+from rirag.cli import checks
 from rirag.cli.options import (
     add_data_option,
     add_generator_options,
@@ -40,8 +41,11 @@ from rirag.cli.options import (
     add_system_option,
 )
 from rirag.constants import EVAL_K
-from rirag.data import DataError, load_obliqa
-from rirag.evaluation import read_trec, write_trec
+from rirag.data.obliqa import load_obliqa
+from rirag.data.runs import read_trec, write_trec
+from rirag.data.splits import split_questions
+from rirag.errors import DataError
+from rirag.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
 from rirag.generation.base import (
     DEFAULT_OBLIGATION_CLASSIFIER,
     ENDPOINT,
@@ -52,7 +56,6 @@ from rirag.generation.base import (
     GenerationError,
     GeneratorSpec,
 )
-from rirag.generation.citations import strip_citations
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.hf import resolve_generator
 from rirag.generation.pipeline import AnswerOptions, answer_all, answer_question, prepare_question, read_questions
@@ -62,7 +65,7 @@ from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.io import atomic_write_json
 from rirag.retrieval.defaults import with_default_retriever
 from rirag.retrieval.registry import build_retriever, retriever_spec
-from rirag.splits import split_questions
+from rirag.text.citations import strip_citations
 
 logger = logging.getLogger(__name__)
 
@@ -198,17 +201,17 @@ def check_generator(args: Any) -> None:
     if args.generator == EXTRACTIVE:
         model = model or DEFAULT_OBLIGATION_CLASSIFIER
         if model != MODAL_CUES:
-            check.model_available(model, "--generator-model")
+            models.model_available(model, "--generator-model")
     elif args.generator == FOCUSED:
         if model and model != MODAL_CUES:
-            check.model_available(model, "--generator-model")
+            models.model_available(model, "--generator-model")
     elif args.generator != ENDPOINT:
         try:
             _, gguf = resolve_generator(args.generator)
         except (ImportError, FileNotFoundError) as err:
-            raise DataError(f"--generator {args.generator}: {check.one_line(err)}") from None
+            raise DataError(f"--generator {args.generator}: {checks.one_line(err)}") from None
         if not gguf and args.generator != OFFLINE_GENERATOR:
-            check.model_available(args.generator, "--generator")
+            models.model_available(args.generator, "--generator")
     if getattr(args, "adapter", None) and not Path(args.adapter).expanduser().is_dir():
         raise DataError(f"--adapter {args.adapter}: folder not found (a peft LoRA adapter folder)")
 
@@ -217,13 +220,13 @@ def _questions_file(args: Any) -> list[tuple[str, str]]:
     """The ``--questions`` file, every question with text (checked before the data loads)."""
     check.input_file(args.questions, "--questions")
     questions = read_questions(args.questions)
-    check.question_texts(questions, str(args.questions))
+    checks.question_texts(questions, str(args.questions))
     return questions
 
 
 def cmd_answer(args: Any) -> int:
     # every check that needs no data, before the corpus loads
-    check.generator_limits(args)
+    checks.generator_limits(args)
     if bool(args.split) == bool(args.questions):
         raise DataError("pass exactly one of --split SPLIT (with --run) or --questions FILE")
     if args.split and not args.run:
@@ -252,7 +255,7 @@ def cmd_answer(args: Any) -> int:
     # corpus, every question in it) and the generator
     if args.run:
         run = read_trec(args.run)
-        check.run_for_answers(run, obliqa.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
+        checks.run_for_answers(run, obliqa.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
     generator = generator_from_args(options)
     with answers_run:  # a second writer is locked out; a failure before the first answer leaves --out as it was
         if args.run:
@@ -296,9 +299,9 @@ def format_answer(answer, titles: dict[int, str]) -> str:
 
 
 def cmd_ask(args: Any) -> int:
-    check.generator_limits(args)
+    checks.generator_limits(args)
     options = answer_options(args)
-    check.question_texts([(f"ask-{i + 1}", q) for i, q in enumerate(args.question)], "the questions given")
+    checks.question_texts([(f"ask-{i + 1}", q) for i, q in enumerate(args.question)], "the questions given")
     if args.timings:
         check.output_file(args.timings, "--timings")
     check_generator(args)
@@ -342,7 +345,7 @@ def cmd_ask(args: Any) -> int:
 
 def cmd_submit(args: Any) -> int:
     # every check that needs no data, before the corpus loads: --out must be a folder (an existing file is refused)
-    check.generator_limits(args)
+    checks.generator_limits(args)
     out = check.output_dir(args.out, "--out")
     for name in (SUBMIT_RUN_FILE, SUBMIT_ANSWERS_FILE, SUBMIT_PLAIN_ANSWERS_FILE, SUBMIT_SUMMARY_FILE):
         if (out / name).is_dir():

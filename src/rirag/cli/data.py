@@ -1,5 +1,5 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
-:func:`rirag.dataset_build.build`."""
+:func:`rirag.hub.dataset_build.build`."""
 
 from __future__ import annotations
 
@@ -7,18 +7,19 @@ import sys
 from typing import Any
 
 from rirag import validation as check
-from rirag.cli.exit_codes import EXIT_OK
+from rirag.cli import checks
 from rirag.cli.options import Parser, add_data_option, add_seed_option
 from rirag.cli.output import format_table
+from rirag.exit_codes import EXIT_OK
 
 
 def cmd_data_build(args) -> int:
     # lazy: dataset_build loads numpy (through rirag.hub); `rirag --help` loads no numpy (tests/test_light_imports.py)
-    from rirag.dataset_build import BuildConfig, build
+    from rirag.hub.dataset_build import BuildConfig, build
 
     check.output_dir(args.out, "--out")
     if args.push_to_hub:
-        check.hub_reachable(args.push_to_hub)
+        checks.hub_reachable(args.push_to_hub)
     config = BuildConfig(data=args.data, out=args.out, scheme=args.scheme, seed=args.seed,
                          audit_embedder=args.audit_embedder, push_to_hub=args.push_to_hub)
     summary = build(config)

@@ -1,4 +1,4 @@
-"""``rirag evaluate retrieval`` (Recall/MAP/MRR/nDCG@k of a TREC run, over :mod:`rirag.evaluation`) and
+"""``rirag evaluate retrieval`` (Recall/MAP/MRR/nDCG@k of a TREC run, over :mod:`rirag.data.runs`) and
 ``rirag evaluate answers`` (RePASs and the answer metrics of a shared-task answer file, over
 :mod:`rirag.scoring.answers`)."""
 
@@ -11,14 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from rirag import validation as check
-from rirag.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from rirag.cli import checks
 from rirag.cli.options import Parser, add_data_option, add_k_option, add_split_option, auto_or, bounded_int
 from rirag.cli.output import format_table
 from rirag.cli.runner import checked
 from rirag.constants import EVAL_K
-from rirag.data import load_obliqa
-from rirag.evaluation import evaluate_run, metric_names, read_trec
+from rirag.data.obliqa import load_obliqa
+from rirag.data.runs import read_trec
+from rirag.data.splits import check_split_name, qrels_of, split_questions
+from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.io import atomic_write_json
+from rirag.retrieval.metrics import evaluate_run, metric_names
 from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
     AUTO_WORKERS,
@@ -33,7 +36,6 @@ from rirag.scoring.constants import (
     TRAIN_COMMANDS,
 )
 from rirag.scoring.models import MissingModelError
-from rirag.splits import check_split_name, qrels_of, split_questions
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ def cmd_evaluate_retrieval(args) -> int:
     run = read_trec(args.run)
     obliqa = load_obliqa(args.data)
     qrels = qrels_of(split_questions(obliqa, args.split, args.seed))
-    check.run_matches(run, obliqa.corpus, qrels, args.run, args.split)
+    checks.run_matches(run, obliqa.corpus, qrels, args.run, args.split)
     result = evaluate_run(qrels, run, k=args.k, per_query=bool(args.per_query))
     names = metric_names(args.k)
     row = {"run": Path(args.run).name, "split": args.split, "questions": result["n_questions"],
@@ -111,7 +113,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
 
     out = args.out or os.path.splitext(args.answers)[0] + ".repass.csv"
     require_all = getattr(args, "require_all", False)
-    # {option: why its model cannot load}, found by the command's checks before any work (check.answers_args)
+    # {option: why its model cannot load}, found by the command's checks before any work (checks.answers_args)
     missing = getattr(args, "missing_models", None) or {}
     scorer = RePASsScorer(RePASsConfig(nli_model=args.nli_model, coverage_model=args.coverage_model,
                                        obligation_model=args.obligation_model, batch_size=args.batch_size,
@@ -130,7 +132,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
             if require_all:
                 logger.error("%s", err)
                 return EXIT_USAGE
-            skip = f"skipped RePASs: {check.one_line(err)}"
+            skip = f"skipped RePASs: {checks.one_line(err)}"
     max_chars = getattr(args, "max_answer_chars", MAX_ANSWER_CHARS)
     if skip is None:
         result = score_answers_file(args.answers, out, scorer, chunk_size=args.chunk_size,
@@ -150,7 +152,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
                 if require_all:
                     logger.error("%s", err)
                     return EXIT_USAGE
-                skip = f"skipped NLI citation support (--attribution): {check.one_line(err)}"
+                skip = f"skipped NLI citation support (--attribution): {checks.one_line(err)}"
         if skip is not None:
             result["skipped"]["attribution"] = skip
             sys.stdout.write(skip + "\n")
@@ -234,4 +236,4 @@ def add_parsers(sub: Any) -> None:
         p = add_answers_parser(ev)
     except ImportError:
         return
-    p.set_defaults(func=checked(check.answers_args, p.get_default("func")))
+    p.set_defaults(func=checked(checks.answers_args, p.get_default("func")))

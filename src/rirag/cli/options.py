@@ -2,7 +2,7 @@
 
 Each ``type=`` is a typed validator of :mod:`rirag.validation` wrapped by :func:`argtype`, so a bad value is refused
 when it is parsed, as argparse's one line (``rirag retrieve: error: argument --k: ...``) and exit status
-:data:`~rirag.cli.exit_codes.EXIT_USAGE`; the options that allocate are bounded by :data:`rirag.validation.LIMITS`.
+:data:`~rirag.exit_codes.EXIT_USAGE`; the options that allocate are bounded by :data:`rirag.validation.LIMITS`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ import argparse
 from typing import Any, Callable
 
 from rirag import validation as check
-from rirag.cli.exit_codes import EXIT_USAGE
+from rirag.cli import checks
 from rirag.constants import SEED
-from rirag.data import DataError
+from rirag.data.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS, check_split_name
+from rirag.errors import DataError, UsageError
+from rirag.exit_codes import EXIT_USAGE
 from rirag.generation.base import (
     BATCH_SIZE,
     DEFAULT_GENERATOR,
@@ -28,7 +30,6 @@ from rirag.generation.base import (
 )
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.retrieval.registry import RETRIEVERS
-from rirag.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS, check_split_name
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,11 +44,11 @@ class Parser(argparse.ArgumentParser):
 
 def argtype(validator: Callable[[Any, str], Any], name: str) -> Callable[[str], Any]:
     """An argparse ``type=`` of a :mod:`rirag.validation` check: argparse reports its
-    :class:`~rirag.validation.UsageError` as 'argument --x: message'."""
+    :class:`~rirag.errors.UsageError` as 'argument --x: message'."""
     def parse(value: str):
         try:
             return validator(value, "value")
-        except check.UsageError as err:
+        except UsageError as err:
             raise argparse.ArgumentTypeError(str(err).removeprefix("value: ")) from None
 
     parse.__name__ = name
@@ -75,7 +76,7 @@ def auto_or(auto: str, limit: str) -> Callable[[str], int | str]:
             return value
         try:
             return bounded(value, "value")
-        except check.UsageError as err:
+        except UsageError as err:
             message = str(err).removeprefix("value: ")
             raise argparse.ArgumentTypeError(message.replace(", got ", f" or {auto!r}, got ", 1)) from None
 
@@ -84,7 +85,7 @@ def auto_or(auto: str, limit: str) -> Callable[[str], int | str]:
 
 
 def split_name(value: str) -> str:
-    """argparse type of ``--split``: one of :data:`rirag.splits.SPLIT_NAMES`, the same list its help shows."""
+    """argparse type of ``--split``: one of :data:`rirag.data.splits.SPLIT_NAMES`, the same list its help shows."""
     try:
         return check_split_name(value)
     except DataError as err:
@@ -102,7 +103,7 @@ def parse_option(item: str) -> tuple[str, Any]:
     its type and range) with argparse's error reporting."""
     try:
         return check.option_pair(item)
-    except check.UsageError as err:
+    except UsageError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
@@ -152,9 +153,9 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: 
 
 
 def generator_bound(dest: str) -> Callable[[str], int]:
-    """argparse ``type=`` of the generator option ``dest``, bounded as :data:`rirag.validation.GENERATOR_LIMITS`
-    says (the same bound :func:`rirag.validation.generator_limits` checks on a namespace built in code)."""
-    _, limit, minimum = check.GENERATOR_LIMITS[dest]
+    """argparse ``type=`` of the generator option ``dest``, bounded as :data:`rirag.cli.checks.GENERATOR_LIMITS`
+    says (the same bound :func:`rirag.cli.checks.generator_limits` checks on a namespace built in code)."""
+    _, limit, minimum = checks.GENERATOR_LIMITS[dest]
     return bounded_int(limit, minimum)
 
 

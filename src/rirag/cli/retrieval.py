@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from rirag import validation as check
-from rirag.cli.exit_codes import EXIT_OK
+from rirag.cli import checks
 from rirag.cli.options import (
     add_data_option,
     add_k_option,
@@ -17,10 +17,11 @@ from rirag.cli.options import (
     bounded_int,
 )
 from rirag.constants import MAX_RUN_BYTES, RUN_DEPTH
-from rirag.data import load_obliqa
-from rirag.evaluation import write_trec
+from rirag.data.obliqa import load_obliqa
+from rirag.data.runs import write_trec
+from rirag.data.splits import check_split_name, split_questions
+from rirag.exit_codes import EXIT_OK
 from rirag.retrieval.registry import build_retriever, retriever_spec
-from rirag.splits import check_split_name, split_questions
 
 
 def cmd_retrieve(args) -> int:
@@ -34,8 +35,8 @@ def cmd_retrieve(args) -> int:
     questions = split_questions(obliqa, args.split, args.seed)
     # a run larger than --max-bytes is refused before it is built (in memory) and written
     system = args.system or args.retriever
-    estimate = check.run_bytes([q.id for q in questions], args.k, max(map(len, obliqa.corpus), default=0), system)
-    check.run_size_within(estimate, args.max_bytes, f"--out {args.out}",
+    estimate = checks.run_bytes([q.id for q in questions], args.k, max(map(len, obliqa.corpus), default=0), system)
+    checks.run_size_within(estimate, args.max_bytes, f"--out {args.out}",
                           f"pass --max-bytes {estimate} (or more) to write it, or a smaller --k")
     retriever = build_retriever(obliqa.corpus, spec)
     run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)

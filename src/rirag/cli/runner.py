@@ -1,5 +1,5 @@
 """How a subcommand runs: its return value is the exit status; an expected failure is one line on stderr and
-:data:`~rirag.cli.exit_codes.EXIT_USAGE`, Ctrl-C one line and :data:`~rirag.cli.exit_codes.EXIT_INTERRUPTED`."""
+:data:`~rirag.exit_codes.EXIT_USAGE`, Ctrl-C one line and :data:`~rirag.exit_codes.EXIT_INTERRUPTED`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import logging
 import sys
 from typing import Any, Callable
 
-from rirag.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from rirag.data import DataError
-from rirag.validation import error_line
+from rirag.cli.checks import error_line
+from rirag.errors import DataError
+from rirag.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 #: The command's own logger: its one-line errors read 'ERROR rirag: ...'.
 command_logger = logging.getLogger("rirag")

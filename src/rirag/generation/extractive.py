@@ -23,8 +23,8 @@ from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE, Ans
 from rirag.generation.prompts import normalise_whitespace
 from rirag.generation.render import render
 from rirag.scoring.models import load_classifier, max_length_of, obligation_index, resolve_device
-from rirag.sentences import punkt_split
-from rirag.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
+from rirag.text.sentences import punkt_split
+from rirag.text.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
 
 logger = logging.getLogger(__name__)
 

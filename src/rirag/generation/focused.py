@@ -44,15 +44,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER
-from rirag.data import DataError
+from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft, DraftPart
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
 from rirag.generation.render import render
-from rirag.missing_parts import missing_parts
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import shared_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
-from rirag.units import Unit, is_broken_unit, leading_title, names_row, split_units, without_title
+from rirag.text.missing_parts import missing_parts
+from rirag.text.units import Unit, is_broken_unit, leading_title, names_row, split_units, without_title
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class FocusedConfig:
                 "their passages are left out; measured both ways in docs/research.md, on by default."})
     say_missing: bool = field(default=True, metadata={
         "help": "After the cited content, one sentence for each part of the question no kept unit states "
-                "(rirag.missing_parts)."})
+                "(rirag.text.missing_parts)."})
     cite_duplicates: bool = field(default=True, metadata={
         "help": "Cite every passage holding a near-duplicate of a kept unit (the same rule in two rulebooks) "
                 "together with it, in one sentence: '... [2][4].'"})
@@ -149,7 +149,7 @@ class FocusedAnswer:
     answerability: float
     addressed: bool
     text: str
-    #: The parts the question asks for that no kept unit states (:mod:`rirag.missing_parts`), each
+    #: The parts the question asks for that no kept unit states (:mod:`rirag.text.missing_parts`), each
     #: said in one sentence after the cited content.
     missing: list = field(default_factory=list)
 

@@ -26,16 +26,17 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
-from rirag.data import DataError, Passage, read_json
-from rirag.evaluation import ranked
+from rirag.data.obliqa import Passage
+from rirag.data.runs import ranked
+from rirag.errors import DataError
 from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft, GeneratorSpec
-from rirag.generation.citations import ParsedAnswer, citation_records, parse_citations
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT
 from rirag.generation.render import check_strategy, render
-from rirag.io import atomic_write_json
+from rirag.io import atomic_write_json, read_json
 from rirag.retrieval.filtering import filter_ranked
 from rirag.retrieval.fusion import min_max_normalise
 from rirag.retrieval.registry import RetrieverSpec
+from rirag.text.citations import ParsedAnswer, citation_records, parse_citations
 
 logger = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ def answer_question(question: str, retriever, generator: Answerer, strategy: str
                     question_id: str = "question") -> Answer:
     """Retrieve (top ``k``), filter, and answer one question with citations.
 
-    An empty question raises :class:`~rirag.data.DataError`; an over-long one is cut (recorded in ``warnings``).
+    An empty question raises :class:`~rirag.errors.DataError`; an over-long one is cut (recorded in ``warnings``).
     """
     prepared = prepare_question(question)
     text = prepared[0]

@@ -12,7 +12,7 @@ Strategies (:data:`STRATEGIES`):
 * ``closed-book``: the question alone, no passages (the control of the second seed paper).
 
 Passages are numbered from 1 in retrieval order (``[1] text``, whitespace collapsed so that each passage is one
-line) and answers cite them as ``[n]`` (:mod:`rirag.generation.citations` parses the citations back).
+line) and answers cite them as ``[n]`` (:mod:`rirag.text.citations` parses the citations back).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 # NO_ANSWER, the reply when the passages do not settle the question, is part of the answer record; re-exported here
-from rirag.answer_record import NO_ANSWER
+from rirag.text.citations import NO_ANSWER
 
 Messages = list[dict[str, str]]
 

@@ -22,13 +22,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
-from rirag.answer_record import with_citation
-from rirag.cards import render_card
 from rirag.constants import SEED
-from rirag.data import DataError, Passage, Question, load_obliqa
-from rirag.evaluation import ranked, read_trec
+from rirag.data.obliqa import Passage, Question, load_obliqa
+from rirag.data.runs import ranked, read_trec
+from rirag.data.splits import split_questions
+from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec
-from rirag.generation.citations import CITATION_PATTERN, numbers_in, parse_citations, strip_citations
 from rirag.generation.extractive import ExtractiveComposer
 from rirag.generation.focused import FocusedAnswerer
 from rirag.generation.prompts import (
@@ -44,7 +43,7 @@ from rirag.generation.registry import build_generator
 from rirag.io import atomic_dir
 from rirag.retrieval.negatives import draw, pools_from_run
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
-from rirag.splits import split_questions
+from rirag.text.citations import CITATION_PATTERN, numbers_in, parse_citations, strip_citations, with_citation
 
 logger = logging.getLogger(__name__)
 
@@ -416,19 +415,6 @@ def build_raft_dataset(args: RaftDataArguments, teacher: Teacher | None = None, 
                "rows_with_oracle": sum(r["has_oracle"] for r in rows)}
     return dataset, report
 
-
-def save_raft_dataset(dataset, report: dict, folder: str, command: str = "") -> None:
-    """Save the DatasetDict, its card (README.md) and ``raft_report.json`` into ``folder`` (atomically)."""
-    import json
-
-    example = next((r for r in dataset["train"] if r["has_oracle"]), None) if len(dataset["train"]) else None
-    card = render_card("raft_dataset.md.j2", report=report, splits={k: len(v) for k, v in dataset.items()},
-                       example=example, command=command)
-    with atomic_dir(folder) as tmp:
-        dataset.save_to_disk(str(tmp))
-        (tmp / "README.md").write_text(card, encoding="utf-8")
-        (tmp / "raft_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o755)
 
 
 def export_gguf_model(package: str, gguf_file: str, out_dir: str) -> str:

@@ -3,21 +3,21 @@ the answer text and refuses closed-book for the answerers that compose from the 
 
 * a part cites passage index ``i`` as ``[i + 1]``, before its closing full stop; a part citing several passages
   (the same rule in two rulebooks) gets adjacent markers, ``... [2][4].``
-  (:func:`rirag.answer_record.with_citation`);
+  (:func:`rirag.text.citations.with_citation`);
 * each part of the question not covered adds one sentence after the cited content
-  (:func:`rirag.missing_parts.statement`);
-* a draft whose passages do not address the question opens with :data:`rirag.units.NOT_ADDRESSED`; one that
-  quotes nothing either is :data:`rirag.answer_record.NO_ANSWER`;
+  (:func:`rirag.text.missing_parts.statement`);
+* a draft whose passages do not address the question opens with :data:`rirag.text.units.NOT_ADDRESSED`; one that
+  quotes nothing either is :data:`rirag.text.citations.NO_ANSWER`;
 * a language model's answer is kept as it wrote it (its markers number the passages as its prompt did).
 """
 
 from __future__ import annotations
 
-from rirag.answer_record import NO_ANSWER, with_citation
 from rirag.generation.base import Draft, DraftPart
 from rirag.generation.prompts import GROUNDED_STRATEGIES
-from rirag.missing_parts import statement
-from rirag.units import NOT_ADDRESSED
+from rirag.text.citations import NO_ANSWER, with_citation
+from rirag.text.missing_parts import statement
+from rirag.text.units import NOT_ADDRESSED
 
 
 def numbers(part: DraftPart) -> tuple[int, ...]:

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rirag import __version__
+from rirag.errors import UsageError
 from rirag.generation.pipeline import JOURNAL_SUFFIX
 from rirag.io import atomic_write_bytes, atomic_write_json
-from rirag.validation import UsageError
 
 logger = logging.getLogger(__name__)
 

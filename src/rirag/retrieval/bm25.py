@@ -19,8 +19,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rirag.constants import BM25_B, BM25_K1, BM25_METHOD, RUN_DEPTH, STEMMER_LANGUAGE, STOPWORDS
-from rirag.data import DataError, Passage
-from rirag.evaluation import Run
+from rirag.data.obliqa import Passage
+from rirag.data.runs import Run
+from rirag.errors import DataError
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from rirag.constants import HYBRID_ALPHA, LEARNED_FUSION_RANKER, OFFLINE_ENCODER
-from rirag.data import DataError, read_json
+from rirag.errors import DataError
+from rirag.io import read_json
 from rirag.retrieval.registry import RetrieverSpec
 
 logger = logging.getLogger(__name__)

@@ -18,8 +18,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
-from rirag.data import DataError, Passage
-from rirag.evaluation import Run
+from rirag.data.obliqa import Passage
+from rirag.data.runs import Run
+from rirag.errors import DataError
 from rirag.io import atomic_write_bytes
 from rirag.models import resolve_model
 from rirag.retrieval.bm25 import check_queries

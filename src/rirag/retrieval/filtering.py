@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE
-from rirag.evaluation import Run, ranked
+from rirag.data.runs import Run, ranked
 
 #: Float slack so that a drop of exactly max_drop (0.9 → 0.7) is not a cut.
 _TOLERANCE = 1e-9

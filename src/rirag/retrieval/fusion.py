@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from rirag.constants import HYBRID_ALPHA, HYBRID_EPSILON, RANK_FUSION_DOC_WEIGHT, RRF_K, RUN_DEPTH
-from rirag.data import DataError
-from rirag.evaluation import Run, ranked
+from rirag.data.runs import Run, ranked
+from rirag.errors import DataError
 
 
 def _top(results: Mapping[str, float], depth: int | None) -> dict[str, float]:

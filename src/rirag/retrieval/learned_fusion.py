@@ -46,9 +46,10 @@ from rirag.constants import (
     LEARNED_FUSION_VOTE_DEPTH,
     RUN_DEPTH,
 )
-from rirag.data import DataError, Passage, read_json
-from rirag.evaluation import Run
-from rirag.io import atomic_write_json
+from rirag.data.obliqa import Passage
+from rirag.data.runs import Run
+from rirag.errors import DataError
+from rirag.io import atomic_write_json, read_json
 from rirag.retrieval.bm25 import BM25Index, document_index, passage_index
 from rirag.retrieval.dense import DenseRetriever
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap

@@ -11,8 +11,8 @@ import logging
 import random
 from typing import Mapping, Sequence
 
-from rirag.data import Passage, Question
-from rirag.evaluation import ranked
+from rirag.data.obliqa import Passage, Question
+from rirag.data.runs import ranked
 
 logger = logging.getLogger(__name__)
 

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from rirag.constants import HYBRID_ALPHA, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RRF_K, RUN_DEPTH
-from rirag.data import DataError, Passage
-from rirag.evaluation import Run
-from rirag.validation import OPTION_SPECS, UsageError, local_model
+from rirag.data.obliqa import Passage
+from rirag.data.runs import Run
+from rirag.errors import DataError, UsageError
+from rirag.models import local_model
+from rirag.validation import OPTION_SPECS
 
 logger = logging.getLogger(__name__)
 

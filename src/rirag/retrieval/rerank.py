@@ -11,8 +11,8 @@ import logging
 from typing import Mapping
 
 from rirag.constants import RERANK_DEPTH, RUN_DEPTH
-from rirag.data import Passage
-from rirag.evaluation import Run, ranked
+from rirag.data.obliqa import Passage
+from rirag.data.runs import Run, ranked
 from rirag.models import resolve_model
 from rirag.retrieval.dense import ModelLoadError
 from rirag.retrieval.fusion import truncate

@@ -11,16 +11,16 @@ question's qrels):
 * ``shared_answers``: answers whose text (whitespace- and case-normalised, markers removed) is also the answer to
   another question whose gold passages differ (identical answers to different questions did not read them); the
   bare abstention line is left to ``flag_rate``;
-* ``broken_units`` / ``answers_with_broken_units``: answer units (:func:`rirag.units.answer_units`: the text up to
-  each citation) that start with a bare list label or end inside a list (:func:`rirag.units.is_broken_unit`);
+* ``broken_units`` / ``answers_with_broken_units``: answer units (:func:`rirag.text.units.answer_units`: the text up to
+  each citation) that start with a bare list label or end inside a list (:func:`rirag.text.units.is_broken_unit`);
 * ``cites_two_or_more``: share of answers citing at least two passages;
 * ``gold_below_rank1_cited`` (of ``gold_below_rank1_questions``): among the questions whose gold passage was given
   below rank 1 (a gold passage at rank 2 or lower of the answer's passages), the share whose answer cites one of
   those gold passages;
 * ``missing_part_rate``: share of answers that say a part of the question is not stated by the passages
-  (:func:`rirag.missing_parts.has_missing_statement`);
+  (:func:`rirag.text.missing_parts.has_missing_statement`);
 * ``flag_rate``: share of answers that say their passages do not address the question (the focused answerer's
-  :data:`~rirag.units.NOT_ADDRESSED` opening) or abstain (:data:`~rirag.generation.prompts.NO_ANSWER`).
+  :data:`~rirag.text.units.NOT_ADDRESSED` opening) or abstain (:data:`~rirag.generation.prompts.NO_ANSWER`).
   Measured on mismatched contexts (each question answered from another question's passages) it is the share of
   such answers that notice; on matched contexts, the share that wrongly give up.
 """
@@ -32,9 +32,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rirag.answer_record import CITATION_PATTERN, NO_ANSWER, numbers_in
-from rirag.missing_parts import MISSING_PREFIX, has_missing_statement
-from rirag.units import NOT_ADDRESSED, answer_units, is_broken_unit
+from rirag.text.citations import CITATION_PATTERN, NO_ANSWER, numbers_in
+from rirag.text.missing_parts import MISSING_PREFIX, has_missing_statement
+from rirag.text.units import NOT_ADDRESSED, answer_units, is_broken_unit
 
 METRICS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
            "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate", "cites_two_or_more",

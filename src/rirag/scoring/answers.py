@@ -37,8 +37,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from rirag.answer_record import CITATION_PATTERN, REQUIRED_FIELDS, read_answers, strip_citations  # noqa: F401 - part of this module's API
-from rirag.data import load_obliqa
+from rirag.data.obliqa import load_obliqa
 from rirag.io import atomic_write_json
 from rirag.scoring.answer_quality import answer_quality
 from rirag.scoring.constants import (
@@ -47,6 +46,7 @@ from rirag.scoring.constants import (
     MAX_ANSWER_CHARS,
 )
 from rirag.scoring.signature import OFFICIAL_LABEL, is_official_judge, judge_label
+from rirag.text.citations import CITATION_PATTERN, REQUIRED_FIELDS, read_answers, strip_citations  # noqa: F401 - part of this module's API
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import logging
 import os
 from typing import Any
 
-from rirag.build_models import build_hint
+from rirag.models import build_hint
 from rirag.scoring.constants import (
     FALLBACK_MAX_LENGTH,
     HUB_OBLIGATION_MODEL,

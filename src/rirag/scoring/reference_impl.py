@@ -25,7 +25,7 @@ from rirag.scoring.constants import (
     REFERENCE_NLI_BATCH_SIZE,
 )
 from rirag.scoring.models import label_index, load_classifier, obligation_index
-from rirag.sentences import get_splitter
+from rirag.text.sentences import get_splitter
 
 
 class ReferenceRePASs:

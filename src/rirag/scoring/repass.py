@@ -60,7 +60,7 @@ from rirag.scoring.models import (
 )
 from rirag.scoring.signature import repass_signature
 from rirag.scoring.workers import AUTO_WORKERS, resolve_workers
-from rirag.sentences import clear_split_caches, get_splitter
+from rirag.text.sentences import clear_split_caches, get_splitter
 
 logger = logging.getLogger(__name__)
 

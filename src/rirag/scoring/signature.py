@@ -16,7 +16,7 @@ from typing import Any
 
 from rirag import __version__
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL
-from rirag.sentences import SPLITTERS
+from rirag.text.sentences import SPLITTERS
 
 #: The signature's first word and its fields, in the order they are written.
 SIGNATURE_PREFIX = "repass"

@@ -7,71 +7,16 @@ full precision so a run read back evaluates exactly as it did in memory, and rea
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
-from rirag.constants import EVAL_K, EVAL_METRICS
-from rirag.data import DataError
+from rirag.errors import DataError
 from rirag.io import atomic_write_bytes
-
-logger = logging.getLogger(__name__)
 
 #: A ranked run: query id -> {passage id: score} (the one definition; retrieval imports it from here).
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
-
-
-def metric_names(k: int = EVAL_K, metrics: Iterable[str] = EVAL_METRICS) -> list[str]:
-    return [f"{m}@{k}" for m in metrics]
-
-
-#: A document id that is never relevant: it stands in for an empty result (ranx needs one per query).
-NO_RESULT = "__rirag_no_result__"
-
-
-def ranx_run(run: Mapping[str, Mapping[str, float]], qids: list[str]):
-    """A ranx ``Run`` over ``qids`` in rirag's canonical order.
-
-    ranx needs every qrels query in the run and at least one result per query; a sentinel id that is never relevant
-    keeps an empty result at zero without changing any other query's value. Ties are broken by document id (as in
-    a written TREC file): ranx sorts with an unstable argsort, so it is given strictly decreasing pseudo-scores in
-    our canonical order instead of the raw scores.
-    """
-    from ranx import Run as RRun
-
-    filled = {}
-    for q in qids:
-        order = ranked(run.get(q) or {NO_RESULT: 0.0})
-        filled[q] = {docid: float(len(order) - i) for i, (docid, _) in enumerate(order)}
-    return RRun(filled)
-
-
-def evaluate_run(qrels: Qrels, run: Run, k: int = EVAL_K, metrics: Iterable[str] = EVAL_METRICS,
-                 per_query: bool = False) -> dict:
-    """Mean metrics (and, with ``per_query``, one dict per question) over the questions in ``qrels``.
-
-    A question with no retrieved passage scores 0; run entries for questions outside ``qrels`` are ignored.
-    """
-    import numpy as np
-    from ranx import Qrels as RQrels
-    from ranx import evaluate
-
-    if not qrels:
-        raise DataError("no question with a gold passage to evaluate")
-    names = metric_names(k, metrics)
-    scores = evaluate(RQrels(qrels), ranx_run(run, list(qrels)), names, return_mean=False, make_comparable=True)
-    if not isinstance(scores, dict):  # a single metric comes back as an array
-        scores = {names[0]: scores}
-    qids = list(RQrels(qrels).keys())
-    result = {"n_questions": len(qids), **{n: float(np.mean(scores[n])) for n in names}}
-    if per_query:
-        result["per_query"] = {q: {n: float(scores[n][i]) for n in names} for i, q in enumerate(qids)}
-    missing = sum(1 for q in qrels if not run.get(q))
-    if missing:
-        logger.warning("%d of %d questions have no retrieved passage in the run", missing, len(qrels))
-    return result
 
 
 # --------------------------------------------------------------------------------------------------

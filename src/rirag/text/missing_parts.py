@@ -4,7 +4,7 @@ A question's *parts* are found from its wording (:data:`PARTS`: examples, conseq
 contents, a procedure or method, timing, a threshold, who): each part has a cue in the question and a cue of
 evidence that a provision states it. For each part the question asks and no unit of the given passages states,
 the answer says so in one plain sentence after its cited content, :func:`statement` ("The retrieved provisions do
-not state examples."). The whole-answer flag (:data:`rirag.units.NOT_ADDRESSED`) is kept for passages that do not
+not state examples."). The whole-answer flag (:data:`rirag.text.units.NOT_ADDRESSED`) is kept for passages that do not
 match the question at all.
 
 Deterministic and model-free: rules, not a learned model. The cues were written by reading draw ranks 100-249 of

@@ -11,17 +11,19 @@ Each scheme is written to a temporary folder and moved into place only when comp
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from rirag import __version__
-from rirag.cards import render_card
 from rirag.constants import OFFLINE_ENCODER, SEED, SPLIT_FRACTIONS
-from rirag.data import DataError, ObliQA, Passage, Question, load_obliqa
-from rirag.hub import push_folder
+from rirag.data.obliqa import ObliQA, Passage, Question, load_obliqa
+from rirag.data.splits import leakage_free_split, overlap_audit
+from rirag.errors import DataError
+from rirag.hub.cards import render_card
+from rirag.hub.push import push_folder
 from rirag.io import atomic_dir, atomic_write_json, atomic_write_text
 from rirag.models import load_sentence_transformer
-from rirag.splits import leakage_free_split, overlap_audit
 
 logger = logging.getLogger(__name__)
 
@@ -306,3 +308,19 @@ def build_australian(config: AustralianBuildConfig) -> dict:
     if config.push_to_hub:
         push_to_hub(target, config.push_to_hub, "open-australian-legal-qa")
     return {"path": str(target), "statistics": statistics, "stats": stats, "audit": audit}
+
+
+def save_raft_dataset(dataset, report: dict, folder: str, command: str = "") -> None:
+    """Save a RAFT DatasetDict (:func:`rirag.generation.raft.build_raft_dataset`), its card (README.md) and
+    ``raft_report.json`` into ``folder`` (atomically)."""
+    import json
+
+    example = next((r for r in dataset["train"] if r["has_oracle"]), None) if len(dataset["train"]) else None
+    card = render_card("raft_dataset.md.j2", report=report, splits={k: len(v) for k, v in dataset.items()},
+                       example=example, command=command)
+    with atomic_dir(folder) as tmp:
+        dataset.save_to_disk(str(tmp))
+        (tmp / "README.md").write_text(card, encoding="utf-8")
+        (tmp / "raft_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o755)
+

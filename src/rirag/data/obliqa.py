@@ -16,7 +16,6 @@ matches nothing exactly are repaired only when the key names a passage whose tex
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -25,6 +24,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from rirag.errors import DataError
+from rirag.io import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +46,6 @@ GOLD_FIELDS = ("DocumentID", "PassageID", "Passage")
 #: 1|2.Guidance.27.): a gold text spliced from two passages, a copy error in ObliQA. The passage it names exists
 #: and its first 99 / 126 characters are intact, so the question keeps its gold passage, reported as "repaired".
 GOLD_REPAIR_MIN_PREFIX = 80
-
-
-class DataError(ValueError):
-    """Bad input data; the message names the file, the record and the field."""
 
 
 @dataclass(frozen=True)
@@ -152,25 +150,6 @@ def _hub_snapshot(repo_id: str) -> Path:
             f"could not fetch {repo_id} from the Hub ({err.__class__.__name__}: {err}); "
             f"pass --data or set ${DATA_ENV_VAR} to a local copy"
         ) from err
-
-
-# --------------------------------------------------------------------------------------------------
-# Reading and validating files
-# --------------------------------------------------------------------------------------------------
-
-
-def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise DataError(f"{path}: file not found") from err
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err})") from err
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): "
-                        f"{err.msg}") from err
 
 
 def _records(path: Path, required: Iterable[str]) -> list[dict]:

@@ -1,6 +1,6 @@
 """The answer record: its required fields and reader, the no-answer reply, and citations ``[n]`` in answers (parse
 them, attach them to sentences, map them back to passage ids). Below the generation and scoring layers, which both
-read and write answers; :mod:`rirag.generation.citations` re-exports the citation names.
+read and write answers; :mod:`rirag.text.citations` re-exports the citation names.
 
 
 Accepted forms: ``[1]``, ``[1, 2]`` (also ``;`` as separator) and adjacent markers ``[1][3]``. Numbers are
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from rirag.sentences import punkt_split
+from rirag.text.sentences import punkt_split
 
 #: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle);
 #: re-exported by :mod:`rirag.generation.prompts`.

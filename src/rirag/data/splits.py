@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 
 from rirag.constants import AUDIT_COSINE_MIN, AUDIT_FUZZY_MIN_RATIO, SEED, SPLIT_FRACTIONS
-from rirag.data import DataError, ObliQA, Question
+from rirag.data.obliqa import ObliQA, Question
+from rirag.errors import DataError
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rirag.collators import IGNORE_INDEX
+from rirag.training.collators import IGNORE_INDEX
 
 #: attribute names of the MLM head on transformers' *ForMaskedLM classes (BERT: cls, RoBERTa: lm_head)
 _HEAD_ATTRIBUTES = ("cls", "lm_head")

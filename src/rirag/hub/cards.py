@@ -18,7 +18,7 @@ from rirag.io import WEIGHTS_FINGERPRINT
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, REGNLP_BIBTEX
 
 #: The templates live at the repository root (recipes run from a checkout with an editable install).
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "model_cards"
+TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "model_cards"
 
 #: BibTeX of the two seed papers; every card ends with it.
 SEED_PAPERS_BIBTEX = REGNLP_BIBTEX + """

@@ -3,7 +3,8 @@ the first steps, the one-line refusal (exit 2, :data:`rirag.exit_codes.EXIT_USAG
 checkpoint folders.
 
 A trainer's script-arguments dataclass inherits :class:`RunArguments`; its ``main`` calls
-:func:`rirag.precision.apply_precision`, adds :func:`run_estimate` to its callbacks, calls :func:`check_estimate`
+:func:`rirag.training.precision.apply_precision`, adds :func:`run_estimate` to its callbacks, calls
+:func:`check_estimate`
 right after ``trainer.train()`` (before saving) and :func:`remove_checkpoints` after the final save; its ``__main__``
 ends with ``sys.exit(run_trainer(main, *parsed))``.
 
@@ -23,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from rirag.build_models import stage_for
 from rirag.exit_codes import EXIT_OK, EXIT_USAGE
-from rirag.precision import AUTO, PRECISIONS
+from rirag.models import stage_for
 from rirag.scoring.models import MissingModelError, missing_model_message
+from rirag.training.precision import AUTO, PRECISIONS
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class RunArguments:
 
     precision: str = field(default=AUTO, metadata={
         "help": f"One of {', '.join(PRECISIONS)}. auto: bf16 where the CPU (AVX-512 BF16 / AMX) or GPU computes it "
-                "natively, else fp32 (rirag.precision)."})
+                "natively, else fp32 (rirag.training.precision)."})
     max_train_minutes: float | None = field(default=None, metadata={
         "help": "Time guard: when the first steps say the run would take longer, it stops before saving anything "
                 "(exit 2) unless allow_over_time is true."})
@@ -284,7 +285,7 @@ def run_trainer(main: Callable[..., Any], *args: Any) -> int:
 
 
 def require_artifacts(*names: str | None) -> None:
-    """Before any heavy work: each name that is one of our artifacts (:data:`rirag.build_models.STAGES`) must hold a
+    """Before any heavy work: each name that is one of our artifacts (:data:`rirag.models.STAGES`) must hold a
     trained model, and any other local path must exist; else :class:`~rirag.scoring.models.MissingModelError`, one
     line naming it, ``make models`` and its trainer command. Hub ids and wheel names pass."""
     for name in names:

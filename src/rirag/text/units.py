@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from rirag.answer_record import CITATION_PATTERN
-from rirag.sentences import punkt_split
+from rirag.text.citations import CITATION_PATTERN
+from rirag.text.sentences import punkt_split
 
 #: The sentence that opens an answer whose retrieved passages do not address the question (then the closest
 #: provisions follow, cited).

@@ -1,6 +1,7 @@
 """Load an assembled Hub upload folder exactly as its card's usage snippet says, the repo id replaced by the folder.
 
-:func:`check_loads` runs after :func:`rirag.hub.assemble_all` (``make publish`` reports each load in its table) and
+:func:`check_loads` runs after :func:`rirag.hub.assemble.assemble_all` (``make publish`` reports each load in its
+table) and
 in the round-trip tests on tiny artifacts. Per card:
 
 - a ``python`` block naming the repo id (``load_dataset(...)``, ``SentenceTransformer(...)``, ``CrossEncoder(...)``,
@@ -30,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from rirag.data import Passage
+from rirag.data.obliqa import Passage
 from rirag.models import resolve_model
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 

@@ -3,7 +3,8 @@
 A trainer fills its kind's dataclass (base model, the run's non-default hyperparameters, training facts, the
 held-out numbers as a ``model-index``) and :func:`save_card` writes it as ``card_data.json`` next to the weights,
 with the ``README.md`` its template (``model_cards/<kind>.md.j2``, :attr:`CardData.TEMPLATE`) renders from it.
-``hub_push`` (:func:`rirag.hub.publish_card`) reads that file back, lets the manifest's words replace the trainer's
+``hub_push`` (:func:`rirag.hub.entry_cards.publish_card`) reads that file back, lets the manifest's words replace the
+trainer's
 (:data:`WORDS`), adds what only publishing knows (the repo id, Hub ids, the model-index from
 ``benchmarks/results/*.json``) and renders the same template: one card path, at training and at publish time.
 
@@ -19,8 +20,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rirag.cards import CardError, model_index, render_card, results_from, results_table
 from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+from rirag.hub.cards import CardError, model_index, render_card, results_from, results_table
 from rirag.io import atomic_write_json, atomic_write_text, weights_fingerprint
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
@@ -69,12 +70,12 @@ class CardData:
     limits: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)  # training facts, by display name
     hyperparameters: dict[str, Any] = field(default_factory=dict)  # the run's non-default training arguments
-    results: list[dict] = field(default_factory=list)  # rirag.cards.results_table rows
+    results: list[dict] = field(default_factory=list)  # rirag.hub.cards.results_table rows
     model_index: list[dict] = field(default_factory=list)
     #: rirag.io.weights_fingerprint of the folder the card is saved in (set by save_card): the weights ``results``
     #: and ``model_index`` were measured on; hub_push keeps them only for those exact weights.
     weights_sha256: str | None = None
-    # the run's scale (rirag.training.batch_facts): processes, per-device and global batch, examples (pairs) and
+    # the run's scale (rirag.training.runner.batch_facts): processes, per-device and global batch, examples (pairs) and
     # tokens seen summed over all ranks; None where not recorded
     world_size: int | None = None
     per_device_batch: int | None = None

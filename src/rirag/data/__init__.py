@@ -1,0 +1,1 @@
+"""Data: the ObliQA loader, splits, the run format, corpus ingestion."""

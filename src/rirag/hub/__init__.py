@@ -1,0 +1,1 @@
+"""The Hugging Face Hub: manifest, cards, upload folders, loading, pushing, dataset builds."""

@@ -1,0 +1,1 @@
+"""Training: the trainers' runner, precision, collators, MLM, the ``make models`` plan."""
