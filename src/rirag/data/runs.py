@@ -1,4 +1,4 @@
-"""Retrieval evaluation with ranx, and runs in TREC format (``qid Q0 docid rank score system``).
+"""Runs in TREC format (``qid Q0 docid rank score system``): read, write and rank them.
 
 TREC is the shared-task submission format. Runs are written atomically (temporary file, then rename), ranks
 follow descending score with ties broken by document id (evaluation uses the same order), scores are written at
