@@ -327,3 +327,25 @@ def test_sigterm_during_submit_behaves_as_ctrl_c(tiny_data_dir, work):
     assert proc.returncode == 0, proc.stderr
     assert "1 already done" in proc.stdout
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["x0", "x1", "x2"]
+
+
+# -- the focused answer's length, as the README states it ----------------------------------------------------------
+
+
+def test_the_focused_length_bound_the_readme_states():
+    """The quoted units keep within the scorer's 160 words, except that the first is quoted whole (up to
+    max_unit_words) and then stands alone (issue 39 found 61 of 621 validation answers over 160 words)."""
+    from rirag.generation.focused import FocusedAnswerer
+    from tests.test_focused import _scored, no_obligations
+
+    answerer = FocusedAnswerer(encode=lambda texts: None, is_obligation=no_obligations)
+    budget = answerer._option("max_words")
+    assert budget == 160 and answerer.config.max_unit_words == 300
+    long_lead = _scored((0, 0, 250, 0.9, 1.0), (0, 1, 30, 0.89, 1.0), (1, 0, 30, 0.88, 0.99))
+    assert [s.unit.words for s in answerer.select(long_lead)] == [250]
+    short = _scored((0, 0, 100, 0.9, 1.0), (0, 1, 50, 0.89, 1.0), (0, 2, 50, 0.88, 1.0), (1, 0, 40, 0.88, 0.99),
+                    (1, 1, 20, 0.87, 0.99))
+    kept = answerer.select(short)
+    assert kept[0].unit.words == 100 and 100 < sum(s.unit.words for s in kept) <= budget
+    too_long = _scored((0, 0, 301, 0.9, 1.0), (0, 1, 40, 0.5, 1.0))
+    assert [s.unit.words for s in answerer.select(too_long)] == [40]  # over max_unit_words: never quoted
