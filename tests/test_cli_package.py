@@ -48,7 +48,7 @@ def test_the_exit_codes_are_one_table():
 
     codes = {name: value for name, value in vars(exit_codes).items() if name.startswith("EXIT_")}
     assert codes == {"EXIT_OK": 0, "EXIT_SOME_FAILED": 1, "EXIT_USAGE": 2, "EXIT_GENERATION_ERROR": 3,
-                     "EXIT_INTERRUPTED": 130}
+                     "EXIT_INTERRUPTED": 130, "EXIT_TERMINATED": 143}
     assert len(set(codes.values())) == len(codes)
     assert _exit_constants(TABLE) == codes  # the table's own literals
 

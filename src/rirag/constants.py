@@ -18,6 +18,11 @@ OBLIQA_EMPTY_PASSAGES = 720
 #: Largest run (TREC text, uncompressed) a command writes unless ``--max-bytes`` allows more: 200 MB (a run of every
 #: original-test question at the full corpus depth would be about 2 GB, built in memory first).
 MAX_RUN_BYTES = 200_000_000
+#: Largest input file (a run, a questions or answers file, a JSON manifest) a command reads unless
+#: ``--max-input-bytes`` allows more: 256 MiB, above the largest run a command writes by default (MAX_RUN_BYTES) and
+#: about 60 times the largest ObliQA file. Checked before reading (the file's size, then a read of at most this many
+#: bytes, so /dev/zero or an endless pipe stop there); a ``.gz`` input is bounded after decompression too.
+MAX_INPUT_BYTES = 256 * 1024 * 1024
 
 #: Retrieval evaluation.
 EVAL_K = 10

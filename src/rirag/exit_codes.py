@@ -21,3 +21,6 @@ EXIT_USAGE = 2
 EXIT_GENERATION_ERROR = 3
 #: Interrupted by Ctrl-C (SIGINT): results already written are complete; nothing half-written is left.
 EXIT_INTERRUPTED = 130
+#: Terminated by SIGTERM (``kill``, a scheduler's time limit): handled as Ctrl-C (one line, the lock removed, the
+#: answers written so far kept, resumable), with the status a shell gives a process SIGTERM ends (128 + 15).
+EXIT_TERMINATED = 143

@@ -4,13 +4,17 @@ ties a measured number to the model folder it was measured on."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import shutil
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from rirag.constants import MAX_INPUT_BYTES
 from rirag.errors import DataError
 
 
@@ -193,16 +197,101 @@ def with_fingerprints(rows: list[dict], cache: dict | None = None) -> list[dict]
 # --------------------------------------------------------------------------------------------------
 
 
-def read_json(path: Path) -> Any:
+#: The input size limit in force (bytes): :data:`~rirag.constants.MAX_INPUT_BYTES` unless a command's
+#: ``--max-input-bytes`` set another for its run (:func:`input_limit`).
+_INPUT_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("rirag_input_limit", default=MAX_INPUT_BYTES)
+#: How a refusal says to raise the limit.
+RAISE_LIMIT_HINT = "pass --max-input-bytes N to read a larger file"
+
+
+def max_input_bytes() -> int:
+    """The input size limit in force (bytes)."""
+    return _INPUT_LIMIT.get()
+
+
+@contextlib.contextmanager
+def input_limit(limit: int | None) -> Iterator[int]:
+    """Within the block, inputs may be up to ``limit`` bytes (``None``: the default,
+    :data:`~rirag.constants.MAX_INPUT_BYTES`)."""
+    token = _INPUT_LIMIT.set(MAX_INPUT_BYTES if limit is None else int(limit))
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise DataError(f"{path}: file not found") from err
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err})") from err
+        yield _INPUT_LIMIT.get()
+    finally:
+        _INPUT_LIMIT.reset(token)
+
+
+def _too_large(path: Path, what: str, limit: int, size: str) -> DataError:
+    return DataError(f"{what}{path}: {size} than the {limit}-byte input limit; {RAISE_LIMIT_HINT}")
+
+
+def check_input_size(path: str | Path, what: str = "") -> int:
+    """An input that can be read within the limit, checked before any byte is read: a regular file no larger than
+    :func:`max_input_bytes` (its size is returned), or a pipe (read with a bound, :func:`read_input_bytes`). A device
+    (``/dev/zero`` stats as size 0 and never ends), socket or folder is refused. ``what``: the option, e.g.
+    ``'--run '``."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DataError(f"{what}{path}: file not found") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{what}{path}: is a folder, expected a file")
+    if stat.S_ISREG(st.st_mode):
+        limit = max_input_bytes()
+        if st.st_size > limit:
+            raise _too_large(path, what, limit, f"{st.st_size} bytes, larger")
+        return st.st_size
+    if stat.S_ISFIFO(st.st_mode):
+        return 0
+    kind = "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
+    raise DataError(f"{what}{path}: {kind}, expected a regular file")
+
+
+def read_input_bytes(path: str | Path, what: str = "") -> bytes:
+    """The bytes of an input file, never more than :func:`max_input_bytes`: its size checked first
+    (:func:`check_input_size`), then at most limit + 1 bytes read (a file that grew, a pipe); a ``.gz`` file is
+    decompressed, bounded the same way (a small archive may hold gigabytes)."""
+    path = Path(path)
+    check_input_size(path, what)
+    limit = max_input_bytes()
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large(path, what, limit, "more bytes")
+    if path.suffix == ".gz":
+        import gzip
+        import io as _io
+
+        try:
+            with gzip.GzipFile(fileobj=_io.BytesIO(data)) as gz:
+                data = gz.read(limit + 1)
+        except (OSError, EOFError) as err:  # not gzip, damaged or truncated
+            raise DataError(f"{what}{path}: cannot decompress ({type(err).__name__}: {err})") from None
+        if len(data) > limit:
+            raise _too_large(path, what, limit, "decompresses to more bytes")
+    return data
+
+
+def parse_json(text: str | bytes, source: str) -> Any:
+    """``json.loads`` whose every failure is one :class:`DataError` naming ``source``: malformed JSON with its line
+    and column, and JSON nested too deeply for Python's parser (``[[[[...`` 200,000 deep) instead of a
+    ``RecursionError`` traceback."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): "
+        raise DataError(f"{source}: malformed JSON at line {err.lineno}, column {err.colno} (char {err.pos}): "
                         f"{err.msg}") from err
+    except RecursionError:
+        raise DataError(f"{source}: JSON nested too deeply to read (more than about "
+                        f"{sys.getrecursionlimit()} levels)") from None
 
+
+def read_json(path: str | Path, what: str = "") -> Any:
+    """A JSON input, bounded (:func:`read_input_bytes`); every failure one :class:`DataError` naming the file."""
+    path = Path(path)
+    data = read_input_bytes(path, what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{what}{path}: not UTF-8 text (byte {err.start})") from err
+    return parse_json(text, f"{what}{path}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -102,6 +103,7 @@ LIMITS: dict[str, tuple[int, str]] = {
     "max_retries": (20, "retries per request, with backoff"),
     "chunk_size": (10_000, "answers scored and flushed together"),
     "max_bytes": (1 << 40, "bytes of one written run: a terabyte is beyond any disk this runs on"),
+    "max_input_bytes": (1 << 40, "bytes of one input file: a terabyte is beyond any memory this runs on"),
     "max_answer_chars": (10_000_000, "characters of one answer; judged sentence by sentence, a longer one takes days"),
 }
 
@@ -139,6 +141,43 @@ def word(value: Any, what: str = "value") -> str:
     return text
 
 
+#: Bidirectional overrides and isolates: they reorder what a terminal shows (a soft hyphen, also format, is harmless).
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _is_control(c: str) -> bool:
+    """A control character (Unicode Cc: NUL, ESC, DEL, the C1 range) or a bidirectional override."""
+    return unicodedata.category(c) == "Cc" or c in BIDI_CONTROLS
+
+
+def record_id(value: Any, what: str = "id") -> str:
+    """A QuestionID or passage id that a TREC run can hold: a non-empty string without whitespace or control
+    characters (TREC lines are whitespace-separated, so ``'q 1'`` would read back as seven fields and ``'q\n1'`` as
+    two lines)."""
+    if not isinstance(value, str):
+        raise UsageError(f"{what}: must be a string, got {type(value).__name__}")
+    if not value:
+        raise UsageError(f"{what}: is empty")
+    bad = next((c for c in value if c.isspace() or _is_control(c)), None)
+    if bad is not None:
+        kind = "whitespace" if bad.isspace() else "a control character"
+        raise UsageError(f"{what}: {value!r} holds {kind} ({bad!r}); ids are one word (TREC is whitespace-separated)")
+    return value
+
+
+def without_controls(value: str) -> str:
+    """``value`` with its control characters removed (tab and newline become spaces): what a question is answered
+    as. A question of NUL characters alone is then empty, and refused as a blank one is."""
+    return "".join(" " if c in "\t\n\r\v\f" else c for c in value
+                   if not _is_control(c) or c in "\t\n\r\v\f")
+
+
+def printable(value: Any) -> str:
+    """``value`` as safe to print on a terminal: every control character but newline and tab written as an escape
+    (``\x1b``), so input never moves the cursor, recolours or retitles the terminal."""
+    return "".join(c if c in "\n\t" or not _is_control(c) else repr(c)[1:-1] for c in str(value))
+
+
 def text(value: Any, what: str = "value") -> str:
     return str(value)
 
@@ -171,11 +210,34 @@ def boolean(value: Any, what: str = "value") -> bool:
 
 
 def cache_option(value: Any, what: str = "value"):
-    """The dense embedding cache: true (the default folder), false (no cache) or a folder."""
+    """The dense embedding cache: true (the default folder), false or off (no cache), or a folder to write it in.
+
+    A folder is an existing one, or a new one spelt as a path (with a ``/``: ``./maybe``, ``.cache/emb``), so that a
+    mistyped word (``cache=maybe``) is refused instead of becoming a folder in the working directory; either way it
+    must accept new files, checked now (``cache=/proc/nope`` is refused before any passage is embedded)."""
+    if isinstance(value, bool):
+        return value
+    low = str(value).strip().lower()
+    if low in ("on",):
+        return True
+    if low in ("off", "none"):
+        return False
     try:
         return boolean(value, what)
     except UsageError:
-        return str(value)
+        pass
+    text_value = str(value)
+    path = Path(text_value).expanduser()
+    if not text_value.strip() or not (path.is_dir() or "/" in text_value or os.sep in text_value):
+        raise UsageError(f"{what}: expected true, false, off or a folder (an existing one, or a new one written as a "
+                         f"path such as ./{text_value.strip() or 'cache'}), got {text_value!r}")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{what}: {text_value!r} exists and is not a folder")
+    if path.is_dir():
+        _probe_writable(path, what, path)
+    else:
+        _with_writable_parent(path, what)
+    return text_value
 
 
 # -- retriever options --------------------------------------------------------------------------------------------
@@ -204,7 +266,8 @@ OPTION_SPECS: dict[str, OptionSpec] = {
     "max_seq_length": OptionSpec(int_between(1, "max_seq_length"), "encoder tokens per passage, 1 to 8192"),
     "batch_size": OptionSpec(int_between(1, "encoder_batch_size"), "encoder batch size, 1 to 4096"),
     "device": OptionSpec(word, "torch device"),
-    "cache": OptionSpec(cache_option, "embedding cache: true, false or a folder"),
+    "cache": OptionSpec(cache_option, "embedding cache: true, false/off, or a writable folder (a new one as a path, "
+                                      "e.g. ./emb)"),
     # fusion, reranking, learned fusion
     "alpha": OptionSpec(unit_interval, "dense weight of the hybrid, in [0, 1]"),
     "depth": OptionSpec(int_between(1, "depth"), "candidates per side, 1 to the corpus size"),

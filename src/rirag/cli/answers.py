@@ -35,6 +35,7 @@ from rirag.cli.options import (
     add_data_option,
     add_generator_options,
     add_k_option,
+    add_max_input_option,
     add_overwrite_option,
     add_retriever_options,
     add_split_option,
@@ -218,7 +219,7 @@ def check_generator(args: Any) -> None:
 
 def _questions_file(args: Any) -> list[tuple[str, str]]:
     """The ``--questions`` file, every question with text (checked before the data loads)."""
-    check.input_file(args.questions, "--questions")
+    checks.input_path(args.questions, "--questions")
     questions = read_questions(args.questions)
     checks.question_texts(questions, str(args.questions))
     return questions
@@ -233,7 +234,7 @@ def cmd_answer(args: Any) -> int:
         raise DataError("--split needs --run RUN.trec (the retrieval run whose passages are answered from)")
     out = check.output_file(args.out, "--out")
     if args.run:
-        check.input_file(args.run, "--run")
+        checks.input_path(args.run, "--run")
     options = answer_options(args)
     if args.questions:
         questions = _questions_file(args)
@@ -243,6 +244,7 @@ def cmd_answer(args: Any) -> int:
     if args.split:
         questions = [(q.id, q.text) for q in split_questions(obliqa, args.split, args.seed)]
         questions_from = f"split {args.split} (seed {args.seed})"
+        checks.question_ids(questions, questions_from)
     else:
         questions_from = str(args.questions)
     if args.run:
@@ -278,7 +280,8 @@ def cmd_answer(args: Any) -> int:
 
 
 def format_answer(answer, titles: dict[int, str]) -> str:
-    """The answer, then each cited passage: [n] title · PassageID (score) and a snippet."""
+    """The answer, then each cited passage: [n] title · PassageID (score) and a snippet; control characters escaped
+    (:func:`rirag.validation.printable`)."""
     lines = [textwrap.fill(answer.text or "(no answer)", 100), ""]
     numbers = {p.id: i for i, p in enumerate(answer.passages, start=1)}
     cited = answer.cited
@@ -295,7 +298,8 @@ def format_answer(answer, titles: dict[int, str]) -> str:
         lines.append(f"  [{c.number}] (invalid: there are only {len(answer.passages)} passages)")
     for w in answer.warnings:
         lines.append(f"note: {w}")
-    return "\n".join(lines) + "\n"
+    # the question, the passages and what the generator made of them: escape sequences are shown, never obeyed
+    return check.printable("\n".join(lines)) + "\n"
 
 
 def cmd_ask(args: Any) -> int:
@@ -321,7 +325,7 @@ def cmd_ask(args: Any) -> int:
         timings.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         if len(args.question) > 1:
-            sys.stdout.write(f"\nQ: {question}\n")
+            sys.stdout.write(f"\nQ: {check.printable(question)}\n")
         sys.stdout.write(format_answer(answer, obliqa.titles))
         if i == 0 and callable(getattr(generator, "describe", None)):
             sys.stdout.write(f"(answered by the {generator.describe()})\n")
@@ -363,6 +367,7 @@ def cmd_submit(args: Any) -> int:
             raise DataError(f"{obliqa.root}: no RIRAG_Unseen_Questions.json; pass --questions FILE")
         questions = [(q.id, q.text) for q in obliqa.unseen]
         questions_from = f"{obliqa.root}/RIRAG_Unseen_Questions.json"
+        checks.question_ids(questions, questions_from)  # the run holds them: one word each
     # answers of another run in --out are refused and a second writer is locked out, before any work
     answers_run = _answers_run("submit", args, options, out / SUBMIT_ANSWERS_FILE, questions, questions_from,
                                options.retriever_manifest(), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})",
@@ -423,6 +428,7 @@ def add_parsers(sub: Any) -> None:
     a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "
                    "manifest (<out>.manifest.json) matches this run, refused otherwise")
     add_overwrite_option(a)
+    add_max_input_option(a)
     add_retriever_options(a, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(a)
     a.set_defaults(func=cmd_answer)
@@ -442,6 +448,7 @@ def add_parsers(sub: Any) -> None:
                    "answers.shared-task.json (the shared task's fields, no citation markers), submission.json")
     add_system_option(s)
     add_overwrite_option(s)
+    add_max_input_option(s)
     add_retriever_options(s, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(s)
     s.set_defaults(func=cmd_submit)

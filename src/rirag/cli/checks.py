@@ -11,8 +11,9 @@ from typing import Any, Iterable, Mapping
 
 from rirag import models
 from rirag.errors import DataError, UsageError
+from rirag.io import check_input_size
 from rirag.text.citations import read_answers
-from rirag.validation import input_file, int_between, output_file
+from rirag.validation import input_file, int_between, output_file, record_id, without_controls
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +23,15 @@ GENERATOR_LIMITS = {"batch_size": ("--batch-size", "generation_batch_size", 1),
                     "max_new_tokens": ("--max-new-tokens", "max_new_tokens", 1),
                     "concurrency": ("--concurrency", "concurrency", 1),
                     "max_retries": ("--max-retries", "max_retries", 0)}
+
+
+def input_path(path: str | os.PathLike, what: str) -> Path:
+    """An input file a command may read: it exists, is readable and is a regular file (or a pipe) within the input
+    size limit (``--max-input-bytes``, :func:`rirag.io.check_input_size`), checked by its size before any byte is
+    read; ``/dev/zero`` and other devices are refused."""
+    p = input_file(path, what)
+    check_input_size(p, f"{what} ")
+    return p
 
 
 def generator_limits(args: Any) -> None:
@@ -57,7 +67,7 @@ def answers_args(args: Any) -> None:
     """``rirag evaluate answers``: the answer file (exists, UTF-8 JSON list of records with the fields), something to
     score and the output CSV writable, all before any model loads; with ``--require-all``, every model present too
     (without it, a metric whose model is missing is skipped: :func:`missing_answer_models`)."""
-    path = input_file(args.answers, "--answers")
+    path = input_path(args.answers, "--answers")
     try:
         records = read_answers(str(path))
     except UnicodeDecodeError as err:
@@ -102,11 +112,24 @@ def missing_answer_models(args: Any) -> dict[str, str]:
 # -- questions and runs, checked before a command writes anything ---------------------------------------------------
 
 
+def question_ids(questions: Iterable[tuple[str, str]], source: str) -> None:
+    """Every QuestionID is one a run can hold (:func:`rirag.validation.record_id`), checked before anything is
+    written: the run and the answers file hold them."""
+    for i, (qid, _) in enumerate(questions):
+        record_id(qid, f"{source}: record {i}: field 'QuestionID'")
+
+
 def question_texts(questions: Iterable[tuple[str, str]], source: str) -> None:
-    """Every question has text: an empty one is refused, naming the file, the record and its QuestionID."""
+    """Every question has text and an id a run can hold: a question that is blank once its control characters are
+    removed (``'   '``, ``'\\x00\\x00'``) is refused, as is a QuestionID that is empty or holds whitespace or a control
+    character (:func:`rirag.validation.record_id`: TREC is whitespace-separated), naming the file, the record and
+    its QuestionID."""
+    questions = list(questions)
+    question_ids(questions, source)
     for i, (qid, text) in enumerate(questions):
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError(f"{source}: record {i} (QuestionID {qid!r}): field 'Question' is empty")
+        if not isinstance(text, str) or not without_controls(text).strip():
+            raise UsageError(f"{source}: record {i} (QuestionID {qid!r}): field 'Question' is empty"
+                             + (" (control characters only)" if isinstance(text, str) and text.strip() else ""))
 
 
 def run_for_answers(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str], qids: list[str], source: str,

@@ -12,7 +12,15 @@ from typing import Any
 
 from rirag import validation as check
 from rirag.cli import checks
-from rirag.cli.options import Parser, add_data_option, add_k_option, add_split_option, auto_or, bounded_int
+from rirag.cli.options import (
+    Parser,
+    add_data_option,
+    add_k_option,
+    add_max_input_option,
+    add_split_option,
+    auto_or,
+    bounded_int,
+)
 from rirag.cli.output import format_table
 from rirag.cli.runner import checked
 from rirag.constants import EVAL_K
@@ -45,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 def cmd_evaluate_retrieval(args) -> int:
     check_split_name(args.split)
-    check.input_file(args.run, "--run")
+    checks.input_path(args.run, "--run")
     for option, path in (("--json", args.json), ("--per-query", args.per_query)):
         if path:
             check.output_file(path, option)
@@ -105,6 +113,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
         answer_quality_of,
         failures_path,
         format_summary,
+        input_warnings,
         is_official,
         read_answers,
         score_answers_file,
@@ -121,6 +130,8 @@ def run_answers(args: Any) -> dict[str, Any] | int:
                                        workers=getattr(args, "workers", 1)))
     records = read_answers(args.answers)  # bad input is reported before models load
     quality = answer_quality_of(records, getattr(args, "data", None))
+    for line in input_warnings(quality["input_checks"], str(args.answers)):  # model or not
+        logger.warning("%s", line)
     atomic_write_json(out + ".quality.json", quality)
     sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {out}.quality.json\n")
     result: dict[str, Any] = {"skipped": {}}
@@ -203,6 +214,7 @@ def add_answers_parser(subparsers: Any) -> Any:
                    help="CPU processes for the forward passes (1 torch thread each; at most the CPU cores); 'auto' "
                         "(the default): one per core; the scores do not depend on the count")
     p.add_argument("--device", default=None)
+    add_max_input_option(p)
     p.add_argument("--keep-citation-markers", action="store_true",
                    help="score answers with their [n] citation markers (default: removed before RePASs, since they "
                         "are references, not claims; answers without markers are unaffected)")
@@ -231,6 +243,7 @@ def add_parsers(sub: Any) -> None:
     add_k_option(e, EVAL_K, f"metric cut-off (1 to {check.LIMITS['k'][0]}, the corpus size)")
     e.add_argument("--json", default=None, help="write the metrics here")
     e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
+    add_max_input_option(e)
     e.set_defaults(func=cmd_evaluate_retrieval)
     try:  # a trimmed install may lack the scoring modules
         p = add_answers_parser(ev)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from rirag import validation as check
 from rirag.cli import checks
-from rirag.constants import SEED
+from rirag.constants import MAX_INPUT_BYTES, SEED
 from rirag.data.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS, check_split_name
 from rirag.errors import DataError, UsageError
 from rirag.exit_codes import EXIT_USAGE
@@ -157,6 +157,13 @@ def generator_bound(dest: str) -> Callable[[str], int]:
     says (the same bound :func:`rirag.cli.checks.generator_limits` checks on a namespace built in code)."""
     _, limit, minimum = checks.GENERATOR_LIMITS[dest]
     return bounded_int(limit, minimum)
+
+
+def add_max_input_option(p: argparse.ArgumentParser) -> None:
+    """``--max-input-bytes``: the size limit of every file the command reads (:func:`rirag.io.input_limit`)."""
+    p.add_argument("--max-input-bytes", type=bounded_int("max_input_bytes"), default=MAX_INPUT_BYTES, metavar="N",
+                   help=f"refuse an input file larger than N bytes, checked before reading it (default "
+                        f"{MAX_INPUT_BYTES:_} = 256 MiB); devices such as /dev/zero are always refused")
 
 
 def add_overwrite_option(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Mapping
 
 from rirag.errors import DataError
-from rirag.io import atomic_write_bytes
+from rirag.io import atomic_write_bytes, read_input_bytes
+from rirag.validation import record_id
 
 #: A ranked run: query id -> {passage id: score} (the one definition; retrieval imports it from here).
 Run = dict[str, dict[str, float]]
@@ -22,16 +23,6 @@ Qrels = dict[str, dict[str, int]]
 # --------------------------------------------------------------------------------------------------
 # TREC run files
 # --------------------------------------------------------------------------------------------------
-
-
-def _open_text(path: Path, mode: str = "rt"):
-    """Text (``rt``, UTF-8) or bytes (``rb``); ``.gz`` files are decompressed."""
-    encoding = None if "b" in mode else "utf-8"
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, mode, encoding=encoding)
-    return open(path, mode, encoding=encoding)
 
 
 def ranked(results: Mapping[str, float], depth: int | None = None) -> list[tuple[str, float]]:
@@ -50,6 +41,10 @@ def write_trec(run: Mapping[str, Mapping[str, float]], path: str | Path, system:
                         "nothing written")
     if any(c.isspace() for c in system) or not system:
         raise ValueError(f"system name must be one word, got {system!r}")
+    for qid, results in run.items():  # an id with a space or a newline would write a line read_trec refuses
+        record_id(qid, f"{path}: query id")
+        for docid in results:
+            record_id(docid, f"{path}: query {qid}: passage id")
 
     data = "".join(
         f"{qid} Q0 {docid} {rank} {float(score)!r} {system}\n"
@@ -70,17 +65,13 @@ def read_trec(path: str | Path) -> Run:
     if not path.exists():
         raise DataError(f"{path}: run file not found")
     run: Run = {}
-    lineno = 0
-    try:
-        with _open_text(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise DataError(f"{path}: line {lineno}: not UTF-8 text (byte {err.start})") from None
-                _read_trec_line(run, path, lineno, line)
-    except (OSError, EOFError) as err:  # a damaged or truncated .gz
-        raise DataError(f"{path}: cannot read after line {lineno} ({type(err).__name__}: {err})") from None
+    data = read_input_bytes(path)  # bounded: its size checked first, a device or an endless pipe refused
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{path}: line {lineno}: not UTF-8 text (byte {err.start})") from None
+        _read_trec_line(run, path, lineno, line)
     return run
 
 
@@ -91,6 +82,11 @@ def _read_trec_line(run: Run, path: Path, lineno: int, line: str) -> None:
     if len(parts) != 6:
         raise DataError(f"{path}: line {lineno}: expected 6 fields 'qid Q0 docid rank score system', got {len(parts)}")
     qid, _, docid, rank, score, _ = parts
+    for value, field in ((qid, "query id"), (docid, "passage id")):
+        try:
+            record_id(value, field)
+        except DataError as err:
+            raise DataError(f"{path}: line {lineno}: {err}") from None
     try:
         int(rank)
         value = float(score)

@@ -37,6 +37,7 @@ from rirag.retrieval.filtering import filter_ranked
 from rirag.retrieval.fusion import min_max_normalise
 from rirag.retrieval.registry import RetrieverSpec
 from rirag.text.citations import ParsedAnswer, citation_records, parse_citations
+from rirag.validation import record_id, without_controls
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def prepare_question(text: str | None) -> tuple[str, list[str]]:
     """The question as sent on (stripped, cut to :data:`MAX_QUESTION_CHARS`) and the warnings that applied."""
     if not isinstance(text, str):
         raise DataError(f"a question must be a string, got {type(text).__name__}")
-    text = text.strip()
+    text = without_controls(text).strip()  # NUL, ESC and the like: never sent on, never echoed
     if not text:
         return "", [WARN_EMPTY_QUESTION]
     if len(text) > MAX_QUESTION_CHARS:
@@ -287,6 +288,7 @@ class AnswersFile:
         return len(self.records)
 
     def write(self, record: dict) -> None:
+        record_id(record.get("QuestionID"), f"{self.out}: field 'QuestionID'")  # the run written beside it holds it
         if self._fh is None:
             self.out.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.journal, "a", encoding="utf-8")
@@ -325,6 +327,7 @@ def read_questions(path: str | os.PathLike) -> list[tuple[str, str]]:
                 raise DataError(f"{path}: record {i} (id {rec.get('QuestionID')}): missing field {key!r}")
             if not isinstance(rec[key], str):
                 raise DataError(f"{path}: record {i}: field {key!r} must be a string, got {type(rec[key]).__name__}")
+        record_id(rec["QuestionID"], f"{path}: record {i}: field 'QuestionID'")  # a run must hold it as one word
         if rec["QuestionID"] in seen:
             raise DataError(f"{path}: record {i}: QuestionID {rec['QuestionID']!r} occurs twice")
         seen.add(rec["QuestionID"])

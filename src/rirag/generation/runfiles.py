@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rirag import __version__
-from rirag.errors import UsageError
+from rirag.errors import DataError, UsageError
 from rirag.generation.pipeline import JOURNAL_SUFFIX
-from rirag.io import atomic_write_bytes, atomic_write_json
+from rirag.io import atomic_write_bytes, atomic_write_json, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +139,8 @@ class AnswersRun:
         if not self.manifest_path.exists():
             return None
         try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            data = read_json(self.manifest_path)  # bounded, and one line however deeply it nests
+        except (OSError, DataError) as err:
             raise UsageError(f"{self.label}: its manifest {self.manifest_path} is unreadable "
                              f"({type(err).__name__}); pass --overwrite to start afresh") from None
         if not isinstance(data, dict):

@@ -33,6 +33,7 @@ import csv
 import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from typing import Any
@@ -46,7 +47,7 @@ from rirag.scoring.constants import (
     MAX_ANSWER_CHARS,
 )
 from rirag.scoring.signature import OFFICIAL_LABEL, is_official_judge, judge_label
-from rirag.text.citations import CITATION_PATTERN, REQUIRED_FIELDS, read_answers, strip_citations  # noqa: F401 - part of this module's API
+from rirag.text.citations import CITATION_PATTERN, REQUIRED_FIELDS, numbers_in, read_answers, strip_citations  # noqa: F401 - part of this module's API
 
 logger = logging.getLogger(__name__)
 
@@ -317,9 +318,11 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
     gold-citation metrics and shared answers over the questions that ObliQA has gold passages for (when the data is
     at hand: ``data`` or ``$RIRAG_DATA_DIR``), per question under ``per_question``."""
     gold: dict[str, list[str]] = {}
+    corpus_ids = None
     if data or os.environ.get("RIRAG_DATA_DIR"):
         obliqa = load_obliqa(data)
         gold = {q.id: list(q.gold) for questions in obliqa.splits.values() for q in questions if q.gold}
+        corpus_ids = obliqa.corpus
     qids = [str(r["QuestionID"]) for r in records]
     # without RetrievedIDs no citation can be mapped to a passage: the gold metrics are n/a for that answer
     golds = [gold.get(q, []) if r.get("RetrievedIDs") else [] for q, r in zip(qids, records)]
@@ -328,4 +331,54 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) ->
     per = result.pop("per_item")
     result["questions_with_gold"] = sum(bool(g) for g in golds)
     result["per_question"] = {q: {k: v[i] for k, v in per.items()} for i, q in enumerate(qids)}
+    result["input_checks"] = input_checks(records, corpus_ids)
     return result
+
+
+#: A marker with a negative number (``[-1]``): no citation pattern reads it, so it would pass as text.
+_NEGATIVE_MARKER = re.compile(r"\[\s*-\s*\d+\s*\]")
+
+
+def input_checks(records: list[dict[str, Any]], corpus_ids: Any = None) -> dict[str, Any]:
+    """What an answer file holds that no score shows, counted (no model needed): citation markers that point at no
+    passage of the record (``[0]``, ``[-1]``, ``[99]`` with 3 passages), and, with the corpus at hand
+    (``corpus_ids``), RetrievedIDs that are not passages of it (they score as non-relevant, silently). ``None`` for
+    the latter without a corpus."""
+    markers = answers_markers = 0
+    example_marker = None
+    unknown: list[str] = []
+    answers_unknown = 0
+    for r in records:
+        answer = r.get("Answer") or ""
+        ids = r.get("RetrievedIDs")
+        passages = r.get("RetrievedPassages")
+        n = len(ids) if isinstance(ids, list) and ids else (len(passages) if isinstance(passages, list) else 1)
+        bad = [m for m in numbers_in(answer) if not 1 <= m <= n] + _NEGATIVE_MARKER.findall(answer)
+        if bad:
+            markers += len(bad)
+            answers_markers += 1
+            example_marker = example_marker or (str(r.get("QuestionID")), str(bad[0]), n)
+        if corpus_ids is not None and isinstance(ids, list):
+            missing = [str(i) for i in ids if str(i) not in corpus_ids]
+            unknown += missing
+            answers_unknown += bool(missing)
+    return {"markers_out_of_range": markers, "answers_with_markers_out_of_range": answers_markers,
+            "marker_example": example_marker,
+            "unknown_retrieved_ids": None if corpus_ids is None else len(unknown),
+            "answers_with_unknown_retrieved_ids": None if corpus_ids is None else answers_unknown,
+            "unknown_retrieved_id_example": unknown[0] if unknown else None}
+
+
+def input_warnings(checks: dict[str, Any], source: str) -> list[str]:
+    """The lines :func:`input_checks` gives rise to (empty when the file is clean)."""
+    lines = []
+    if checks.get("markers_out_of_range"):
+        qid, marker, n = checks["marker_example"]
+        lines.append(f"{source}: {checks['markers_out_of_range']} citation markers in "
+                     f"{checks['answers_with_markers_out_of_range']} answers point at no passage (e.g. QuestionID "
+                     f"{qid!r}: [{marker.strip('[]')}] with {n} passages); they cite nothing")
+    if checks.get("unknown_retrieved_ids"):
+        lines.append(f"{source}: {checks['unknown_retrieved_ids']} RetrievedIDs in "
+                     f"{checks['answers_with_unknown_retrieved_ids']} answers are not passages of the corpus (e.g. "
+                     f"{checks['unknown_retrieved_id_example']!r}); they count as non-relevant")
+    return lines

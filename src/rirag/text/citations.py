@@ -11,12 +11,12 @@ belongs to the previous sentence, as writers put it after the full stop.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from rirag.io import read_input_bytes
 from rirag.text.sentences import punkt_split
 
 #: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle);
@@ -132,12 +132,13 @@ def citation_records(parsed: ParsedAnswer) -> list[dict]:
 def read_answers(path: str) -> list[dict[str, Any]]:
     """Load and validate the answer JSON (``.json``, or gzipped ``.json.gz`` as the benchmarks commit them); errors
     name the file, the record and the field."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
-            raise ValueError(f"{path}: not valid JSON ({err})") from err
+    raw = read_input_bytes(path)  # bounded: its size checked first; a device or an endless pipe refused
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from err
+    except RecursionError:
+        raise ValueError(f"{path}: not valid JSON (nested too deeply to read)") from None
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a JSON list of answer records, got {type(data).__name__}")
     seen = set()
