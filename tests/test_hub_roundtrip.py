@@ -39,7 +39,7 @@ LOADED = {
     "reranker-leakage-free": "ok (CrossEncoder)", "obligation-classifier": "ok (TextClassificationPipeline)",
     "nli-judge": "ok (CrossEncoder)", "raft-adapter": "ok (PeftModelForCausalLM)",
     "raft-merged": "ok (LlamaForCausalLM)",
-    "repass-metric": "ok (Repass)", "demo": "ok (Blocks, vendored rirag)",
+    "repass-metric": "ok (Repass)", "demo": "ok (Blocks, warmed, one question answered",
 }
 
 

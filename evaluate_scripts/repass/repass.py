@@ -1,17 +1,43 @@
 """RePASs (Regulatory Passage Answer Stability Score) as an ``evaluate`` metric."""
 
+import dataclasses
+
 import datasets
 import evaluate
 
-from rirag.scoring.constants import (
+# The scorer is rirag's own (src/rirag/scoring), vendored beside this script as flat files since rirag is on no package
+# index: evaluate fetches this script and each file it imports relatively at the top level, nothing else (no package,
+# no requirements.txt). `python -m rirag.hub.vendor evaluate_scripts/repass` writes them (rirag.hub.vendor).
+from .vendored_rirag_scoring_constants import (
     COVERAGE_THRESHOLD,
     DEFAULT_BATCH_SIZE,
     DEFAULT_MODE,
+    HUB_NLI_JUDGE,
     OFFICIAL_COVERAGE_MODEL,
     OFFICIAL_NLI_MODEL,
     OFFICIAL_OBLIGATION_MODEL,
     REGNLP_BIBTEX,
 )
+from .vendored_rirag_scoring_models import MissingModelError
+from .vendored_rirag_scoring_repass import RePASsConfig, RePASsScorer, normalise_inputs
+# Vendored files not imported above, imported so that evaluate fetches them (rirag.hub.vendor):
+from .vendored_punkt import __name__ as _
+from .vendored_punkt_annotate import __name__ as _
+from .vendored_punkt_data_english import __name__ as _
+from .vendored_punkt_inference_tokenizer import __name__ as _
+from .vendored_punkt_model_parameters import __name__ as _
+from .vendored_punkt_rules_boundaries import __name__ as _
+from .vendored_punkt_rules_language import __name__ as _
+from .vendored_punkt_rules_orthography import __name__ as _
+from .vendored_punkt_rules_tokens import __name__ as _
+from .vendored_punkt_rules_words import __name__ as _
+from .vendored_rirag import __name__ as _
+from .vendored_rirag_constants import __name__ as _
+from .vendored_rirag_models import __name__ as _
+from .vendored_rirag_scoring_core import __name__ as _
+from .vendored_rirag_scoring_signature import __name__ as _
+from .vendored_rirag_scoring_workers import __name__ as _
+from .vendored_rirag_text_sentences import __name__ as _
 
 _CITATION = REGNLP_BIBTEX
 
@@ -54,20 +80,15 @@ Returns:
         threshold and rirag version (`repass:mode=reference|nli=...|...`); its models say whether a number is
         "RePASs" or "RePASs (local judge)".
 Examples:
-    The composite from its parts (the rounding is the reference's):
-
-    >>> from rirag.scoring.core import composite_score
-    >>> composite_score(obligation_coverage_score=0.5, entailment=0.8, contradiction=0.1)
-    0.73333
-
     With models (offline: the local judge; label such numbers "RePASs (local judge)"):
 
-    >>> repass = evaluate.load("evaluate_scripts/repass", nli_model="artifacts/nli_judge",
-    ...     coverage_model="artifacts/nli_judge", obligation_model="artifacts/obligation_classifier")  # doctest: +SKIP
+    >>> judge = "rirag/rirag-nli-judge"
+    >>> repass = evaluate.load("rirag/repass", nli_model=judge, coverage_model=judge,
+    ...     obligation_model="rirag/rirag-obligation-classifier")
     >>> results = repass.compute(predictions=["Firms must keep records for six years."],
-    ...     passages=[["An Authorised Person must maintain records for at least six years."]])  # doctest: +SKIP
-    >>> sorted(k for k in results if k != "per_item")  # doctest: +SKIP
-    ['contradiction', 'entailment', 'n_scored', 'obligation_coverage', 'repass', 'skipped']
+    ...     passages=[["An Authorised Person must maintain records for at least six years."]])
+    >>> sorted(results)[:5]
+    ['contradiction', 'entailment', 'n_scored', 'no_passage_text', 'obligation_coverage']
 """
 
 def _to_arrow_inputs(predictions, passages):
@@ -76,19 +97,32 @@ def _to_arrow_inputs(predictions, passages):
     Skipped answers (``None``/empty/blank) become ``""`` (the scorer skips them and reports the index), one
     passage string becomes a one-element list, and a bare-string ``predictions`` is one item.
     """
-    from rirag.scoring.repass import normalise_inputs
-
     items = normalise_inputs(predictions, passages)
     return [a if a is not None else "" for a, _ in items], [p for _, p in items]
 
 
 def _config_keys() -> tuple[str, ...]:
     """The scorer's options: the fields of ``RePASsConfig`` (one source of truth)."""
-    import dataclasses
-
-    from rirag.scoring.repass import RePASsConfig
-
     return tuple(f.name for f in dataclasses.fields(RePASsConfig))
+
+
+#: The module options that name a model, by the scorer's role for it.
+MODEL_OPTIONS = {"nli": "nli_model", "coverage": "coverage_model", "obligation": "obligation_model"}
+
+
+def missing_models_message(err: MissingModelError) -> str:
+    """One line in ``evaluate``'s terms: which ``evaluate.load`` option names a model that cannot be loaded, and
+    which Hub ids to pass instead (the scorer's own message speaks of the rirag command line)."""
+    missing = getattr(err, "missing", None) or []
+    if not missing:
+        return str(err)
+    named = ", ".join(f"{MODEL_OPTIONS[role]}={name!r} ({reason})" for role, name, reason in missing)
+    return (f"RePASs cannot load {named}: pass a Hub id or a local model folder instead, e.g. "
+            f'evaluate.load("<namespace>/repass", {", ".join(f"{MODEL_OPTIONS[r]}=..." for r, _, _ in missing)}); '
+            f"without the Hub, fetch these once and run offline from the cache: the papers' "
+            f'nli_model="{OFFICIAL_NLI_MODEL}", coverage_model="{OFFICIAL_COVERAGE_MODEL}", or the local judge '
+            f'nli_model="{HUB_NLI_JUDGE}", coverage_model="{HUB_NLI_JUDGE}" (numbers then labelled '
+            f'"RePASs (local judge)"), and obligation_model="{OFFICIAL_OBLIGATION_MODEL}"')
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -117,12 +151,15 @@ class Repass(evaluate.Metric):
         )
 
     def _scorer(self, **overrides):
-        from rirag.scoring.repass import RePASsConfig, RePASsScorer
-
         config = {**self.scorer_config, **{k: v for k, v in overrides.items() if k in _config_keys()}}
         key = tuple(sorted((k, repr(v)) for k, v in config.items()))
-        if key not in self._scorers:  # models are loaded lazily by the scorer and cached per process
-            self._scorers[key] = RePASsScorer(RePASsConfig(**config))
+        if key not in self._scorers:  # models are loaded once, here, and cached per process
+            scorer = RePASsScorer(RePASsConfig(**config))
+            try:
+                scorer.load_models()
+            except MissingModelError as err:
+                raise MissingModelError(missing_models_message(err)) from None
+            self._scorers[key] = scorer
         return self._scorers[key]
 
     # Inputs are validated and normalised item by item *before* evaluate's Arrow encoding, which would otherwise

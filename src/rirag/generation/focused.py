@@ -48,6 +48,7 @@ from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft, DraftPart
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
 from rirag.generation.render import render
+from rirag.models import looks_local
 from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import shared_encoder
 from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
@@ -237,7 +238,8 @@ class FocusedAnswerer:
                  encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
                  split: Callable[[str], Sequence[str]] | None = None):
         self.config = config or FocusedConfig()
-        if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir():
+        if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir() \
+                and looks_local(classifier):  # a Hub id loads from the Hub or its cache (a Space sets one)
             raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "
                             f"{DEFAULT_OBLIGATION_CLASSIFIER} when trained (else deontic cues), or pass {MODAL_CUES}")
         self.classifier = classifier or DEFAULT_OBLIGATION_CLASSIFIER
@@ -288,7 +290,17 @@ class FocusedAnswerer:
         """What decides obligation-ness: the trained classifier's folder, or deontic cues."""
         if self._obligation_given:
             return "given"
-        return self.classifier if Path(self.classifier).is_dir() else "deontic cues (no trained classifier)"
+        return self.classifier if self._has_classifier() else "deontic cues (no trained classifier)"
+
+    def _has_classifier(self) -> bool:
+        """A classifier folder, or a Hub id given (loaded from the Hub or its local cache; an error if neither)."""
+        return Path(self.classifier).is_dir() or (self.classifier != MODAL_CUES and not looks_local(self.classifier))
+
+    def warm(self) -> "FocusedAnswerer":
+        """Load the encoder and the obligation classifier now (a Space does it before serving its first question)."""
+        self.encode(["warm"])
+        self.is_obligation(["warm"])
+        return self
 
     def describe(self) -> str:
         """One line for the CLI: which models this answerer uses."""
@@ -304,7 +316,7 @@ class FocusedAnswerer:
 
     def is_obligation(self, texts: list[str]) -> list[bool]:
         if self._is_obligation is None:
-            if Path(self.classifier).is_dir():
+            if self._has_classifier():
                 self._is_obligation = obligation_classifier(self.classifier, self.device)
             else:
                 logger.info("no obligation classifier at %s: the focused answerer uses deontic cues", self.classifier)

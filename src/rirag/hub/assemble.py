@@ -53,6 +53,7 @@ from rirag.hub.entry_cards import (
     with_usage,
 )
 from rirag.hub.manifest import Entry, Manifest, ManifestError, read_config
+from rirag.hub.vendor import has_vendored_block, write_vendored
 from rirag.io import atomic_dir, atomic_write_text
 from rirag.models import looks_local
 from rirag.retrieval.learned_fusion import CONFIG_FILE
@@ -199,6 +200,8 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
         for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI)
             for rel in upload_files(root / src):
                 _copy(root / src / rel, tmp / dst / rel)
+        if entry.kind == "metric-space" and has_vendored_block(tmp):  # the scorer beside the script, from src/
+            write_vendored(tmp)
         if not keep_card:
             atomic_write_text(tmp / CARD_FILE, publish_card(entry, manifest, source, root).render())
         elif (tmp / CARD_FILE).exists():  # a card kept from its source, completed for the Hub

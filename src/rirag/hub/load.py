@@ -10,8 +10,9 @@ in the round-trip tests on tiny artifacts. Per card:
   manifest has a local copy of (``aliases``) by the local copy;
 - a ``bash`` block with ``rirag retrieve --retriever learned-fusion --option ranker=DIR`` (the ranker) is run through
   its library equivalent (:func:`rirag.retrieval.registry.build_retriever`) on a few probe passages;
-- an app Space is imported in a fresh interpreter from its upload folder (its vendored ``rirag/`` first on the path)
-  and its Gradio app built (not launched).
+- an app Space is started in a fresh interpreter from its upload folder (its vendored ``rirag/`` first on the path)
+  with its Space variables (Hub ids mapped to local copies): ``warm()``, one question answered, its Gradio app built
+  (not launched).
 
 Each check runs in a fresh ``datasets`` cache and gives ``ok (...)``, ``failed: ...`` or ``skipped: ...``
 (something it needs is neither assembled nor on this machine, e.g. a base model only the Hub has).
@@ -175,14 +176,35 @@ def run_retrieve_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str
     return f"{type(retriever).__name__}, {len(run['probe'])} passages ranked"
 
 
-def run_app_space(folder: str | Path, timeout: float = APP_TIMEOUT_S) -> str:
-    """Import a Gradio Space's app.py from its upload folder in a fresh interpreter and build its app (no launch)."""
+def space_environment(variables: Mapping[str, str], ids: Mapping[str, str]) -> dict[str, str]:
+    """A Space's variables as the check runs them: each Hub id with a local copy (an assembled upload folder, an
+    alias) replaced by it; a Hub id with neither, and not in the Hugging Face cache, skips the check."""
+    from huggingface_hub import try_to_load_from_cache
+
+    env = {}
+    for key, value in variables.items():
+        value = ids.get(value, value)
+        if _HUB_ID.fullmatch(repr(value)) and not Path(value).exists() \
+                and not isinstance(try_to_load_from_cache(value, "config.json"), str):
+            raise SnippetSkipped(f"{key}={value} is neither assembled nor in the local Hugging Face cache")
+        env[key] = value
+    return env
+
+
+def run_app_space(folder: str | Path, timeout: float = APP_TIMEOUT_S,
+                  variables: Mapping[str, str] | None = None) -> str:
+    """Start a Gradio Space from its upload folder in a fresh interpreter, as the Space does: build its backend with
+    ``variables`` (its Space variables), ``warm()`` it (data, retriever, the generator's models), answer one question
+    and build its app (no launch)."""
     code = ("import sys; sys.path.insert(0, '.')\n"
             "import app, rirag\n"
-            "backend = sys.modules['backend']\n"
-            "made = app.build_app(backend.Backend(examples=['" + PROBE_QUESTION + "']))\n"
-            "print(type(made).__name__, 'rirag from', rirag.__file__)\n")
+            "backend = sys.modules['backend'].Backend(examples=['" + PROBE_QUESTION + "']).warm()\n"
+            "answered = backend.answer('" + PROBE_QUESTION + "')\n"
+            "assert answered['answer'].strip() or answered['message'], answered\n"
+            "made = app.build_app(backend)\n"
+            "print(type(made).__name__, len(answered['citations']), 'rirag from', rirag.__file__)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(variables or {})
     env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     done = subprocess.run([sys.executable, "-c", code], cwd=str(folder), env=env, capture_output=True, text=True,
                           timeout=timeout)
@@ -192,7 +214,8 @@ def run_app_space(folder: str | Path, timeout: float = APP_TIMEOUT_S) -> str:
     out = done.stdout.strip().splitlines()[-1]
     if str(Path(folder).resolve()) not in out:
         raise RuntimeError(f"the app did not import its vendored rirag ({out})")
-    return out.split(" rirag from")[0] + ", vendored rirag"
+    kind, cited = out.split(" rirag from")[0].split()
+    return f"{kind}, warmed, one question answered ({cited} cited), vendored rirag"
 
 
 #: ``datasets``' cache settings (environment variable -> ``datasets.config`` attribute) that one check replaces.
@@ -243,7 +266,10 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> 
     ids = {**ids, repo_id: str(folder)}
     try:
         if entry.kind == "app-space":
-            return f"{OK} ({run_app_space(folder)})"
+            names = {e.name: manifest.repo_id(e) for e in manifest.entries}  # as push_all sets the variables
+            given = {k: names.get(v, v) for k, v in (getattr(entry, "space_variables", None) or {}).items()}
+            variables = space_environment(given, ids)
+            return f"{OK} ({run_app_space(folder, variables=variables)})"
         card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
         blocks = [(lang, code) for lang, code in code_blocks(card) if repo_id in code]
         for lang, code in blocks:

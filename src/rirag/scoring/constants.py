@@ -21,6 +21,9 @@ OFFICIAL_COVERAGE_MODEL = "microsoft/deberta-large-mnli"
 HUB_OBLIGATION_MODEL = "rirag/rirag-obligation-classifier"
 #: The metric's default obligation model (a Hub id, so that ``evaluate.load("rirag/repass")`` runs as its card says).
 OFFICIAL_OBLIGATION_MODEL = HUB_OBLIGATION_MODEL
+#: The local NLI judge (LOCAL_NLI_JUDGE) as hub_push publishes it (entry ``nli-judge``): what the metric's messages and
+#: card offer where the papers' NLI models cannot be fetched.
+HUB_NLI_JUDGE = "rirag/rirag-nli-judge"
 
 #: How any number computed with the local stand-in judge must be labelled.
 LOCAL_JUDGE_LABEL = "RePASs (local judge)"

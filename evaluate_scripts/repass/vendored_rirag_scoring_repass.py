@@ -1,0 +1,708 @@
+# Vendored for the RePASs evaluate metric from rirag.scoring.repass by rirag.hub.vendor: do not edit; run
+# `python -m rirag.hub.vendor evaluate_scripts/repass` after changing the original.
+"""RePASs scorer: model inference around the pure functions in :mod:`rirag.scoring.core`.
+
+Less work than the reference loop, same scores: for a batch of answers every input is collected first and
+deduplicated; inputs are tokenized once and batched by exact token length (no padding); an obligation already
+covered is not tried again (the reference's early ``break``, in rounds across answers); sentence splits, obligation
+labels and pair probabilities are cached across answers and calls, keyed so that another model or mode never reuses
+an entry.
+
+Modes (see ``evaluate_scripts/repass/README.md``):
+
+* ``reference`` reproduces the RIRAG shared-task evaluation code (RegNLP/RePASs): passages joined by a space,
+  obligations detected in passage *and* answer, the coverage model fed the single text
+  ``"<answer obligation sentence> [SEP] <passage obligation>"`` and its top label read.
+* ``paper`` follows section 4 of the paper: each passage split on its own, every answer sentence checked against
+  each passage obligation as a proper (premise=answer sentence, hypothesis=obligation) pair.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from . import vendored_rirag_scoring_core as core
+from . import vendored_rirag_scoring_workers as pool
+from .vendored_rirag_scoring_constants import AUTO_BATCH_SIZE, CONTRADICTION, COVERAGE_JOIN, COVERAGE_THRESHOLD, CPU_TOKENS_PER_BATCH, CUDA_TOKENS_PER_BATCH, DEFAULT_BATCH_SIZE, DEFAULT_MODE, DEFAULT_PRECISION, ENTAILMENT, MAX_BATCH_ROWS, MAX_PADDING_SHARE, MODES, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, OFFICIAL_OBLIGATION_MODEL, PASSAGE_JOIN, PRECISIONS, ROUND_DECIMALS
+from .vendored_rirag_scoring_models import MissingModelError, label_index, load_classifier, max_length_of, obligation_index, position_limit, prepared_model, resolve_device
+from .vendored_rirag_scoring_signature import repass_signature
+from .vendored_rirag_scoring_workers import AUTO_WORKERS, resolve_workers
+from .vendored_rirag_text_sentences import clear_split_caches, get_splitter
+
+logger = logging.getLogger(__name__)
+
+SCORE_KEYS = ("entailment", "contradiction", "obligation_coverage", "repass")
+TRUNCATION_KEYS = ("nli", "obligation", "coverage", "coverage_obligation")
+Input = tuple[str, str | None]
+#: One scored item's sentences: (passage sentences, answer sentences).
+Split = tuple[list[str], list[str]]
+#: One scored item's coverage task: (passage obligations, candidate answer sentences, inputs per obligation).
+Coverage = tuple[list[str], list[str], list[list[Input]]]
+
+
+@dataclass
+class RePASsConfig:
+    nli_model: str = field(default=OFFICIAL_NLI_MODEL, metadata={"help": "NLI cross-encoder for E and C."})
+    coverage_model: str = field(default=OFFICIAL_COVERAGE_MODEL,
+                                metadata={"help": "NLI model for obligation coverage."})
+    obligation_model: str = field(default=OFFICIAL_OBLIGATION_MODEL,
+                                  metadata={"help": "Obligation sentence classifier."})
+    sentence_splitter: Any = field(default="punkt",
+                                   metadata={"help": "'punkt', 'nltk' or a callable str -> sentences."})
+    batch_size: Any = field(default=DEFAULT_BATCH_SIZE, metadata={
+        "help": "Inputs per forward pass, or 'auto' (a token budget per pass, see rirag.scoring.constants)."})
+    device: Any = field(default=None, metadata={"help": "'cpu', 'cuda', 'cuda:1', a CUDA ordinal, or None (auto)."})
+    mode: str = field(default=DEFAULT_MODE, metadata={"help": f"One of {MODES}."})
+    threshold: float = field(default=COVERAGE_THRESHOLD, metadata={"help": "Coverage entailment threshold (strict >)."})
+    show_progress: bool = field(default=True, metadata={"help": "tqdm bars over inference batches."})
+    precision: str = field(default=DEFAULT_PRECISION, metadata={
+        "help": f"One of {PRECISIONS}: 'int8' is the optional fast mode (CPU dynamic quantisation; scores may "
+                "differ from the reference, never the default)."})
+    workers: Any = field(default=1, metadata={
+        "help": "CPU processes for the forward passes (1 torch thread each), or 'auto' (one per core); see "
+                "rirag.scoring.workers. Ignored on CUDA."})
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if isinstance(self.batch_size, str) and self.batch_size.isdigit():
+            self.batch_size = int(self.batch_size)
+        if self.batch_size != AUTO_BATCH_SIZE and (
+                not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1):
+            raise ValueError(f"batch_size must be a positive integer or {AUTO_BATCH_SIZE!r}, got {self.batch_size!r}")
+        if isinstance(self.workers, str) and self.workers.isdigit():
+            self.workers = int(self.workers)
+        if self.workers != AUTO_WORKERS and (
+                not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1):
+            raise ValueError(f"workers must be a positive integer or {AUTO_WORKERS!r}, got {self.workers!r}")
+
+
+def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, list[str]]]:
+    """Validate and normalise, item by item: one answer and a list of passage strings per item.
+
+    An answer that is ``None``, empty or blank is skipped (it becomes ``None`` here; the scorer reports its index),
+    wherever it stands. Each item's passages may be one string or a list of strings, independently of the other
+    items. A bare string ``predictions`` is one item. Anything else that is not a string is a ``TypeError`` naming
+    the index. The caller's lists are never mutated.
+    """
+    if isinstance(predictions, str):
+        predictions = [predictions]
+        if isinstance(passages, str) or (isinstance(passages, (list, tuple))
+                                         and all(isinstance(p, str) for p in passages)):
+            passages = [passages]
+    if predictions is None or isinstance(predictions, (bytes, dict)) or not hasattr(predictions, "__iter__"):
+        raise TypeError(f"predictions must be a list of strings, got {type(predictions).__name__}")
+    if passages is None or isinstance(passages, (str, bytes, dict)) or not hasattr(passages, "__iter__"):
+        raise TypeError(f"passages must be a list with one entry (a string or a list of strings) per prediction, "
+                        f"got {type(passages).__name__}")
+    predictions, passages = list(predictions), list(passages)
+    if len(predictions) != len(passages):
+        raise ValueError(
+            f"predictions and passages must have the same length, got {len(predictions)} predictions "
+            f"and {len(passages)} passage lists"
+        )
+    items = []
+    for i, (answer, item_passages) in enumerate(zip(predictions, passages)):
+        if answer is not None and not isinstance(answer, str):
+            raise TypeError(f"predictions[{i}] must be a string (or None to skip), got {type(answer).__name__}")
+        if item_passages is None:
+            item_passages = []
+        elif isinstance(item_passages, str):
+            item_passages = [item_passages]
+        elif isinstance(item_passages, (list, tuple)):
+            for j, p in enumerate(item_passages):
+                if not isinstance(p, str):
+                    raise TypeError(f"passages[{i}][{j}] must be a string, got {type(p).__name__}")
+            item_passages = list(item_passages)
+        else:
+            raise TypeError(f"passages[{i}] must be a string or a list of strings, got {type(item_passages).__name__}")
+        items.append((answer if answer and answer.strip() else None, item_passages))
+    return items
+
+
+#: How a classifier turns an input key into tokens (see :class:`Classifier`).
+SINGLE, PAIR, JOINED, PAIR_KEEP_SECOND = "single", "pair", "joined", "pair-keep-second"
+#: Truncation codes stored with each cached probability vector.
+NOT_TRUNCATED, CUT_FIRST, CUT_SECOND = 0, 1, 2
+
+
+class ProbabilityCache:
+    """Softmax probabilities by (classifier fingerprint, input), shared by every scorer in the process.
+
+    The fingerprint holds the encoding (which differs between modes for the coverage model), the model name and
+    object, the device and the length limit, so a different model, mode or limit never reuses an entry. Bounded:
+    when ``max_entries`` is reached the cache is emptied (scores never depend on it, only speed).
+    """
+
+    def __init__(self, max_entries: int = 2_000_000):
+        self.max_entries = max_entries
+        self._data: dict[tuple, tuple[np.ndarray, int]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, fingerprint: tuple, key: Input):
+        value = self._data.get((fingerprint, key))
+        if value is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return value
+
+    def put(self, fingerprint: tuple, key: Input, value: tuple[np.ndarray, int]) -> None:
+        if len(self._data) >= self.max_entries:
+            logger.info("probability cache full (%d entries): emptied", len(self._data))
+            self._data.clear()
+        self._data[(fingerprint, key)] = value
+
+    def clear(self) -> None:
+        self._data.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+#: The process-wide cache (``clear_caches()`` empties it with the sentence-split cache).
+PROBABILITY_CACHE = ProbabilityCache()
+
+
+def clear_caches() -> None:
+    """Empty the probability cache and the sentence-split caches (benchmarks time cold runs with this)."""
+    PROBABILITY_CACHE.clear()
+    clear_split_caches()
+
+
+def auto_batch_rows(length: int, device: str) -> int:
+    """Rows per forward pass for inputs of ``length`` tokens (the rule documented in ``constants``)."""
+    budget = CUDA_TOKENS_PER_BATCH if str(device).startswith("cuda") else CPU_TOKENS_PER_BATCH
+    return max(1, min(MAX_BATCH_ROWS, budget // max(1, length)))
+
+
+class Classifier:
+    """One sequence classifier: cached probabilities over input keys, computed in exact-length buckets.
+
+    Encodings of an input key ``(first, second)``:
+
+    * ``single``: ``first`` alone (``second`` is ``None``), truncated at the tokenizer's ``model_max_length`` as the
+      reference's ``truncation=True`` does (obligation classifier).
+    * ``pair``: the pair ``(first, second)``, ``truncation=True`` (longest first) at ``model_max_length``, as the
+      reference's NLI call (E and C).
+    * ``joined``: the single text ``f"{first} [SEP] {second}"`` (reference-mode coverage: answer sentence, passage
+      obligation), not truncated, as the reference's pipeline. Only where the model itself cannot take the length
+      (an absolute position table) are tokens cut, from the end of the answer sentence, never the obligation.
+    * ``pair-keep-second``: the pair ``(first, second)`` (paper-mode coverage), cut from the first text only when
+      the model cannot take the length.
+
+    Every input is tokenized once without padding; inputs of equal token length are batched together, so no
+    forward pass computes padding (a length that occurs once is a single-input call, as in the reference).
+    """
+
+    def __init__(self, name: str, device: str, batch_size: int | str, show_progress: bool, encoding: str = PAIR,
+                 cache: ProbabilityCache | None = None, workers: int = 1, precision: str = DEFAULT_PRECISION):
+        self.name = name
+        self.precision = precision
+        self.tokenizer, _ = load_classifier(name, device)
+        self.model = prepared_model(name, device, precision)
+        self.device = device
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.encoding = encoding
+        if encoding in (JOINED, PAIR_KEEP_SECOND):
+            self.max_length = position_limit(self.tokenizer, self.model)
+        else:
+            self.max_length = max_length_of(self.tokenizer, self.model)
+        self.cache = PROBABILITY_CACHE if cache is None else cache
+        self.max_padding = MAX_PADDING_SHARE
+        self.fingerprint = (encoding, name, str(device), self.max_length, precision, id(self.model))
+        self.workers = int(workers)
+        self._cuts: dict[Input, int] = {}  # inputs this classifier saw cut, by truncation code
+        #: Forward passes and tokens (padding included) computed so far, wherever they ran (parent or workers).
+        self.work = {"forward_passes": 0, "tokens": 0}
+
+    @property
+    def config(self):
+        return self.model.config
+
+    # -- tokenization -------------------------------------------------------------------------------------------
+    def _encode(self, keys: list[Input]) -> list[tuple[dict[str, list[int]], int]]:
+        if self.encoding == SINGLE:
+            return self._encode_truncating([k[0] for k in keys], None)
+        if self.encoding == PAIR:
+            return self._encode_truncating([k[0] for k in keys], [k[1] for k in keys])
+        if self.encoding == JOINED:
+            return [self._encode_joined(a, o) for a, o in keys]
+        return [self._encode_pair_keep_second(a, o) for a, o in keys]
+
+    def _encode_truncating(self, firsts, seconds):
+        """The reference's ``truncation=True`` at ``max_length``; flags the inputs that were cut."""
+        full = self.tokenizer(firsts, seconds, truncation=False)
+        out = []
+        over = [i for i, ids in enumerate(full["input_ids"]) if len(ids) > self.max_length]
+        cut = {}
+        if over:
+            sub = self.tokenizer([firsts[i] for i in over], None if seconds is None else [seconds[i] for i in over],
+                                 truncation=True, max_length=self.max_length)
+            cut = {i: {k: v[j] for k, v in sub.items()} for j, i in enumerate(over)}
+        for i in range(len(firsts)):
+            if i in cut:
+                out.append((cut[i], CUT_FIRST))
+            else:
+                out.append(({k: v[i] for k, v in full.items()}, NOT_TRUNCATED))
+        return out
+
+    def _encode_joined(self, answer_sentence: str, obligation: str):
+        text = f"{answer_sentence}{COVERAGE_JOIN}{obligation}"
+        if self.max_length is None:
+            return dict(self.tokenizer(text)), NOT_TRUNCATED
+        enc = self.tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+        excess = len(enc["input_ids"]) - self.max_length
+        if excess <= 0:
+            return {k: v for k, v in enc.items() if k not in ("offset_mapping", "special_tokens_mask")}, NOT_TRUNCATED
+        n_answer = len(answer_sentence)
+        answer_tokens = [i for i, ((s, e), special) in enumerate(zip(enc["offset_mapping"], enc["special_tokens_mask"]))
+                         if not special and e <= n_answer and e > s]
+        drop = set(answer_tokens[len(answer_tokens) - min(excess, len(answer_tokens)):])
+        code = CUT_FIRST
+        if excess > len(answer_tokens):  # even without the answer sentence the obligation does not fit
+            rest = [i for i, special in enumerate(enc["special_tokens_mask"]) if not special and i not in drop]
+            drop |= set(rest[len(rest) - (excess - len(answer_tokens)):])
+            code = CUT_SECOND
+        keep = [i for i in range(len(enc["input_ids"])) if i not in drop]
+        return {k: [v[i] for i in keep] for k, v in enc.items()
+                if k not in ("offset_mapping", "special_tokens_mask")}, code
+
+    def _encode_pair_keep_second(self, first: str, second: str):
+        enc = self.tokenizer(first, second, truncation=False)
+        if self.max_length is None or len(enc["input_ids"]) <= self.max_length:
+            return dict(enc), NOT_TRUNCATED
+        try:
+            return dict(self.tokenizer(first, second, truncation="only_first", max_length=self.max_length)), CUT_FIRST
+        except Exception:  # the second text alone is too long: cut both, longest first
+            return dict(self.tokenizer(first, second, truncation=True, max_length=self.max_length)), CUT_SECOND
+
+    # -- inference ----------------------------------------------------------------------------------------------
+    def _rows(self, length: int) -> int:
+        if self.batch_size == AUTO_BATCH_SIZE:
+            return auto_batch_rows(length, self.device)
+        return int(self.batch_size)
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped into forward passes: length-sorted, at most ``self.max_padding`` padded tokens per real
+        token (0: exact-length buckets) and at most ``_rows(length)`` rows."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        batches, current, real = [], [], 0
+        for i in order:
+            length = lengths[i]  # the longest so far: inputs come in ascending length
+            rows = len(current) + 1
+            fits = (current and rows <= self._rows(length)
+                    and rows * length - (real + length) <= self.max_padding * (real + length))
+            if current and not fits:
+                batches.append(current)
+                current, real = [], 0
+            current.append(i)
+            real += length
+        if current:
+            batches.append(current)
+        return batches
+
+    def _features(self, encoded, members) -> dict[str, np.ndarray]:
+        """The model inputs of one batch as int64 arrays (no padding when the members share one length)."""
+        if len({len(encoded[i][0]["input_ids"]) for i in members}) == 1:  # one length: no padding at all
+            names = [k for k in encoded[members[0]][0] if k in ("input_ids", "token_type_ids", "attention_mask")]
+            return {k: np.asarray([encoded[i][0][k] for i in members], dtype=np.int64) for k in names}
+        padded = self.tokenizer.pad([encoded[i][0] for i in members], return_tensors="np")
+        return {k: np.asarray(v, dtype=np.int64) for k, v in padded.items()}
+
+    def probabilities(self, inputs: Sequence[Input], desc: str = "") -> dict[Input, np.ndarray]:
+        """Softmax probabilities for each unique input; returns {input: probs}."""
+        import torch
+        from tqdm.auto import tqdm
+
+        out: dict[Input, np.ndarray] = {}
+        todo = []
+        for key in dict.fromkeys(inputs):
+            hit = self.cache.get(self.fingerprint, key)
+            if hit is None:
+                todo.append(key)
+            else:
+                out[key] = hit[0]
+                if hit[1] != NOT_TRUNCATED:
+                    self._cuts[key] = hit[1]
+        if not todo:
+            return out
+        encoded = self._encode(todo)
+        batches = self._batches([len(enc["input_ids"]) for enc, _ in encoded])
+        bar = tqdm(total=len(todo), desc=desc or self.name, disable=not self.show_progress, leave=False)
+
+        def record(members, logits):
+            for i, probs in zip(members, core.softmax(logits)):
+                out[todo[i]] = probs
+                self.cache.put(self.fingerprint, todo[i], (probs, encoded[i][1]))
+                if encoded[i][1] != NOT_TRUNCATED:
+                    self._cuts[todo[i]] = encoded[i][1]
+            bar.update(len(members))
+
+        features = [self._features(encoded, members) for members in batches]
+        costs = [int(f["input_ids"].size) for f in features]
+        self.work["forward_passes"] += len(features)
+        self.work["tokens"] += sum(costs)
+        left = list(range(len(batches)))
+        if pool.pool_worth_it(self.workers, sum(costs)):
+            done: set[int] = set()
+            try:
+                for task, future in pool.submit(self.name, self.precision, self.workers, features, costs):
+                    for b, logits in zip(task, future.result()):
+                        record(batches[b], logits)
+                        done.add(b)
+            except (BrokenProcessPool, OSError) as err:  # a worker died: finish here, start a fresh pool next time
+                logger.warning("RePASs worker pool failed (%s: %s); finishing %d batches in this process",
+                               type(err).__name__, err, len(batches) - len(done))
+                pool.drop_pool(self.workers)
+            left = [b for b in left if b not in done]
+        with torch.inference_mode():
+            for b in left:
+                tensors = {k: torch.from_numpy(v).to(self.device) for k, v in features[b].items()}
+                record(batches[b], self.model(**tensors).logits.float().cpu().numpy())
+        bar.close()
+        return out
+
+    def truncation(self, key: Input) -> int:
+        """How ``key`` was cut (``NOT_TRUNCATED``, ``CUT_FIRST``, ``CUT_SECOND``), once it has been scored.
+
+        Cut inputs are remembered by the classifier itself, so emptying the probability cache loses no count.
+        """
+        return self._cuts.get(key, NOT_TRUNCATED)
+
+
+#: The former private name of :class:`Classifier`.
+_Classifier = Classifier
+
+
+def _truncation(classifier: Any, key: Input) -> int:
+    getter = getattr(classifier, "truncation", None)
+    return NOT_TRUNCATED if getter is None else getter(key)
+
+
+def _score_item(split: Split, coverage: Coverage, covered: list[bool], nli_probs: dict[Input, np.ndarray],
+                labels: tuple[int, int] | None) -> dict[str, float]:
+    """E, C, OC and RePASs of one scored item from its NLI probabilities and coverage verdicts."""
+    (ps, as_), (obligations, candidates, _) = split, coverage
+    if ps and as_:
+        e_idx, c_idx = labels
+        probs = np.stack([nli_probs[(p, a)] for p in ps for a in as_]).reshape(len(ps), len(as_), -1)
+        e_matrix, c_matrix = probs[..., e_idx], probs[..., c_idx]
+    else:
+        e_matrix = c_matrix = np.zeros((len(ps), len(as_)))
+    # an obligation is covered by any candidate: one column carrying the verdict is equivalent
+    hits = (np.asarray(covered, dtype=bool).reshape(len(obligations), 1) if candidates
+            else np.zeros((len(obligations), 0), dtype=bool))
+    return core.score_item(e_matrix, c_matrix, hits, ROUND_DECIMALS)
+
+
+@dataclass(eq=False)
+class RePASsResult(Mapping):
+    """What :meth:`RePASsScorer.score` returns: the means, the per-item scores, what was skipped or cut, and the
+    signature of the scorer that made the numbers (:mod:`rirag.scoring.signature`).
+
+    Also a read-only mapping with the keys of :meth:`to_dict`, the plain dict the scorer returned before it was
+    typed plus ``signature``, so ``result["repass"]`` and ``dict(result)`` work as before; it equals any mapping
+    with the same keys and values.
+    """
+
+    entailment: float | None
+    contradiction: float | None
+    obligation_coverage: float | None
+    repass: float | None
+    per_item: dict[str, list]
+    skipped: list[int]
+    n_scored: int
+    no_passage_text: list[int]
+    truncations: dict[str, int]
+    truncated_items: list[int]
+    signature: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (JSON-ready) with every field, in field order."""
+        return {k: getattr(self, k) for k in RESULT_KEYS}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in RESULT_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(RESULT_KEYS)
+
+    def __len__(self) -> int:
+        return len(RESULT_KEYS)
+
+
+#: The keys of a :class:`RePASsResult` (its fields), in order.
+RESULT_KEYS = tuple(f.name for f in fields(RePASsResult))
+
+
+class RePASsScorer:
+    """Score answers against their retrieved passages with RePASs. Models load on first use and are cached."""
+
+    def __init__(self, config: RePASsConfig | None = None, **kwargs):
+        self.config = config or RePASsConfig(**kwargs)
+        if config is not None and kwargs:
+            self.config = RePASsConfig(**{**asdict(config), **kwargs})
+        self._classifiers: dict[str, Classifier] = {}
+
+    # -- models -------------------------------------------------------------------------------------------------
+    def _classifier(self, name: str, role: str) -> Classifier:
+        """The classifier of ``role`` (``nli``, ``obligation`` or ``coverage``), built on first use."""
+        key = f"{role}:{name}"
+        if key not in self._classifiers:
+            if role == "coverage":
+                encoding = JOINED if self.config.mode == "reference" else PAIR_KEEP_SECOND
+            else:
+                encoding = SINGLE if role == "obligation" else PAIR
+            device = resolve_device(self.config.device)
+            self._classifiers[key] = Classifier(name, device, self.config.batch_size, self.config.show_progress,
+                                                encoding=encoding, precision=self.config.precision,
+                                                workers=resolve_workers(self.config.workers, device))
+        return self._classifiers[key]
+
+    def load_models(self) -> None:
+        """Load the three models now; missing ones raise one ``MissingModelError`` saying how to get each."""
+        problems, missing = [], []
+        for role, name in (("obligation", self.config.obligation_model), ("nli", self.config.nli_model),
+                           ("coverage", self.config.coverage_model)):
+            try:
+                self._classifier(name, role)
+            except MissingModelError as err:
+                if str(err) not in problems:
+                    problems.append(str(err))
+                missing += [(role, model, reason) for _, model, reason in err.missing] or [(role, name, str(err))]
+        if problems:
+            raise MissingModelError("; ".join(problems), missing)
+
+    @property
+    def signature(self) -> str:
+        """What makes this scorer's numbers: mode, models, precision, splitter, ... (:mod:`rirag.scoring.signature`)."""
+        return repass_signature(self.config)
+
+    def _loaded(self, role: str) -> Classifier | None:
+        """The classifier of ``role`` if this scorer has built it, else ``None`` (nothing is loaded)."""
+        return self._classifiers.get(f"{role}:{getattr(self.config, f'{role}_model')}")
+
+    # -- scoring, in stages: sentences -> obligations -> NLI -> coverage -> per item -> truncations -> result ----
+    def score(self, predictions: Any, passages: Any) -> RePASsResult:
+        """Score each answer against its passages.
+
+        Returns a :class:`RePASsResult` (a mapping; ``.to_dict()`` gives a plain dict): the means over scored items
+        (``None`` when nothing was scored), ``per_item`` lists (``None`` for a skipped item), ``skipped`` (indices of
+        ``None``/empty/blank answers, skipped as the reference skips empty answers), ``n_scored``,
+        ``no_passage_text`` (indices of scored items whose passages hold no sentence; the reference crashes on
+        those, here they score E = C = OC = 0), ``truncations`` (how many inputs were cut to fit a model: ``nli``
+        and ``obligation`` as the reference cuts them; ``coverage`` inputs whose answer sentence was shortened
+        because the coverage model cannot take the full length; ``coverage_obligation`` inputs where even the
+        obligation had to be cut) with ``truncated_items``, the items affected by either coverage cut, and
+        ``signature`` (:attr:`signature`: the models, mode, precision and splitter that made the numbers).
+        """
+        splits, no_passage_text = self._sentences(normalise_inputs(predictions, passages))
+        scored = [s for s in splits if s is not None]
+        is_obligation = self._obligations(scored)
+        nli_probs, labels = self._nli(scored)
+        coverage = [self._coverage_inputs(ps, as_, is_obligation) for ps, as_ in scored]
+        covered, tried = self._coverage_rounds(coverage, self.config.mode == "reference")
+        per_item = self._per_item(splits, coverage, covered, nli_probs, labels)
+        truncations, truncated_items = self._truncations(splits, tried)
+        skipped = [i for i, s in enumerate(splits) if s is None]
+        return self._result(per_item, skipped, no_passage_text, truncations, truncated_items)
+
+    def _split_item(self, answer: str, passages: list[str], split: Callable[[str], Sequence[str]]):
+        if self.config.mode == "reference":
+            passage_sentences = list(split(PASSAGE_JOIN.join(passages)))
+        else:
+            passage_sentences = [s for p in passages for s in split(p)]
+        return passage_sentences, list(split(answer))
+
+    def _sentences(self, items: list[tuple[str | None, list[str]]]) -> tuple[list[Split | None], list[int]]:
+        """Stage 1: the (passage sentences, answer sentences) of each item, ``None`` for a skipped answer; and the
+        indices of the scored items whose passages hold no sentence."""
+        split = get_splitter(self.config.sentence_splitter)
+        splits: list[Split | None] = []
+        no_passage_text = []
+        for i, (answer, item_passages) in enumerate(items):
+            if answer is None:
+                splits.append(None)
+                continue
+            p_sents, a_sents = self._split_item(answer, item_passages, split)
+            if not p_sents:
+                logger.warning("item %d has no passage text: scored E = C = OC = 0 (the reference crashes here)", i)
+                no_passage_text.append(i)
+            splits.append((p_sents, a_sents))
+        return splits, no_passage_text
+
+    def _obligation_sentences(self, passage_sentences: list[str], answer_sentences: list[str]) -> list[str]:
+        """The sentences of one item the obligation classifier judges: the passage's, the answer's too in
+        reference mode (unique, in order)."""
+        both = self.config.mode == "reference"
+        return list(dict.fromkeys(passage_sentences + answer_sentences if both else passage_sentences))
+
+    def _obligations(self, scored: list[Split]) -> dict[str, bool]:
+        """Stage 2: whether each sentence to judge is an obligation (unique sentences, cached across calls)."""
+        to_classify = list(dict.fromkeys(s for ps, as_ in scored for s in self._obligation_sentences(ps, as_)))
+        if not to_classify:
+            return {}
+        ob = self._classifier(self.config.obligation_model, "obligation")
+        ob_idx = obligation_index(ob.config)
+        probs = ob.probabilities([(s, None) for s in to_classify], desc="obligations")
+        return {k[0]: int(np.argmax(v)) == ob_idx for k, v in probs.items()}
+
+    def _nli(self, scored: list[Split]) -> tuple[dict[Input, np.ndarray], tuple[int, int] | None]:
+        """Stage 3: NLI probabilities of every (premise = passage sentence, hypothesis = answer sentence) pair, and
+        the (entailment, contradiction) label indices (``None`` when there is no pair)."""
+        inputs = [(p, a) for ps, as_ in scored for p in ps for a in as_]
+        if not inputs:
+            return {}, None
+        nli = self._classifier(self.config.nli_model, "nli")
+        labels = label_index(nli.config, ENTAILMENT), label_index(nli.config, CONTRADICTION)
+        return nli.probabilities(inputs, desc="NLI pairs"), labels
+
+    def _coverage_inputs(self, passage_sentences: list[str], answer_sentences: list[str],
+                         is_obligation: dict[str, bool]) -> Coverage:
+        """Stage 4a: one item's passage obligations, its candidate answer sentences and the coverage inputs (one row
+        per obligation). Reference: answer obligation sentences only, joined to the obligation by " [SEP] " by the
+        classifier; paper: every answer sentence, as (answer sentence, obligation) pairs."""
+        obligations = [p for p in passage_sentences if is_obligation[p]]
+        if self.config.mode == "reference":
+            candidates = [a for a in answer_sentences if is_obligation[a]]
+        else:
+            candidates = answer_sentences
+        return obligations, candidates, [[(a, o) for a in candidates] for o in obligations]
+
+    def _coverage_rounds(self, cov_per_item, reference: bool) -> tuple[list[list[bool]], list[list[Input]]]:
+        """Covered flag of each passage obligation of each item, and the coverage inputs each item needed.
+
+        Like the reference's early ``break``, candidates are tried in rounds (round j = the j-th candidate sentence
+        of every still-uncovered obligation, all items batched together), so covered obligations cost no more
+        inputs (the coverage short-circuit). The result equals ``any`` over all candidates.
+        """
+        covered = [[False] * len(obligations) for obligations, _, _ in cov_per_item]
+        tried: list[list[Input]] = [[] for _ in cov_per_item]
+        pending = [(i, k) for i, (obligations, candidates, _) in enumerate(cov_per_item) if candidates
+                   for k in range(len(obligations))]
+        if not pending:
+            return covered, tried
+        cov = self._classifier(self.config.coverage_model, "coverage")
+        cov_idx = label_index(cov.config, ENTAILMENT)
+        j = 0
+        while pending:
+            inputs = [cov_per_item[i][2][k][j] for i, k in pending]
+            probs = cov.probabilities(inputs, desc=f"coverage round {j + 1}")
+            batch = np.stack([probs[x] for x in inputs])[:, None, :]
+            hits = core.coverage_hits(batch, cov_idx, self.config.threshold, require_top_label=reference)[:, 0]
+            still = []
+            for (i, k), x, hit in zip(pending, inputs, hits):
+                tried[i].append(x)
+                if hit:
+                    covered[i][k] = True
+                elif j + 1 < len(cov_per_item[i][1]):
+                    still.append((i, k))
+            pending, j = still, j + 1
+        return covered, tried
+
+    def _per_item(self, splits: list[Split | None], coverage: list[Coverage], covered: list[list[bool]],
+                  nli_probs: dict[Input, np.ndarray], labels: tuple[int, int] | None) -> dict[str, list]:
+        """Stage 5: E, C, OC and RePASs of each item in input order (``None`` for a skipped one)."""
+        per_item: dict[str, list] = {k: [] for k in SCORE_KEYS}
+        item_no = 0
+        for s in splits:
+            if s is None:
+                result = dict.fromkeys(SCORE_KEYS)
+            else:
+                result = _score_item(s, coverage[item_no], covered[item_no], nli_probs, labels)
+                item_no += 1
+            for k in SCORE_KEYS:
+                per_item[k].append(result[k])
+        return per_item
+
+    def _truncations(self, splits: list[Split | None], tried: list[list[Input]]) -> tuple[dict[str, int], list[int]]:
+        """Stage 6: how many inputs of the scored items were cut to fit a model (by kind), and the items with a cut
+        coverage input."""
+        truncations = dict.fromkeys(TRUNCATION_KEYS, 0)
+        truncated_items = []
+        nli, ob, cov = (self._loaded(role) for role in ("nli", "obligation", "coverage"))
+        item_no = 0
+        for i, s in enumerate(splits):
+            if s is None:
+                continue
+            (ps, as_), item_tried = s, tried[item_no]
+            item_no += 1
+            if nli is not None:
+                truncations["nli"] += sum(_truncation(nli, (p, a)) != NOT_TRUNCATED for p in ps for a in as_)
+            if ob is not None:
+                truncations["obligation"] += sum(_truncation(ob, (x, None)) != NOT_TRUNCATED
+                                                 for x in self._obligation_sentences(ps, as_))
+            codes = [_truncation(cov, key) for key in item_tried] if cov is not None else []
+            truncations["coverage"] += codes.count(CUT_FIRST)
+            truncations["coverage_obligation"] += codes.count(CUT_SECOND)
+            if any(code != NOT_TRUNCATED for code in codes):
+                truncated_items.append(i)
+        if truncations["coverage"] or truncations["coverage_obligation"]:
+            logger.warning("coverage model %s cannot take %d inputs in full: the answer sentence was cut "
+                           "(the obligation too in %d); items %s", self.config.coverage_model,
+                           truncations["coverage"], truncations["coverage_obligation"], truncated_items)
+        return truncations, truncated_items
+
+    def _result(self, per_item: dict[str, list], skipped: list[int], no_passage_text: list[int],
+                truncations: dict[str, int], truncated_items: list[int]) -> RePASsResult:
+        """Stage 7 (shared by :meth:`score` and :meth:`score_dataset`): means, counts and the signature."""
+        return RePASsResult(**summarise(per_item, skipped), no_passage_text=no_passage_text,
+                            truncations=truncations, truncated_items=truncated_items, signature=self.signature)
+
+    def score_dataset(self, dataset: Any, answer_column: str = "Answer",
+                      passages_column: str = "RetrievedPassages") -> RePASsResult:
+        """Score a ``datasets.Dataset``; under ``accelerate launch`` each process scores its shard.
+
+        Results are gathered on every process in input order.
+        """
+        from accelerate import PartialState
+        from accelerate.utils import gather_object
+
+        for column in (answer_column, passages_column):
+            if column not in dataset.column_names:
+                raise KeyError(f"dataset has no column {column!r}; columns: {dataset.column_names}")
+        state = PartialState()
+        indices = list(range(len(dataset)))
+        with state.split_between_processes(indices) as shard:
+            shard = list(shard)
+            part = dataset.select(shard) if shard else None
+            result = self.score(part[answer_column], part[passages_column]) if part is not None else None
+            records = [
+                (idx, {k: result["per_item"][k][j] for k in SCORE_KEYS},
+                 j in result["no_passage_text"], j in result["truncated_items"]) for j, idx in enumerate(shard)
+            ] if result else []
+            counts = [result["truncations"]] if result else []
+        if state.num_processes > 1:
+            records = gather_object(records)
+            counts = gather_object(counts)
+        records = sorted(records, key=lambda r: r[0])
+        per_item = {k: [r[1][k] for r in records] for k in SCORE_KEYS}
+        skipped = [r[0] for r in records if r[1]["repass"] is None]
+        return self._result(per_item, skipped, [r[0] for r in records if r[2]],
+                            {k: sum(c[k] for c in counts) for k in TRUNCATION_KEYS}, [r[0] for r in records if r[3]])
+
+
+def summarise(per_item: dict[str, list], skipped: list[int]) -> dict[str, Any]:
+    """Means over scored items plus the per-item lists."""
+    out: dict[str, Any] = {}
+    for k in SCORE_KEYS:
+        values = [v for v in per_item[k] if v is not None]
+        out[k] = float(np.mean(values)) if values else None
+    out["per_item"] = per_item
+    out["skipped"] = skipped
+    out["n_scored"] = len(per_item["repass"]) - len(skipped)
+    return out
