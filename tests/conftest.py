@@ -68,6 +68,15 @@ def write_tiny_obliqa(root: Path, n_docs: int = 6) -> Path:
     return root
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _metric_vendored_files():
+    """The metric's folder loads with ``evaluate.load("evaluate_scripts/repass")`` once its scorer is vendored beside
+    it (git-ignored files written from src/, as ``make install`` and ``make publish`` write them)."""
+    from rirag.hub.vendor import write_vendored
+
+    write_vendored(Path(__file__).resolve().parents[1] / "evaluate_scripts" / "repass")
+
+
 @pytest.fixture
 def tiny_data_dir(tmp_path) -> Path:
     return write_tiny_obliqa(tmp_path / "obliqa")

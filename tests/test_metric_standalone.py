@@ -147,17 +147,21 @@ def test_a_model_that_cannot_be_loaded_is_named_by_its_evaluate_option(published
     assert "make " not in message and "python train" not in message and "--" not in message
 
 
-def test_the_committed_vendored_files_are_current_and_all_fetched():
-    """The vendored files beside the script are what rirag.hub.vendor writes from src/, and the script imports each
-    one relatively at its top level, which is what evaluate reads to fetch them (evaluate.loading.get_imports)."""
+def test_the_vendored_files_are_written_from_src_and_all_fetched(tmp_path):
+    """The vendored files rirag.hub.vendor writes from src/ (into a copy of the metric's folder, as assembly does) are
+    the ones the script imports relatively at its top level, which is what evaluate reads to fetch them
+    (evaluate.loading.get_imports)."""
+    import shutil
+
     from evaluate.loading import get_imports
 
-    from rirag.hub.vendor import METRIC_SCRIPT, vendored_files
+    from rirag.hub.vendor import METRIC_SCRIPT, vendored_files, write_vendored
 
-    folder = REPO / "evaluate_scripts" / "repass"
+    folder = tmp_path / "repass"
+    shutil.copytree(REPO / "evaluate_scripts" / "repass", folder, ignore=shutil.ignore_patterns("vendored_*"))
+    write_vendored(folder)
     expected = vendored_files(folder)
-    stale = [name for name, text in expected.items() if (folder / name).read_text(encoding="utf-8") != text]
-    assert not stale, f"run `python -m rirag.hub.vendor evaluate_scripts/repass`: {stale}"
+    assert [name for name, text in expected.items() if (folder / name).read_text(encoding="utf-8") != text] == []
     assert {p.name for p in folder.glob("vendored_*.py")} == set(expected) - {METRIC_SCRIPT}
     internal = {name for kind, name, _, _ in get_imports(str(folder / METRIC_SCRIPT)) if kind == "internal"}
     assert internal == {Path(n).stem for n in expected if n != METRIC_SCRIPT}

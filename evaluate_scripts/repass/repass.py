@@ -7,7 +7,7 @@ import evaluate
 
 # The scorer is rirag's own (src/rirag/scoring), vendored beside this script as flat files since rirag is on no package
 # index: evaluate fetches this script and each file it imports relatively at the top level, nothing else (no package,
-# no requirements.txt). `python -m rirag.hub.vendor evaluate_scripts/repass` writes them (rirag.hub.vendor).
+# no requirements.txt). `make install` and `make publish` write them (rirag.hub.vendor.write_vendored).
 from .vendored_rirag_scoring_constants import (
     COVERAGE_THRESHOLD,
     DEFAULT_BATCH_SIZE,

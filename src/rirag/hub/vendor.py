@@ -16,15 +16,15 @@ folders, or read ``requirements.txt``. rirag is on no package index, so the metr
 - the metric script's block after :data:`BLOCK_START` imports every vendored file, so that evaluate fetches them all.
 
 Anything a vendored module imports from ``rirag`` or ``punkt`` must be vendored or shimmed, else :class:`VendorError`
-names it. The vendored files are committed in ``evaluate_scripts/repass/`` (so that the local folder loads too) and
-written again into the Space's upload folder by ``make publish``; a test checks that the committed ones are current.
+names it. The vendored files are never committed (they would be stale copies of src/): ``make install`` writes them into
+``evaluate_scripts/repass/`` (git-ignored, so that the local folder loads too) and ``make publish`` into the Space's
+upload folder.
 
-    python -m rirag.hub.vendor evaluate_scripts/repass     # rewrite them after a change to the scorer
+    make install     # writes them into evaluate_scripts/repass (rirag.hub.vendor.write_vendored)
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib.util
 import re
@@ -77,7 +77,7 @@ SHIMS = {"punkt": _PUNKT_SHIM, "rirag.models": _MODELS_SHIM}
 #: The comment that opens the metric script's generated import block (up to the next blank line).
 BLOCK_START = "# Vendored files not imported above, imported so that evaluate fetches them (rirag.hub.vendor):"
 HEADER = ("# Vendored for the RePASs evaluate metric from {origin} by rirag.hub.vendor: do not edit; run\n"
-          "# `python -m rirag.hub.vendor evaluate_scripts/repass` after changing the original.\n")
+          "# `make install` (rirag.hub.vendor.write_vendored) after changing the original.\n")
 
 
 class VendorError(ValueError):
@@ -216,14 +216,3 @@ def write_vendored(folder: str | Path) -> list[str]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             atomic_write_text(path, text)
     return sorted(files)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Write the RePASs metric's vendored scorer files into its folder.")
-    parser.add_argument("folder", nargs="?", default="evaluate_scripts/repass")
-    args = parser.parse_args(argv)
-    write_vendored(args.folder)
-
-
-if __name__ == "__main__":
-    main()
