@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from rirag.constants import SEED
 from rirag.hub.card_data import CARD_DATA_FILE, ClassifierCard
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
+from rirag.training.precision import PRECISION_KEY
 from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ def classifier_card(script_args: ObligationScriptArguments, training_args, resul
         train_data=f"`{script_args.data_path}`: {result['n_train']} sentences trained on, {result['n_test']} held "
                    f"out ({result['split']})",
         settings={"epochs run": result["epochs_run"], "train seconds": result["train_seconds"],
-                  "precision": result.get("precision")},
+                  "compute precision": result.get(PRECISION_KEY)},
         hyperparameters=non_default_hyperparameters(script_args, training_args),
         **{k: result.get(k) for k in ("world_size", "per_device_batch", "global_batch", "examples_seen")},
     )

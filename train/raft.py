@@ -209,7 +209,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
 
     from rirag.hub.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
     from rirag.hub.push import hold_trainer_push, push_trained
-    from rirag.training.precision import hardware_record
+    from rirag.training.precision import PRECISION_KEY, hardware_record
     from rirag.training.runner import (
         batch_facts,
         check_estimate,
@@ -239,8 +239,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
                **batch_facts(training_args, trainer.state.global_step, info["rows"]),
                "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
-               "device": "cuda" if cuda else f"cpu ({torch.get_num_threads()} threads)",
-               "torch_threads": torch.get_num_threads(),
+               "torch_threads": torch.get_num_threads(),  # the device is hardware_record's
                **hardware_record("bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32",
                                  "cuda" if cuda else "cpu")}
     if labels is not None:  # tokens that carry the loss (the completions), per epoch
@@ -262,7 +261,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
         recipe = {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
                   "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
                   "quantisation": "4-bit NF4 (QLoRA)" if qlora else f"none ({model_args.dtype} LoRA)",
-                  "precision": summary["precision"],
+                  PRECISION_KEY: summary[PRECISION_KEY],
                   "optimiser": str(getattr(training_args.optim, "value", training_args.optim)),
                   "learning_rate": training_args.learning_rate,
                   "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,
