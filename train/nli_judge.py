@@ -379,14 +379,16 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     from rirag.hub.push import hold_trainer_push, push_trained
     from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import max_length_of
-    from rirag.training.runner import no_fsdp, require_artifacts, wait_for_everyone
+    from rirag.training.runner import check_parts, no_sharded_model, require_artifacts, wait_for_everyone
 
     if not script_args.eval_only:
-        no_fsdp(training_args, "the NLI judge")  # evaluated and saved from rank 0's whole model
+        no_sharded_model(training_args, "the NLI judge", "is evaluated and saved from rank 0's whole copy")
         require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
 
     train_rows, test_rows, probe_rows = load_rows(script_args)
+    check_parts("NLI judge", script_args.data_dir, ({} if script_args.eval_only else {"train": len(train_rows)})
+                | {"held-out": len(test_rows)}, hint=f"test_per_source {script_args.test_per_source}")
     if script_args.eval_only:
         model, record, hyperparameters = load_trained(script_args, training_args, len(train_rows))
     else:
