@@ -163,7 +163,7 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     # the precision chosen for this machine and the CPU capability it was chosen on
     from rirag.training.precision import cpu_native_bf16
 
-    assert res["precision"] == ("bf16" if cpu_native_bf16() else "fp32")
+    assert res["compute_precision"] == ("bf16" if cpu_native_bf16() else "fp32") and "precision" not in res
     assert res["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert res["estimated_train_minutes"] is not None
     model = AutoModelForSequenceClassification.from_pretrained(out).eval()
@@ -197,7 +197,7 @@ def test_training_smoke_changes_weights_and_reloads(tmp_path):
     module.main(args, targs)
     res2 = json.loads(res_path.read_text())
     assert res2["train_steps"] == 3 and res2["train_seconds"] == res["train_seconds"] and "eval_command" in res2
-    assert res2["precision"] == res["precision"] and res2["cpu_capability"] == res["cpu_capability"]
+    assert res2["compute_precision"] == res["compute_precision"] and res2["cpu_capability"] == res["cpu_capability"]
     assert res2["inference_max_length"] == 40 and 0.0 <= res2["overall_3way_accuracy"] <= 1.0
     assert res2["n_test"] == res["n_test"] > 0  # counted again, not copied from the record
     assert AutoTokenizer.from_pretrained(out).model_max_length == 40

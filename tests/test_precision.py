@@ -112,7 +112,8 @@ def test_explicit_requests_are_honoured_and_bad_ones_fail(monkeypatch, caplog):
     with pytest.raises(ValueError, match="precision must be one of"):
         P.resolve_precision("half")
     record = P.hardware_record("fp32")
-    assert record["precision"] == "fp32" and record["cpu_capability"] == "AVX2" and record["cpu_native_bf16"] is False
+    assert record["compute_precision"] == "fp32" and record["cpu_capability"] == "AVX2"
+    assert record["cpu_native_bf16"] is False and "precision" not in record  # a metric's name (obligation classifier)
 
 
 def test_capability_is_torchs_own_string():
@@ -267,4 +268,9 @@ def test_obligation_classifier_with_epoch_checkpoints_leaves_only_the_model(tmp_
     assert "config.json" in names and "model.safetensors" in names
     assert not [n for n in names if n.startswith("checkpoint-")], names
     res = json.loads((tmp_path / "res.json").read_text())
-    assert res["precision"] == "fp32" and res["cpu_capability"]
+    assert res["compute_precision"] == "fp32" and res["cpu_capability"]
+    # the held-out metrics stay metrics (precision was overwritten by the precision trained in)
+    for metric in ("accuracy", "f1", "precision", "recall"):
+        assert isinstance(res[metric], float) and 0.0 <= res[metric] <= 1.0, (metric, res[metric])
+    card = json.loads((out / "card_data.json").read_text())
+    assert card["settings"]["compute precision"] == "fp32"

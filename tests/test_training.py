@@ -189,10 +189,10 @@ def test_a_launch_that_got_fewer_processes_than_asked_is_refused_naming_the_conf
 def test_trainers_that_save_from_rank_0_refuse_fsdp():
     from types import SimpleNamespace
 
-    from rirag.training.runner import TrainingRefused, no_fsdp
+    from rirag.training.runner import TrainingRefused, no_sharded_model
 
-    no_fsdp(SimpleNamespace(fsdp=""), "the judge", {})
+    no_sharded_model(SimpleNamespace(fsdp=""), "the judge", environ={})
     for args, env in ((SimpleNamespace(fsdp="full_shard"), {}), (SimpleNamespace(fsdp=""),
                                                                  {"ACCELERATE_USE_FSDP": "true"})):
         with pytest.raises(TrainingRefused, match="ddp.yaml"):
-            no_fsdp(args, "the judge", env)
+            no_sharded_model(args, "the judge", environ=env)

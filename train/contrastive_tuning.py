@@ -71,17 +71,23 @@ class ContrastiveTuningArguments(RunArguments):
 
 
 def selection_sets(args: ContrastiveTuningArguments, obliqa):
-    """(training questions, selection questions) for the protocol the arguments describe."""
+    """(training questions, selection questions) for the protocol the arguments describe; too few questions for
+    either: :class:`~rirag.training.runner.TrainingRefused`, one line naming the data and both counts."""
     from rirag.data.splits import split_questions
+    from rirag.training.runner import check_parts
 
     train = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
     if args.eval_split:
-        return train, [q for q in split_questions(obliqa, args.eval_split, args.split_seed) if q.gold]
-    order = list(range(len(train)))
-    random.Random(args.split_seed).shuffle(order)
-    n = max(1, round(args.eval_holdout_fraction * len(train)))
-    held = set(order[:n])
-    return [q for i, q in enumerate(train) if i not in held], [q for i, q in enumerate(train) if i in held]
+        select = [q for q in split_questions(obliqa, args.eval_split, args.split_seed) if q.gold]
+        where = f"{obliqa.root} splits {args.train_split} / {args.eval_split}"
+    else:
+        order = list(range(len(train)))
+        random.Random(args.split_seed).shuffle(order)
+        held = set(order[:max(1, round(args.eval_holdout_fraction * len(train)))])
+        train, select = [q for i, q in enumerate(train) if i not in held], [q for i, q in enumerate(train) if i in held]
+        where = f"{obliqa.root} split {args.train_split} (held out: {args.eval_holdout_fraction:g})"
+    check_parts("contrastive tuning", where, {"training questions": len(train), "selection questions": len(select)})
+    return train, select
 
 
 def training_columns(args: ContrastiveTuningArguments, questions, corpus) -> dict[str, list[str]]:
@@ -169,12 +175,16 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
         batch_facts,
         check_estimate,
         estimate_callback,
+        no_sharded_model,
         remove_checkpoints,
         require_artifacts,
         single_writer,
         wait_for_everyone,
     )
 
+    # sentence-transformers' _save drops the state dict save_model gathers (rirag.training.runner.single_writer)
+    no_sharded_model(training_args, "contrastive tuning", "saves through sentence-transformers, which writes rank 0's "
+                                                          "own parameters,")
     require_artifacts(script_args.model_name_or_path)  # e.g. the entailment-tuned encoder, before any work
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     apply_precision(training_args, script_args.precision)
@@ -219,7 +229,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
                **batch_facts(training_args, trainer.state.global_step, n_pairs)}
     logger.info("selection Recall@10 per epoch: %s; best %s", history, best)
 
-    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    # Save and push: save_model on every rank (it writes once, from rank 0's whole DDP copy), the rest on rank 0
     trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
     if trainer.is_world_process_zero():
         remove_checkpoints(training_args.output_dir)  # only the model stays

@@ -123,13 +123,13 @@ def main(script_args: EntailmentTuningArguments, training_args) -> dict:
         batch_facts,
         check_estimate,
         estimate_callback,
-        no_fsdp,
+        no_sharded_model,
         remove_checkpoints,
         require_artifacts,
         wait_for_everyone,
     )
 
-    no_fsdp(training_args, "entailment tuning")  # saved as a SentenceTransformer from rank 0's whole model
+    no_sharded_model(training_args, "entailment tuning", "saves a SentenceTransformer from rank 0's whole copy")
     require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     base = resolve_model(script_args.model_name_or_path)

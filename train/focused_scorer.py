@@ -16,6 +16,12 @@
   95th percentile within ``p95_words_max``; the answerability threshold is the ``matched_flag_rate`` quantile of
   the matched tuning questions' answerability. Never a test split.
 
+Several processes: the scorer is fitted in one process (scikit-learn; nothing is shared between ranks). Under a
+multi-process launch (``accelerate launch --config_file recipes/accelerate/cpu-2proc.yaml``, torchrun) the job's main
+process (``RANK`` 0) does all the work and is the only one that writes ``output`` and ``results`` (both tracked by
+default); every other rank logs one line saying so and exits 0 at once, before loading anything. A failure (missing
+data or model, bad input) is one line and exit 2 (:func:`rirag.training.runner.run_trainer`).
+
 Usage:
 
     python train/focused_scorer.py --config recipes/focused/offline.yaml
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import random
 import sys
 import time
@@ -34,7 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rirag.constants import EVAL_K, RUN_DEPTH, SEED
+from rirag.constants import EVAL_K, OFFLINE_ENCODER, RUN_DEPTH, SEED
+from rirag.data.splits import ANSWER_SAMPLE_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +55,10 @@ class FocusedScorerArguments:
     tune_run: str = field(default="benchmarks/runs/validation.best.trec.gz", metadata={
         "help": "Run whose filtered passages the selection options are chosen on."})
     tune_split: str = field(default="validation", metadata={"help": "Questions of tune_run (never a test split)."})
+    benchmark_sample: int = field(default=ANSWER_SAMPLE_SIZE, metadata={
+        "help": "Size of the generation benchmark's seeded sample of tune_split, left out of the tuning questions."})
+    encoder: str = field(default=OFFLINE_ENCODER, metadata={
+        "help": "Sentence encoder of the unit features (the focused answerer's; a Hub id or a folder)."})
     keep_ratio_grid: str = field(default="0.3,0.5,0.7", metadata={"help": "keep_ratio values to choose among."})
     min_score_grid: str = field(default="0.1,0.2,0.3", metadata={"help": "min_score values to choose among."})
     gate_weight_grid: str = field(default="", metadata={
@@ -217,12 +229,14 @@ def fit_models(args: FocusedScorerArguments, answerer, obliqa) -> tuple[dict, di
     """(unit model, answerability model, provenance) learned on train questions (module docstring)."""
     from rirag.data.splits import split_questions
     from rirag.retrieval.registry import RetrieverSpec, build_retriever
+    from rirag.training.runner import check_parts
 
     train = split_questions(obliqa, "train")
     train = random.Random(args.seed).sample(train, min(args.train_questions, len(train)))
     retriever = build_retriever(obliqa.corpus, RetrieverSpec(args.retriever))
     run = retriever.search({q.id: q.text for q in train}, k=RUN_DEPTH, show_progress=True)
     train_items = items_of(train, run, obliqa.corpus)
+    check_parts("focused scorer", f"{obliqa.root} split train", {"train questions with passages": len(train_items)})
     featurise(answerer, train_items, "train features")
     x = np.concatenate([it["x"] for it in train_items if it["units"]])
     y = np.concatenate([it["y"] for it in train_items if it["units"]])
@@ -253,18 +267,25 @@ def frozen_models(path: str) -> tuple[dict, dict, dict]:
             {k: frozen["provenance"][k] for k in keys if k in frozen.get("provenance", {})})
 
 
-def main(args: FocusedScorerArguments) -> dict:
-    from rirag.constants import OFFLINE_ENCODER
+def main(args: FocusedScorerArguments) -> dict | None:
+    """Fit and write the scorer (module docstring); on a rank other than the job's main process: nothing (None)."""
+    from rirag.training.runner import is_main_process, launched_processes
+
+    if not is_main_process():
+        logger.info("rank %s of %d: the focused scorer is fitted and written by the main process (rank 0) alone; "
+                    "this process does nothing", os.environ.get("RANK"), launched_processes())
+        return None
     from rirag.data.obliqa import load_obliqa
     from rirag.data.runs import read_trec
     from rirag.data.splits import seeded_sample, split_questions
     from rirag.generation.extractive import modal_cue_obligations
     from rirag.generation.focused import ANSWERABILITY_FEATURES, FEATURES, FocusedAnswerer, _logistic
     from rirag.io import atomic_write_json
+    from rirag.training.runner import check_parts
 
     start = time.time()
     obliqa = load_obliqa(args.data)
-    answerer = FocusedAnswerer(encode=cached_encoder(OFFLINE_ENCODER), is_obligation=modal_cue_obligations,
+    answerer = FocusedAnswerer(encode=cached_encoder(args.encoder), is_obligation=modal_cue_obligations,
                                scorer={})
 
     # Unit and answerability models: learned on train, or kept from the frozen file
@@ -276,11 +297,13 @@ def main(args: FocusedScorerArguments) -> dict:
     # Tuning questions: validation questions outside the benchmark sample, never a test split
     tune_run = read_trec(args.tune_run)
     tune_questions = split_questions(obliqa, args.tune_split)
-    sample = {q.id for q in seeded_sample(tune_questions, tune_run)}
+    sample = {q.id for q in seeded_sample(tune_questions, tune_run, args.benchmark_sample)}
     tune_items = items_of([q for q in tune_questions if q.id not in sample and q.id in tune_run], tune_run,
                           obliqa.corpus)
     logger.info("%d tuning questions (%s, outside the %d-question benchmark sample)", len(tune_items),
                 args.tune_split, len(sample))
+    check_parts("focused scorer", args.tune_run, {"tuning questions": len(tune_items)},
+                hint=f"{args.tune_split} questions with a ranking, outside the benchmark sample")
     featurise(answerer, tune_items, "tuning features")
     matched_p = _logistic(np.stack([it["a"] for it in tune_items]), answerability_model)
     mismatched_p = _logistic(np.stack(mismatched_features(answerer, tune_items, args.seed)), answerability_model)
@@ -297,11 +320,12 @@ def main(args: FocusedScorerArguments) -> dict:
         "answerability": {"features": list(ANSWERABILITY_FEATURES), **answerability_model},
         "selection": {**selection, "answerable_threshold": round(threshold, 6),
                       "max_words": int(best.get("max_words") or args.max_words)},
-        "provenance": {"command": command, **train_provenance, "encoder": OFFLINE_ENCODER,
+        "provenance": {"command": command, **train_provenance, "encoder": args.encoder,
                        "obligations": "deontic cues", "tune_run": args.tune_run, "tune_questions": len(tune_items),
                        "made": datetime.date.today().isoformat()},
     }
     atomic_write_json(args.output, scorer)
+    logger.info("wrote %s", args.output)
     results = {"benchmark": "train/focused_scorer.py", "command": command, "seconds": round(time.time() - start, 1),
                "selection": scorer["selection"], "tuning": {
                    "chosen": best, "grid": grid,
@@ -311,6 +335,7 @@ def main(args: FocusedScorerArguments) -> dict:
                "unit_coefficients": dict(zip(FEATURES, unit_model["coef"])),
                "answerability_coefficients": dict(zip(ANSWERABILITY_FEATURES, answerability_model["coef"]))}
     atomic_write_json(args.results, results)
+    logger.info("wrote %s", args.results)
     logger.info("chosen %s; mismatched flag rate on tuning %.3f (matched %.3f)", best,
                 results["tuning"]["mismatched_flag_rate"], results["tuning"]["matched_flag_rate"])
     return results
@@ -319,6 +344,8 @@ def main(args: FocusedScorerArguments) -> dict:
 if __name__ == "__main__":
     from trl import TrlParser
 
+    from rirag.training.runner import run_trainer
+
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     (arguments,) = TrlParser((FocusedScorerArguments,)).parse_args_and_config()
-    main(arguments)
+    sys.exit(run_trainer(main, arguments))

@@ -40,6 +40,7 @@ from rirag.constants import SEED
 from rirag.hub.card_data import CARD_DATA_FILE, JudgeCard
 from rirag.scoring.constants import ENTAILMENT, NLI_ID2LABEL
 from rirag.scoring.nli_data import TWO_WAY_SOURCES
+from rirag.training.precision import PRECISION_KEY
 from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ def judge_card(script_args: NLIJudgeArguments, training_args, result: dict, hype
         train_data=f"{n_train} pairs ({', '.join(f'{k}: {v}' for k, v in per_source.items())})",
         limits=["Scores made with it are \"RePASs (local judge)\", not comparable with published RePASs."],
         settings={k: result[k] for k in ("max_length", "inference_max_length", "train_steps", "train_seconds",
-                                         "precision") if result.get(k) is not None},
+                                         PRECISION_KEY) if result.get(k) is not None},
         hyperparameters=hyperparameters, probe=result.get("probe"),
         **{k: result.get(k) for k in ("world_size", "per_device_batch", "global_batch")},
         examples_seen=result.get("train_pairs_seen"),
@@ -206,7 +207,7 @@ def judge_card(script_args: NLIJudgeArguments, training_args, result: dict, hype
 TRAINING_KEYS = ("n_train", "n_train_per_source", "base_model", "max_length", "mean_train_pair_tokens",
                  "train_steps", "world_size", "per_device_batch", "global_batch", "train_pairs_seen", "train_loss",
                  "train_seconds", "train_pairs_per_second", "stopped_by_time_budget", "estimated_train_minutes",
-                 "precision", "device", "cpu_capability",
+                 PRECISION_KEY, "device", "cpu_capability",
                  "cpu_native_bf16", "cuda_native_bf16", "machine", "torch_threads", "process_nice",
                  "load_average_1min_before_after", "cpu_cores", "platform", "date", "command")
 
@@ -378,14 +379,16 @@ def main(script_args: NLIJudgeArguments, training_args) -> dict:
     from rirag.hub.push import hold_trainer_push, push_trained
     from rirag.io import atomic_dir, atomic_write_json
     from rirag.scoring.models import max_length_of
-    from rirag.training.runner import no_fsdp, require_artifacts, wait_for_everyone
+    from rirag.training.runner import check_parts, no_sharded_model, require_artifacts, wait_for_everyone
 
     if not script_args.eval_only:
-        no_fsdp(training_args, "the NLI judge")  # evaluated and saved from rank 0's whole model
+        no_sharded_model(training_args, "the NLI judge", "is evaluated and saved from rank 0's whole copy")
         require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
 
     train_rows, test_rows, probe_rows = load_rows(script_args)
+    check_parts("NLI judge", script_args.data_dir, ({} if script_args.eval_only else {"train": len(train_rows)})
+                | {"held-out": len(test_rows)}, hint=f"test_per_source {script_args.test_per_source}")
     if script_args.eval_only:
         model, record, hyperparameters = load_trained(script_args, training_args, len(train_rows))
     else:

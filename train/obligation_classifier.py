@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import platform
 import time
 from dataclasses import dataclass, field
 
 from rirag.constants import SEED
+from rirag.errors import DataError
 from rirag.hub.card_data import CARD_DATA_FILE, ClassifierCard
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
+from rirag.training.precision import PRECISION_KEY
 from rirag.training.runner import RunArguments
 
 logger = logging.getLogger(__name__)
@@ -62,9 +65,9 @@ def load_records(path: str) -> tuple[list[str], list[int]]:
     for i, item in enumerate(data):
         text, label = item.get("Text"), item.get("Obligation")
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{path}: record {i}: field 'Text' must be a non-empty string, got {text!r}")
+            raise DataError(f"{path}: record {i}: field 'Text' must be a non-empty string, got {text!r}")
         if not isinstance(label, bool):
-            raise ValueError(f"{path}: record {i}: field 'Obligation' must be true/false, got {label!r}")
+            raise DataError(f"{path}: record {i}: field 'Obligation' must be true/false, got {label!r}")
         texts.append(text)
         labels.append(int(label))
     return texts, labels
@@ -101,7 +104,7 @@ def classifier_card(script_args: ObligationScriptArguments, training_args, resul
         train_data=f"`{script_args.data_path}`: {result['n_train']} sentences trained on, {result['n_test']} held "
                    f"out ({result['split']})",
         settings={"epochs run": result["epochs_run"], "train seconds": result["train_seconds"],
-                  "precision": result.get("precision")},
+                  "compute precision": result.get(PRECISION_KEY)},
         hyperparameters=non_default_hyperparameters(script_args, training_args),
         **{k: result.get(k) for k in ("world_size", "per_device_batch", "global_batch", "examples_seen")},
     )
@@ -115,8 +118,12 @@ def load_datasets(script_args: ObligationScriptArguments):
     from transformers import AutoTokenizer
 
     from rirag.scoring.models import resolve_model_path
+    from rirag.training.runner import check_parts
 
     texts, labels = load_records(script_args.data_path)
+    n_test = math.ceil(script_args.test_size * len(texts))  # scikit-learn's rounding of a fractional test_size
+    check_parts("obligation classifier", script_args.data_path, {"train": len(texts) - n_test, "held-out": n_test},
+                hint=f"test_size {script_args.test_size:g} of {len(texts)} records")
     x_train, x_test, y_train, y_test = train_test_split(
         texts, labels, test_size=script_args.test_size, random_state=script_args.split_seed
     )
@@ -173,8 +180,15 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
     from rirag.hub.push import hold_trainer_push
     from rirag.scoring.models import resolve_model_path
     from rirag.training.precision import apply_precision, hardware_record, training_device
-    from rirag.training.runner import batch_facts, check_estimate, estimate_callback, require_artifacts
+    from rirag.training.runner import (
+        batch_facts,
+        check_estimate,
+        estimate_callback,
+        require_artifacts,
+        require_full_state_dict,
+    )
 
+    require_full_state_dict(training_args, "the obligation classifier")  # FSDP / ZeRO-3: saved whole, or refused
     require_artifacts(script_args.model_name_or_path)
     push = hold_trainer_push(training_args)  # pushed after saving, through rirag.hub, with the typed card
     precision = apply_precision(training_args, script_args.precision)

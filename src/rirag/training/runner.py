@@ -10,8 +10,14 @@ ends with ``sys.exit(run_trainer(main, *parsed))``.
 
 Several processes (``accelerate launch``, torchrun): :func:`run_trainer` first checks that the launcher really
 started the processes it was asked for (:func:`check_processes`); only rank 0 writes (the trainers save through
-``trainer.save_model`` on every rank, which writes once and is FSDP-aware, then write cards and results on rank 0 and
-meet at :func:`wait_for_everyone`); :func:`batch_facts` is what cards and results record about the batch.
+``trainer.save_model`` on every rank, which writes once, then write cards and results on rank 0 and meet at
+:func:`wait_for_everyone`); :func:`batch_facts` is what cards and results record about the batch. A script that is no
+torch trainer (the focused scorer) writes from :func:`is_main_process` only.
+
+Sharded models: ``trainer.save_model`` gathers the full state dict under FSDP (``FULL_STATE_DICT``) and DeepSpeed
+ZeRO-3 and hands it to ``_save``; transformers' ``_save`` (the obligation classifier; RAFT's PEFT adapter) saves it,
+sentence-transformers' does not, and entailment tuning saves rank 0's own copy: the entailment tuning, contrastive
+tuning, reranker and NLI judge trainers refuse both launches in one line (:func:`no_sharded_model`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rirag.errors import DataError
 from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.models import stage_for
 from rirag.scoring.models import MissingModelError, missing_model_message
@@ -216,12 +223,86 @@ def uses_fsdp(training_args: Any, environ: dict | None = None) -> bool:
     return bool(getattr(training_args, "fsdp", None)) or env.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
 
 
-def no_fsdp(training_args: Any, what: str, environ: dict | None = None) -> None:
-    """For a trainer that saves its model from rank 0 alone (a whole model on every rank, as DDP has it): refuse an
-    FSDP run before any work, where rank 0 holds a shard only."""
+def _deepspeed_config(config: Any) -> dict:
+    """A DeepSpeed config given as a dict or as the path of its JSON file ({} when absent or unreadable)."""
+    if isinstance(config, (str, os.PathLike)) and str(config).strip():
+        import json
+
+        try:
+            with open(config, encoding="utf-8") as f:
+                config = json.load(f)
+        except (OSError, ValueError):
+            return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _zero_stage(config: Any) -> int | None:
+    """``zero_optimization.stage`` of a DeepSpeed config (:func:`_deepspeed_config`); None: not said."""
+    stage = _deepspeed_config(config).get("zero_optimization", {}).get("stage")
+    return int(stage) if str(stage).isdigit() else None
+
+
+def uses_zero3(training_args: Any, environ: dict | None = None) -> bool:
+    """Whether the run partitions the parameters with DeepSpeed ZeRO stage 3: the trainer's ``deepspeed`` config,
+    or an accelerate DeepSpeed config (``zero_stage: 3``, or its ``deepspeed_config_file``)."""
+    env = os.environ if environ is None else environ
+    if _zero_stage(getattr(training_args, "deepspeed", None)) == 3:
+        return True
+    if env.get("ACCELERATE_USE_DEEPSPEED", "").lower() not in ("1", "true"):
+        return False
+    return env.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3" or _zero_stage(
+        env.get("ACCELERATE_DEEPSPEED_CONFIG_FILE")) == 3
+
+
+def sharding(training_args: Any, environ: dict | None = None) -> str | None:
+    """How the run shards the model over its ranks: ``FSDP``, ``DeepSpeed ZeRO-3``, or None (whole on each)."""
     if uses_fsdp(training_args, environ):
-        raise TrainingRefused(f"{what} saves its model from rank 0 and cannot gather an FSDP-sharded one: launch it "
-                              "with recipes/accelerate/ddp.yaml (data parallel) instead; nothing was written")
+        return "FSDP"
+    if uses_zero3(training_args, environ):
+        return "DeepSpeed ZeRO-3"
+    return None
+
+
+def no_sharded_model(training_args: Any, what: str, why: str = "saves its model from rank 0's whole copy",
+                     environ: dict | None = None) -> None:
+    """For a trainer that needs a whole model on rank 0 (as DDP has it): refuse an FSDP or a DeepSpeed ZeRO-3 run
+    before any work, in one line; there rank 0 holds a shard only, and what it saved would be that shard."""
+    how = sharding(training_args, environ)
+    if how:
+        raise TrainingRefused(f"{what} {why} and cannot gather a {how}-sharded one: launch it with "
+                              "recipes/accelerate/ddp.yaml (data parallel) instead; nothing was written")
+
+
+def _zero3_gathers(training_args: Any, env: dict) -> bool:
+    """Whether a ZeRO-3 run gathers the 16-bit weights when the model is saved (else ``save_model`` writes a DeepSpeed
+    checkpoint and no model weights)."""
+    if env.get("ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", "").lower() in ("1", "true"):
+        return True
+    return any(_deepspeed_config(config).get("zero_optimization", {}).get("stage3_gather_16bit_weights_on_model_save")
+               in (True, "true")
+               for config in (getattr(training_args, "deepspeed", None), env.get("ACCELERATE_DEEPSPEED_CONFIG_FILE")))
+
+
+def require_full_state_dict(training_args: Any, what: str, environ: dict | None = None) -> None:
+    """For a trainer that saves through transformers' ``save_model`` (the obligation classifier, RAFT): under FSDP
+    the state dict must be gathered whole (``FULL_STATE_DICT``; with a sharded one ``save_model`` writes no model),
+    under ZeRO-3 the 16-bit weights must be gathered on save (else a DeepSpeed checkpoint and no weights):
+    :class:`TrainingRefused`, one line naming the setting, before any work."""
+    env = os.environ if environ is None else environ
+    if uses_fsdp(training_args, env):
+        if getattr(training_args, "fsdp", None):  # the trainer's own FSDP arguments (transformers' default: full)
+            kind = (getattr(training_args, "fsdp_config", None) or {}).get("state_dict_type", "FULL_STATE_DICT")
+        else:  # an accelerate config: accelerate's default is full for FSDP 1, sharded for FSDP 2
+            kind = env.get("FSDP_STATE_DICT_TYPE") or (
+                "FULL_STATE_DICT" if env.get("FSDP_VERSION", "1") == "1" else "SHARDED_STATE_DICT")
+        if "FULL_STATE_DICT" not in str(kind).upper():
+            raise TrainingRefused(f"{what} under FSDP needs fsdp_state_dict_type: FULL_STATE_DICT (as "
+                                  f"recipes/accelerate/fsdp.yaml says), not {kind}: a sharded state dict saves no "
+                                  "model; nothing was written")
+    elif uses_zero3(training_args, env) and not _zero3_gathers(training_args, env):
+        raise TrainingRefused(f"{what} under DeepSpeed ZeRO-3 needs zero3_save_16bit_model: true (or "
+                              "stage3_gather_16bit_weights_on_model_save in the DeepSpeed config): else no model "
+                              "weights are saved; nothing was written")
 
 
 def batch_facts(training_args: Any, steps: int, examples: int | None = None) -> dict[str, int]:
@@ -249,8 +330,11 @@ def find_no_unused_parameters(training_args: Any) -> None:
 def single_writer(trainer_class: type) -> type:
     """``trainer_class`` whose ``_save`` writes on the saving rank only (``args.should_save``). sentence-transformers'
     trainers write the model, its README.md and every checkpoint from every rank (their ``_save`` assumes process
-    zero; transformers 5 calls it on all ranks), so rank 1 could overwrite the card rank 0 had written. ``save_model``
-    still runs on every rank first, where FSDP gathers the full state dict."""
+    zero; transformers 5 calls it on all ranks), so rank 1 could overwrite the card rank 0 had written.
+
+    sentence-transformers' ``_save`` ignores the ``state_dict`` argument (it calls the model's ``save_pretrained``),
+    so the full state dict that ``save_model`` gathers under FSDP or ZeRO-3 would be dropped and rank 0's shard
+    saved: the trainers built on it refuse those launches first (:func:`no_sharded_model`)."""
 
     class SingleWriter(trainer_class):
         def _save(self, output_dir=None, state_dict=None):
@@ -259,6 +343,30 @@ def single_writer(trainer_class: type) -> type:
 
     SingleWriter.__name__ = SingleWriter.__qualname__ = trainer_class.__name__
     return SingleWriter
+
+
+def is_main_process(environ: dict | None = None) -> bool:
+    """Whether this is the job's main process (global rank 0) by the launcher's environment: torchrun and
+    ``accelerate launch`` set ``RANK``; a plain ``python`` run is the main process. Needs no process group, so a
+    script that is no torch trainer can use it."""
+    env = os.environ if environ is None else environ
+    return int(env.get("RANK") or 0) == 0
+
+
+def launched_processes(environ: dict | None = None) -> int:
+    """How many processes the launcher started (``WORLD_SIZE``; 1 without a launcher)."""
+    env = os.environ if environ is None else environ
+    return int(env.get("WORLD_SIZE") or 1)
+
+
+def check_parts(what: str, source: str, parts: dict[str, int], minimum: int = 1, hint: str = "") -> None:
+    """Too little data: each part (e.g. ``train`` and ``held-out``) needs at least ``minimum`` rows, else
+    :class:`TrainingRefused`, one line naming the data and every part's count (before any training)."""
+    short = {name: n for name, n in parts.items() if n < minimum}
+    if short:
+        counts = ", ".join(f"{name}: {n}" for name, n in parts.items())
+        raise TrainingRefused(f"{what}: {source}: too little data ({counts}; each part needs at least {minimum})"
+                              f"{'; ' + hint if hint else ''}; nothing was written")
 
 
 def wait_for_everyone(training_args: Any = None) -> None:
@@ -270,15 +378,17 @@ def wait_for_everyone(training_args: Any = None) -> None:
 
 
 def run_trainer(main: Callable[..., Any], *args: Any) -> int:
-    """Run a trainer's ``main``; a refusal or a missing input artifact is one logged line (the last) and exit
-    status 2, never a traceback. Before ``main``: the process check (:func:`check_processes`) on the training
-    arguments among ``args``."""
+    """Run a trainer's ``main``; a refusal, too little data, bad input data (:class:`~rirag.errors.DataError`) or a
+    missing input artifact is one logged line (the last) and exit status 2, never a traceback. Under ``accelerate
+    launch`` the shell sees accelerate's own status instead: 1 for any failed child, whatever its status (its
+    traceback ends ``returned non-zero exit status 2``; ``--quiet`` leaves the traceback out). Before ``main``: the
+    process check (:func:`check_processes`) on the training arguments among ``args``."""
     try:
         for arg in args:
             if hasattr(arg, "per_device_train_batch_size") and hasattr(arg, "world_size"):
                 check_processes(arg)
         main(*args)
-    except (TrainingRefused, MissingModelError) as err:
+    except (TrainingRefused, MissingModelError, DataError) as err:
         logger.error("%s", " ".join(str(err).split()))
         return EXIT_USAGE  # the same status as every expected failure of the rirag command
     return EXIT_OK
