@@ -134,7 +134,8 @@ def parse_number(number: str) -> Number:
     # "Article 72 #2": a repeated label; "Article 279b 1. (part 2)": a long paragraph cut in parts
     s = re.sub(r"\s*(?:#\d+|\(part \d+\))$", "", s)
     qualified = re.match(r"(.*[A-Za-z]{3,}.*?)\s+(\d[\w.()]*)$", s)
-    if qualified and not re.match(r"(?i)(?:article|part|chapter|schedule|app|section|rule|regulation)\b", s) \
+    if qualified and not re.match(r"(?i)(?:article|part|chapter|schedule|app|appendix|annex|section|rule|regulation)\b",
+                                  s) \
             and not re.search(r"(?i)guidance", s):
         # an ingested label qualified by its heading: "3D24 Specific Exposures 2." is 3D24.2, "3 Organisational
         # Structure 3.2" is 3.2, "Interim compensation payments 20." is 20
@@ -274,11 +275,16 @@ class Resolver:
             doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())))
         names: dict[str, set[str]] = defaultdict(set)
         spelled: dict[str, str] = {}
+        exact = {_norm_name(doc.title): doc.id for doc in self.docs.values()}
         for doc in self.docs.values():
             for name in _title_aliases(doc.title):
+                if exact.get(_norm_name(name), doc.id) != doc.id:
+                    continue  # "Reporting" is the Reporting Part's title, not also "Reporting (CRR)" without brackets
                 names[_norm_name(name)].add(doc.id)
                 spelled.setdefault(_norm_name(name), name)
         for name, doc_id in (aliases or {}).items():
+            if exact.get(_norm_name(name), str(doc_id)) != str(doc_id):
+                continue
             names[_norm_name(name)].add(str(doc_id))
             spelled.setdefault(_norm_name(name), name)
         self.alias = {n: next(iter(ids)) for n, ids in names.items() if len(ids) == 1}
