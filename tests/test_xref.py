@@ -78,6 +78,12 @@ def test_passage_numbers_are_read_into_containers_main_number_and_paragraphs():
     assert parse_number("APP2.A2.1.1").main == "A2.1.1"
     assert parse_number("9.5.2.Guidance.1.").guidance
     assert parse_number("273.(1)").main == "273" and parse_number("273.(1)").paras == ("1",)
+    # labels of ingested pages: a CRR article's paragraph, a heading-qualified rule, an appendix, a footnote
+    assert (parse_number("Article 277 2.").main, parse_number("Article 277 2.").paras) == ("277", ("2",))
+    assert parse_number("3D24 Specific Exposures 2.").main == "3D24.2"
+    assert parse_number("3 Organisational Structure 3.2").main == "3.2"
+    assert parse_number("Appendix 5 1.1").container("appendix") == "5"
+    assert parse_number("footnote 5").main == ""
 
 
 def test_rule_forms_resolve_to_the_rule_and_its_paragraphs_not_its_guidance(adgm):
@@ -148,6 +154,11 @@ def test_pra_forms():
     assert c2["2.1"].targets == ("c1",)
     assert c2["Chapter 4"].targets == ("c3", "c4")
     assert c2["4.1 to 4.2"].targets == ("c3", "c4")
+    # an exact title wins over another title without its bracket: "Reporting" is not "Reporting (CRR)"
+    crr = Passage("x1", "rep-crr", "Reporting (CRR)", "3.1", "A CRR report.")
+    asks = Passage("x2", "cgb", cgb, "9.9", "See Reporting 3.1.")
+    both = Resolver([*passages, crr, asks], {"Reporting": "rep-crr"})  # the alias a document map would give
+    assert [r.targets for r in both.references(asks)] == [("r1",)]
     r1 = refs("r1")
     assert r1["2.2"].targets == ("c2",) and r1["2.2"].target_document == "cgb"
     assert r1["Conditions Governing Business 4.1"].targets == ("c3",)
