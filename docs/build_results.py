@@ -237,6 +237,9 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "repass_speed.json": ("RePASs speed and exactness", render_generic),
     "judge_identity.json": ("The local judge on a sentence against itself (the copying ceiling)", render_generic),
     "punkt_parity.json": ("Punkt without NLTK: the same sentences as NLTK's tokenizer", render_generic),
+    "xref.json": ("Cross-reference resolver on the labelled sample (ADGM and PRA)", render_generic),
+    "xref_expansion.json": ("Cross-reference links between needed passages, and expansion of BM25 runs",
+                            render_generic),
 }
 
 

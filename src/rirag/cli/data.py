@@ -1,9 +1,11 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
-:func:`rirag.hub.dataset_build.build`."""
+:func:`rirag.hub.dataset_build.build`; ``rirag data xref``: the cross-reference graph (:mod:`rirag.text.xref`)."""
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from rirag import validation as check
@@ -34,6 +36,49 @@ def cmd_data_build(args) -> int:
     return EXIT_OK
 
 
+def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
+    """The corpus at ``root`` (ObliQA layout, ingested or not; question files not needed) as resolver passages, and
+    the aliases its document map gives (short codes, other titles). An ingested passage's chapter is read from its
+    heading path ("4 Format and Frequency" -> 4)."""
+    from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
+    from rirag.io import read_json
+    from rirag.text import xref
+
+    titles = _load_titles(root)
+    names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
+    aliases = xref.aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v for k, v in names.items()})
+    passages = []
+    for path in _document_files(root):
+        for rec in _records(path, PASSAGE_FIELDS):
+            chapter = None
+            for heading in (rec.get("Headings") or [])[1:]:
+                m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
+                if m:
+                    chapter = m.group(1)
+                    break
+            doc = int(rec["DocumentID"])
+            passages.append(xref.Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
+                                         str(rec["PassageID"]), rec["Passage"], chapter=chapter))
+    return passages, aliases
+
+
+def cmd_data_xref(args) -> int:
+    """Find and resolve every passage's cross-references; write the graph beside the corpus (or to --out)."""
+    from rirag.data.obliqa import resolve_data_dir
+    from rirag.text import xref
+
+    root = resolve_data_dir(args.data)
+    out = Path(args.out) if args.out else root / xref.GRAPH_CONFIG
+    check.output_dir(str(out), "--out")
+    passages, aliases = xref_passages(root)
+    rows = xref.graph_rows(passages, aliases)
+    summary = xref.graph_summary(rows, len(passages))
+    xref.write_graph(rows, summary, out)
+    sys.stdout.write(f"{summary['references']} references, {summary['resolved']} resolved "
+                     f"({summary['edges']} edges), unresolved {summary['unresolved']} -> {out}\n")
+    return EXIT_OK
+
+
 def add_parsers(sub: Any) -> None:
     """Register ``data build`` on the ``rirag`` subparsers."""
     data = sub.add_parser("data", help="build datasets").add_subparsers(dest="data_command", required=True,
@@ -48,3 +93,7 @@ def add_parsers(sub: Any) -> None:
                         "MiniLM; 'none': skip the check)")
     b.add_argument("--push-to-hub", default=None, metavar="REPO", help="also push to this Hub dataset repo")
     b.set_defaults(func=cmd_data_build)
+    x = data.add_parser("xref", help="find and resolve the corpus's cross-references; write the graph beside it")
+    add_data_option(x)
+    x.add_argument("--out", default=None, help="output folder (default: DATA/xref, beside the corpus)")
+    x.set_defaults(func=cmd_data_xref)

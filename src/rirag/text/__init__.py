@@ -1,1 +1,1 @@
-"""Text: sentences, answer units, the answer record and its citations, missing parts, claims."""
+"""Text: sentences, answer units, the answer record and its citations, missing parts, claims, cross-references."""
