@@ -151,3 +151,15 @@ def test_card_front_matter_is_what_the_evaluate_space_template_expects():
     assert "IndexError" in card and "position_biased_input=False" in card and "LABEL_1" in card
     assert "0.309 / 0.318" in card and "E 0.77" not in card
     assert "loads the obligation classifier but never calls it" not in card and "October 2024" in card
+
+
+def test_a_refused_batch_keeps_the_batches_added_before_it(metric):
+    """A batch is validated before evaluate stores anything: the refused one raises, the earlier ones stay."""
+    metric.add_batch(predictions=["Firms must keep records for six years."], passages=[PASSAGE_A])
+    with pytest.raises(TypeError, match=r"predictions\[0\] must be a string"):
+        metric.add_batch(predictions=[7], passages=[PASSAGE_B])
+    metric.add_batch(predictions=["It is green."], passages=[[PASSAGE_B]])  # the other passage form, same store
+    out = metric.compute()
+    assert out["n_scored"] == 2 and out["skipped"] == []
+    assert out["per_item"] == _library(["Firms must keep records for six years.", "It is green."],
+                                       [[PASSAGE_A], [PASSAGE_B]])["per_item"]

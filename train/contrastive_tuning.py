@@ -159,6 +159,29 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
         examples_seen=summary["examples_seen"])
 
 
+def save_and_push(script_args: ContrastiveTuningArguments, training_args, trainer, summary: dict,
+                  hyperparameters: dict, push) -> None:
+    """``save_model`` on every rank (it writes once, from rank 0's whole DDP copy); on rank 0 the checkpoints go, the
+    card replaces sentence-transformers' README.md, the results JSON is written and the folder pushed; every rank then
+    waits for the others."""
+    from rirag.hub.card_data import save_card
+    from rirag.hub.push import push_trained
+    from rirag.training.runner import remove_checkpoints, wait_for_everyone
+
+    trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
+    if trainer.is_world_process_zero():
+        remove_checkpoints(training_args.output_dir)  # only the model stays
+        # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
+        save_card(encoder_card(script_args, training_args, summary, hyperparameters), training_args.output_dir)
+        if script_args.results_path:
+            from rirag.io import atomic_write_json
+
+            atomic_write_json(script_args.results_path, summary | {"command": "python train/contrastive_tuning.py "
+                                                                    + " ".join(sys.argv[1:])})
+        push_trained(push)
+    wait_for_everyone(training_args)
+
+
 def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer
@@ -167,8 +190,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
 
     from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
     from rirag.data.obliqa import load_obliqa
-    from rirag.hub.card_data import non_default_hyperparameters, save_card
-    from rirag.hub.push import hold_trainer_push, push_trained
+    from rirag.hub.card_data import non_default_hyperparameters
+    from rirag.hub.push import hold_trainer_push
     from rirag.retrieval.dense import load_encoder
     from rirag.training.precision import apply_precision
     from rirag.training.runner import (
@@ -176,10 +199,8 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
         check_estimate,
         estimate_callback,
         no_sharded_model,
-        remove_checkpoints,
         require_artifacts,
         single_writer,
-        wait_for_everyone,
     )
 
     # sentence-transformers' _save drops the state dict save_model gathers (rirag.training.runner.single_writer)
@@ -230,18 +251,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     logger.info("selection Recall@10 per epoch: %s; best %s", history, best)
 
     # Save and push: save_model on every rank (it writes once, from rank 0's whole DDP copy), the rest on rank 0
-    trainer.save_model(training_args.output_dir)  # the best checkpoint (load_best_model_at_end)
-    if trainer.is_world_process_zero():
-        remove_checkpoints(training_args.output_dir)  # only the model stays
-        # replaces the README.md sentence-transformers wrote: the card hub_push renders from the same data
-        save_card(encoder_card(script_args, training_args, summary, hyperparameters), training_args.output_dir)
-        if script_args.results_path:
-            from rirag.io import atomic_write_json
-
-            atomic_write_json(script_args.results_path, summary | {"command": "python train/contrastive_tuning.py "
-                                                                    + " ".join(sys.argv[1:])})
-        push_trained(push)
-    wait_for_everyone(training_args)
+    save_and_push(script_args, training_args, trainer, summary, hyperparameters, push)
     return summary | {"model": trainer.model}
 
 

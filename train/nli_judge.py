@@ -212,29 +212,14 @@ TRAINING_KEYS = ("n_train", "n_train_per_source", "base_model", "max_length", "m
                  "load_average_1min_before_after", "cpu_cores", "platform", "date", "command")
 
 
-def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_rows, probe_rows):
-    """Train the cross-encoder on ``train_rows``; returns ``(model, training record, run estimate, trainer)``."""
-    import torch
-    from datasets import Dataset
-    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
-    from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
+def build_judge(script_args: NLIJudgeArguments, train_rows) -> tuple:
+    """The cross-encoder with its 3-way head (labels written explicitly) and its sequence length from the training
+    data: returns ``(model, label2id, max_length, lengths)``, the pairs' token counts capped at ``max_length``."""
+    from sentence_transformers.cross_encoder import CrossEncoder
 
     from rirag.scoring.models import resolve_model_path
-    from rirag.training.precision import apply_precision, hardware_record, training_device
-    from rirag.training.runner import (
-        batch_facts,
-        check_estimate,
-        estimate_callback,
-        find_no_unused_parameters,
-        single_writer,
-    )
-
-    precision = apply_precision(training_args, script_args.precision)
-    find_no_unused_parameters(training_args)
-    from transformers import set_seed
 
     label2id = {v: k for k, v in NLI_ID2LABEL.items()}
-    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     model = CrossEncoder(
         resolve_model_path(script_args.model_name_or_path),
         num_labels=len(NLI_ID2LABEL),
@@ -250,31 +235,22 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
     lengths = [min(n, max_length) for n in lengths]
     if script_args.freeze_embeddings:
         model.model.get_input_embeddings().weight.requires_grad_(False)
-    train_ds = Dataset.from_dict({
-        "premise": [r["premise"] for r in train_rows],
-        "hypothesis": [r["hypothesis"] for r in train_rows],
-        "label": [label2id[r["label"]] for r in train_rows],
-    })
-    logger.info("training on %d pairs (%s), max_length %d (%s), testing on %d + %d probe triples", len(train_ds),
-                dict(Counter(r["source"] for r in train_rows)), max_length,
-                "given" if script_args.max_length else f"p{script_args.max_length_percentile:g} capped at "
-                f"{script_args.max_length_cap}", len(test_rows), len(probe_rows))
-    if script_args.group_by_length:
-        training_args.batch_sampler = length_grouped_batch_sampler(lengths)
+    return model, label2id, max_length, lengths
 
-    # Training loop (no evaluation during training)
-    estimate = estimate_callback(script_args, "NLI judge")  # the time guard too (max_train_minutes)
-    trainer = single_writer(CrossEncoderTrainer)(model=model, args=training_args, train_dataset=train_ds,
-                                                 loss=CrossEntropyLoss(model), callbacks=[estimate])
-    load_before = os.getloadavg()
-    start = time.time()
-    output = trainer.train()
-    train_seconds = time.time() - start
-    check_estimate(estimate)  # a run that cannot finish within max_train_minutes stops here: nothing is saved
+
+def training_record(script_args: NLIJudgeArguments, training_args, train_rows, test_rows, *, trainer, output,
+                    train_seconds: float, estimate, precision: str, max_length: int, lengths: list[int],
+                    load_before) -> dict:
+    """What the run trained on, how long it took and on what (the keys of :data:`TRAINING_KEYS`, and ``n_test``)."""
+    import torch
+
+    from rirag.training.precision import hardware_record, training_device
+    from rirag.training.runner import batch_facts
+
     steps = trainer.state.global_step
     facts = batch_facts(training_args, steps, len(train_rows))  # pairs seen over all ranks
     pairs_seen = facts.pop("examples_seen")
-    record = {
+    return {
         "n_train": len(train_rows),
         "n_train_per_source": dict(sorted(Counter(r["source"] for r in train_rows).items())),
         "n_test": len(test_rows),
@@ -298,6 +274,48 @@ def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_
         "date": time.strftime("%Y-%m-%d"),
         "command": "python train/nli_judge.py " + " ".join(sys.argv[1:]),
     }
+
+
+def train_judge(script_args: NLIJudgeArguments, training_args, train_rows, test_rows, probe_rows):
+    """Train the cross-encoder on ``train_rows``; returns ``(model, training record, run estimate, trainer)``."""
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer
+    from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
+    from transformers import set_seed
+
+    from rirag.training.precision import apply_precision
+    from rirag.training.runner import check_estimate, estimate_callback, find_no_unused_parameters, single_writer
+
+    precision = apply_precision(training_args, script_args.precision)
+    find_no_unused_parameters(training_args)
+
+    # Model
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
+    model, label2id, max_length, lengths = build_judge(script_args, train_rows)
+    train_ds = Dataset.from_dict({
+        "premise": [r["premise"] for r in train_rows],
+        "hypothesis": [r["hypothesis"] for r in train_rows],
+        "label": [label2id[r["label"]] for r in train_rows],
+    })
+    logger.info("training on %d pairs (%s), max_length %d (%s), testing on %d + %d probe triples", len(train_ds),
+                dict(Counter(r["source"] for r in train_rows)), max_length,
+                "given" if script_args.max_length else f"p{script_args.max_length_percentile:g} capped at "
+                f"{script_args.max_length_cap}", len(test_rows), len(probe_rows))
+    if script_args.group_by_length:
+        training_args.batch_sampler = length_grouped_batch_sampler(lengths)
+
+    # Training loop (no evaluation during training)
+    estimate = estimate_callback(script_args, "NLI judge")  # the time guard too (max_train_minutes)
+    trainer = single_writer(CrossEncoderTrainer)(model=model, args=training_args, train_dataset=train_ds,
+                                                 loss=CrossEntropyLoss(model), callbacks=[estimate])
+    load_before = os.getloadavg()
+    start = time.time()
+    output = trainer.train()
+    train_seconds = time.time() - start
+    check_estimate(estimate)  # a run that cannot finish within max_train_minutes stops here: nothing is saved
+    record = training_record(script_args, training_args, train_rows, test_rows, trainer=trainer, output=output,
+                             train_seconds=train_seconds, estimate=estimate, precision=precision,
+                             max_length=max_length, lengths=lengths, load_before=load_before)
     return model, record, estimate, trainer
 
 

@@ -167,50 +167,32 @@ def save_classifier(script_args: ObligationScriptArguments, training_args, train
     wait_for_everyone(training_args)
 
 
-def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
-    import numpy as np
-    from transformers import (
-        AutoModelForSequenceClassification,
-        DataCollatorWithPadding,
-        EarlyStoppingCallback,
-        Trainer,
-        set_seed,
-    )
+def load_model(script_args: ObligationScriptArguments, training_args):
+    """The base encoder with a fresh 2-way head (obligation / not), its initial weights seeded."""
+    from transformers import AutoModelForSequenceClassification, set_seed
 
-    from rirag.hub.push import hold_trainer_push
     from rirag.scoring.models import resolve_model_path
-    from rirag.training.precision import apply_precision, hardware_record, training_device
-    from rirag.training.runner import (
-        batch_facts,
-        check_estimate,
-        estimate_callback,
-        require_artifacts,
-        require_full_state_dict,
-    )
 
-    require_full_state_dict(training_args, "the obligation classifier")  # FSDP / ZeRO-3: saved whole, or refused
-    require_artifacts(script_args.model_name_or_path)
-    push = hold_trainer_push(training_args)  # pushed after saving, through rirag.hub, with the typed card
-    precision = apply_precision(training_args, script_args.precision)
-
-    # Load datasets
-    tokenizer, train_ds, test_ds = load_datasets(script_args)
     base = resolve_model_path(script_args.model_name_or_path)
-
-    # Model
     set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
-    model = AutoModelForSequenceClassification.from_pretrained(
+    return AutoModelForSequenceClassification.from_pretrained(
         base,
         num_labels=2,
         id2label=dict(OBLIGATION_ID2LABEL),
         label2id={v: k for k, v in OBLIGATION_ID2LABEL.items()},
     )
 
+
+def build_trainer(script_args: ObligationScriptArguments, training_args, model, tokenizer, train_ds, test_ds,
+                  estimate):
+    """The Trainer: evaluation every epoch (accuracy, precision, recall, F1), early stopping when the best model is
+    kept, the time guard's ``estimate`` callback."""
+    import numpy as np
+    from transformers import DataCollatorWithPadding, EarlyStoppingCallback, Trainer
+
     def compute_metrics(pred):
         return binary_metrics(pred.label_ids, np.argmax(pred.predictions, axis=-1))
 
-    # Training loop
-    estimate = estimate_callback(script_args, "obligation classifier")
     callbacks = [estimate]
     if training_args.load_best_model_at_end and script_args.early_stopping_patience > 0:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=script_args.early_stopping_patience))
@@ -227,30 +209,62 @@ def main(script_args: ObligationScriptArguments, training_args) -> dict[str, flo
     # The model's loss is a per-batch mean that ignores num_items_in_batch, so the Trainer's scaling for a loss
     # summed over the global batch (x processes) must not apply: it doubled the loss (and the gradient) on 2 ranks
     trainer.model_accepts_loss_kwargs = False
-    start = time.time()
-    output = trainer.train()
-    train_seconds = time.time() - start
-    check_estimate(estimate)  # a run over its time guard stops here, before anything is saved
+    return trainer
+
+
+def held_out_result(script_args: ObligationScriptArguments, training_args, trainer, output, train_seconds: float,
+                    precision: str, n_train: int, n_test: int) -> dict:
+    """The held-out numbers (the trainer's evaluation of the kept model) with the run's facts."""
+    from rirag.training.precision import hardware_record, training_device
+    from rirag.training.runner import batch_facts
+
     metrics = trainer.evaluate()
-    result = {
+    return {
         "accuracy": metrics["eval_accuracy"],
         "f1": metrics["eval_f1"],
         "precision": metrics["eval_precision"],
         "recall": metrics["eval_recall"],
-        "n_train": len(train_ds),
-        "n_test": len(test_ds),
+        "n_train": n_train,
+        "n_test": n_test,
         "base_model": script_args.model_name_or_path,
         "split": f"sklearn train_test_split(test_size={script_args.test_size}, random_state={script_args.split_seed})",
         "epochs_run": round(float(trainer.state.epoch or 0), 2),
         "train_seconds": round(train_seconds, 1),
         "train_loss": output.training_loss,
         "eval_loss": metrics.get("eval_loss"),
-        **batch_facts(training_args, trainer.state.global_step, len(train_ds)),
+        **batch_facts(training_args, trainer.state.global_step, n_train),
         **hardware_record(precision, training_device(training_args.use_cpu)),
         "cpu_cores": os.cpu_count(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d"),
     }
+
+
+def main(script_args: ObligationScriptArguments, training_args) -> dict[str, float]:
+    from rirag.hub.push import hold_trainer_push
+    from rirag.training.precision import apply_precision
+    from rirag.training.runner import check_estimate, estimate_callback, require_artifacts, require_full_state_dict
+
+    require_full_state_dict(training_args, "the obligation classifier")  # FSDP / ZeRO-3: saved whole, or refused
+    require_artifacts(script_args.model_name_or_path)
+    push = hold_trainer_push(training_args)  # pushed after saving, through rirag.hub, with the typed card
+    precision = apply_precision(training_args, script_args.precision)
+
+    # Load datasets
+    tokenizer, train_ds, test_ds = load_datasets(script_args)
+
+    # Model
+    model = load_model(script_args, training_args)
+
+    # Training loop
+    estimate = estimate_callback(script_args, "obligation classifier")
+    trainer = build_trainer(script_args, training_args, model, tokenizer, train_ds, test_ds, estimate)
+    start = time.time()
+    output = trainer.train()
+    train_seconds = time.time() - start
+    check_estimate(estimate)  # a run over its time guard stops here, before anything is saved
+    result = held_out_result(script_args, training_args, trainer, output, train_seconds, precision,
+                             len(train_ds), len(test_ds))
     logger.info("held-out metrics: %s", result)
 
     # Save and push (rank 0 writes)

@@ -261,30 +261,14 @@ def build_trainer(data_args, script_args: RaftTrainingArguments, training_args, 
                      "cuda": cuda, "trainable": trainable, "total": total, "has_eval": eval_ds is not None}
 
 
-def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
+def run_training(trainer, info: dict, script_args: RaftTrainingArguments, training_args) -> dict:
+    """Train under the time guard (over it: stopped after the first steps, :class:`TrainingRefused`, nothing saved);
+    returns the run's summary (rows, loss, speed, batch facts, hardware; the evaluation loss when there is a split)."""
     import torch
-    from transformers import set_seed
 
-    from rirag.hub.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
-    from rirag.hub.push import hold_trainer_push, push_trained
-    from rirag.training.precision import PRECISION_KEY, hardware_record
-    from rirag.training.runner import (
-        batch_facts,
-        check_estimate,
-        estimate_callback,
-        remove_checkpoints,
-        require_full_state_dict,
-        wait_for_everyone,
-    )
+    from rirag.training.precision import hardware_record
+    from rirag.training.runner import batch_facts, check_estimate, estimate_callback
 
-    require_full_state_dict(training_args, "RAFT")  # an FSDP / ZeRO-3 save must gather the adapter whole
-    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
-    command = "train/raft.py " + " ".join(sys.argv[1:])
-    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
-    trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
-    tokenizer, qlora, cuda, too_long = info["tokenizer"], info["qlora"], info["cuda"], info["dropped_too_long"]
-
-    # Training loop
     estimate = estimate_callback(script_args, "RAFT")
     trainer.add_callback(estimate)
     start = time.time()
@@ -293,22 +277,48 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
     check_estimate(estimate)  # over its time guard: stopped after the first steps, nothing saved
     tokens = int(trainer.state.num_input_tokens_seen or 0)  # the Trainer sums it over all ranks
     labels = trainer.train_dataset["labels"] if "labels" in trainer.train_dataset.column_names else None
-    summary = {"rows": info["rows"], "dropped_too_long": too_long, "steps": trainer.state.global_step,
+    summary = {"rows": info["rows"], "dropped_too_long": info["dropped_too_long"], "steps": trainer.state.global_step,
                "epochs": training_args.num_train_epochs,
                "train_loss": round(result.training_loss, 4), "train_seconds": round(seconds, 1),
                "tokens_seen": tokens, "tokens_per_second": round(tokens / seconds, 1) if tokens else None,
                **batch_facts(training_args, trainer.state.global_step, info["rows"]),
-               "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": qlora,
+               "trainable_parameters": info["trainable"], "parameters": info["total"], "qlora": info["qlora"],
                "torch_threads": torch.get_num_threads(),  # the device is hardware_record's
                **hardware_record("bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32",
-                                 "cuda" if cuda else "cpu")}
+                                 "cuda" if info["cuda"] else "cpu")}
     if labels is not None:  # tokens that carry the loss (the completions), per epoch
         summary["loss_tokens_per_epoch"] = int(sum(sum(t != -100 for t in row) for row in labels))
     if info["has_eval"]:
         summary["eval_loss"] = round(trainer.evaluate()["eval_loss"], 4)
     logger.info("RAFT training: %s", summary)
+    return summary
 
-    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+
+def lora_recipe(training_args, model_args, summary: dict) -> dict:
+    """The adapter's recipe as the cards and the results state it."""
+    from rirag.training.precision import PRECISION_KEY
+
+    return {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
+            "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
+            "quantisation": "4-bit NF4 (QLoRA)" if summary["qlora"] else f"none ({model_args.dtype} LoRA)",
+            PRECISION_KEY: summary[PRECISION_KEY],
+            "optimiser": str(getattr(training_args.optim, "value", training_args.optim)),
+            "learning_rate": training_args.learning_rate,
+            "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,
+            "batch size": training_args.per_device_train_batch_size,
+            "gradient accumulation": training_args.gradient_accumulation_steps,
+            "max length": training_args.max_length, "loss": "completion-only cross-entropy"}
+
+
+def save_and_push(data_args, script_args: RaftTrainingArguments, training_args, model_args, trainer, info: dict,
+                  summary: dict, command: str, push) -> None:
+    """``save_model`` on every rank (it writes once, and gathers an FSDP model), the rest on rank 0: the tokenizer,
+    the merged model, a card in each folder, the results JSON, the push; then every rank waits for the others."""
+    from rirag.hub.card_data import IGNORED_HYPERPARAMETERS, RAFTAdapterCard, non_default_hyperparameters, save_card
+    from rirag.hub.push import push_trained
+    from rirag.training.runner import remove_checkpoints, wait_for_everyone
+
+    tokenizer = info["tokenizer"]
     out = training_args.output_dir
     trainer.save_model(out)  # the adapter (adapter_config.json + adapter_model.safetensors)
     if trainer.is_world_process_zero():
@@ -316,20 +326,12 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
         remove_checkpoints(out)
         merged = script_args.merged_output_dir or f"{os.path.normpath(out)}-merged"
         if merged != "none":
-            merge_adapter(model_args.model_name_or_path, out, merged, model_args.dtype if cuda else "float32")
+            merge_adapter(model_args.model_name_or_path, out, merged,
+                          model_args.dtype if info["cuda"] else "float32")
             tokenizer.save_pretrained(merged)
-        recipe = {"lora_r": model_args.lora_r, "lora_alpha": model_args.lora_alpha,
-                  "lora_dropout": model_args.lora_dropout, "target_modules": model_args.lora_target_modules,
-                  "quantisation": "4-bit NF4 (QLoRA)" if qlora else f"none ({model_args.dtype} LoRA)",
-                  PRECISION_KEY: summary[PRECISION_KEY],
-                  "optimiser": str(getattr(training_args.optim, "value", training_args.optim)),
-                  "learning_rate": training_args.learning_rate,
-                  "warm-up (ratio or steps)": training_args.warmup_steps, "epochs": training_args.num_train_epochs,
-                  "batch size": training_args.per_device_train_batch_size,
-                  "gradient accumulation": training_args.gradient_accumulation_steps,
-                  "max length": training_args.max_length, "loss": "completion-only cross-entropy"}
+        recipe = lora_recipe(training_args, model_args, summary)
         data = {"dataset": data_args.dataset_name, "split": script_args.dataset_train_split,
-                "rows": info["rows"], "dropped_too_long": too_long,
+                "rows": info["rows"], "dropped_too_long": info["dropped_too_long"],
                 "report": _dataset_report(data_args.dataset_name)}
         hyperparameters = non_default_hyperparameters(data_args, script_args, training_args, model_args,
                                                       ignore=IGNORED_HYPERPARAMETERS | CARD_STATES)
@@ -343,7 +345,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                     variant=variant, adapter=out, lora=recipe, raft_data=data, training=summary,
                     hyperparameters=hyperparameters, world_size=summary["world_size"],
                     per_device_batch=summary["per_device_batch"], global_batch=summary["global_batch"],
-                    examples_seen=summary["examples_seen"], tokens_seen=tokens or None), folder)
+                    examples_seen=summary["examples_seen"], tokens_seen=summary["tokens_seen"] or None), folder)
         if script_args.results_path:
             from rirag.io import atomic_write_json
 
@@ -352,6 +354,26 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
                                                          "arguments": asdict(script_args) | asdict(data_args)})
         push_trained(push)  # the adapter, its config naming the base model's Hub id (hub_push/manifest.yaml)
     wait_for_everyone(training_args)
+
+
+def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
+    from transformers import set_seed
+
+    from rirag.hub.push import hold_trainer_push
+    from rirag.training.runner import require_full_state_dict
+
+    require_full_state_dict(training_args, "RAFT")  # an FSDP / ZeRO-3 save must gather the adapter whole
+    push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
+    command = "train/raft.py " + " ".join(sys.argv[1:])
+    set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
+    # Load datasets and Model (build_trainer)
+    trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)
+
+    # Training loop
+    summary = run_training(trainer, info, script_args, training_args)
+
+    # Save and push: save_model on every rank (it writes once, and gathers an FSDP model), the rest on rank 0
+    save_and_push(data_args, script_args, training_args, model_args, trainer, info, summary, command, push)
     return summary | {"trainer": trainer}
 
 

@@ -91,12 +91,20 @@ Examples:
     ['contradiction', 'entailment', 'n_scored', 'no_passage_text', 'obligation_coverage']
 """
 
-def _to_arrow_inputs(predictions, passages):
-    """Validate (``TypeError`` naming the index) and normalise item by item for the Arrow features.
+#: The one form evaluate stores: an answer string and a list of passage strings per item (every accepted form is
+#: normalised to it by ``add_batch`` / ``add`` first). Not a list of forms: evaluate 0.4.6 picks a form from the
+#: first item of the first batch, keeps it until ``compute``, checks only that first item and casts the others
+#: silently (``7`` -> ``"7"``, a passage string after a list -> its characters, a list after a string -> its repr,
+#: one non-string passage -> every passage of the batch JSON-quoted), refuses a leading ``None``, and after a refused
+#: call keeps the refused call's form for the next one.
+FEATURES = datasets.Features({"predictions": datasets.Value("string"),
+                              "passages": datasets.Sequence(datasets.Value("string"))})
 
-    Skipped answers (``None``/empty/blank) become ``""`` (the scorer skips them and reports the index), one
-    passage string becomes a one-element list, and a bare-string ``predictions`` is one item.
-    """
+
+def _to_arrow_inputs(predictions, passages):
+    """Validate every item (``TypeError`` naming the index, ``ValueError`` for unequal lengths) and normalise to
+    :data:`FEATURES`: a skipped answer (``None``/empty/blank) becomes ``""`` (the scorer skips it and reports its
+    index), one passage string becomes a one-element list, and a bare-string ``predictions`` is one item."""
     items = normalise_inputs(predictions, passages)
     return [a if a is not None else "" for a, _ in items], [p for _, p in items]
 
@@ -143,9 +151,7 @@ class Repass(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            # one format: compute()/add_batch()/add() normalise every item to a list of passage strings first
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "passages": datasets.Sequence(datasets.Value("string"))}),
+            features=FEATURES,
             codebase_urls=["https://github.com/RegNLP/RePASs"],
             reference_urls=["https://arxiv.org/abs/2409.05677"],
         )
@@ -162,49 +168,21 @@ class Repass(evaluate.Metric):
             self._scorers[key] = scorer
         return self._scorers[key]
 
-    # Inputs are validated and normalised item by item *before* evaluate's Arrow encoding, which would otherwise
-    # cast silently (7 -> "7"), split a string passage into characters after a list, fail on a leading None, and
-    # leave a half-written batch behind that breaks the next call.
-    def compute(self, *, predictions=None, passages=None, **kwargs):
-        """Score ``predictions`` against ``passages`` (plus anything added with ``add``/``add_batch``).
-"""
-        if predictions is not None or passages is not None:
-            predictions, passages = _to_arrow_inputs(predictions, passages)
-        return self._guarded(super().compute, predictions=predictions, passages=passages, **kwargs)
-
+    # The only overrides: every item is validated and normalised to FEATURES before evaluate's encoding (see
+    # FEATURES for what evaluate would do otherwise); a refused input raises here, before evaluate's state is
+    # touched, so an earlier add_batch / add stays and the next call starts from a clean format. `compute` is
+    # evaluate's own: it passes its predictions and passages through add_batch.
     def add_batch(self, *, predictions=None, passages=None, **kwargs):
         """Add a batch of answers and their passages (validated and normalised item by item).
 """
         predictions, passages = _to_arrow_inputs(predictions, passages)
-        return self._guarded(super().add_batch, predictions=predictions, passages=passages, **kwargs)
+        return super().add_batch(predictions=predictions, passages=passages, **kwargs)
 
     def add(self, *, prediction=None, passages=None, **kwargs):
         """Add one answer and its passages (validated and normalised).
 """
         (prediction,), (passages,) = _to_arrow_inputs([prediction], [passages])
-        return self._guarded(super().add, prediction=prediction, passages=passages, **kwargs)
-
-    def _guarded(self, call, **kwargs):
-        """``call(**kwargs)``; a failure resets the half-written state so that the next call starts clean."""
-        try:
-            return call(**kwargs)
-        except BaseException:
-            self._reset_after_failure()
-            raise
-
-    def _reset_after_failure(self):
-        """Drop evaluate's per-call state after an error so the next call starts clean."""
-        for lock in getattr(self, "filelocks", None) or []:
-            try:
-                lock.release()
-            except Exception:  # noqa: BLE001 - best effort cleanup
-                pass
-        self.writer = None
-        self.buf_writer = None
-        self.data = None
-        self.selected_feature_format = None
-        self.cache_file_name = None
-        self.filelock = None
+        return super().add(prediction=prediction, passages=passages, **kwargs)
 
     def _compute(self, predictions, passages, **kwargs):
         unknown = set(kwargs) - set(_config_keys())
