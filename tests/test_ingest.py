@@ -272,3 +272,20 @@ def test_build_corpus_refuses_duplicate_given_ids(tmp_path):
                      "utf-8")
     with pytest.raises(DataError, match="line 2 .*id already used on line 1"):
         build_corpus(jsonl)
+
+
+def test_retrieve_and_evaluate_on_an_ingested_corpus_with_a_questions_file(pages, tmp_path):
+    out = tmp_path / "corpus"
+    ingest(pages, out)
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([{"QuestionID": "q1", "Question": "Which weight has the leverage ratio?",
+                                      "Gold": [{"text": "Leverage ratio; Weight: 12%"}]}]), "utf-8")
+    run = tmp_path / "run.trec"
+    assert main(["retrieve", "--data", str(out), "--questions", str(questions), "--retriever", "bm25",
+                 "--out", str(run), "--k", "3"]) == 0
+    top = run.read_text("utf-8").splitlines()[0].split()
+    assert top[0] == "q1" and top[2] == _by_rule(out, "auditors")["1.3"]["ID"]
+    # --split on a corpus without question files: a one-line error naming the missing file
+    assert main(["retrieve", "--data", str(out), "--split", "original-dev", "--retriever", "bm25",
+                 "--out", str(tmp_path / "r2.trec")]) == 2
+    assert main(["retrieve", "--data", str(out), "--retriever", "bm25", "--out", str(tmp_path / "r3.trec")]) == 2

@@ -332,8 +332,9 @@ def _rulebook_section(container, path: tuple[str, ...], doc: RawDocument, droppe
                 if not notes:
                     dropped.add("empty", f"{doc.source}: {number or 'unnumbered row'}")
             elif (not number and not has_info and len(lines) == 1
-                  and len(lines[0].split()) <= INGEST_SUBHEADING_MAX_WORDS):
-                subheading = lines[0]  # an in-text heading: it heads the rules that follow
+                  and len(lines[0].split()) <= INGEST_SUBHEADING_MAX_WORDS
+                  and (any(_tag(c) in HEADING_TAGS for c in col2) or not lines[0].endswith((".", ";", ":")))):
+                subheading = lines[0]  # an in-text heading (h1-h6, or no closing stop): it heads the rules after it
                 continue
             else:
                 heads = path + (subheading,) if subheading else path
