@@ -166,8 +166,12 @@ def test_jsonl_csv_and_text_sources(tmp_path):
     assert {r["PassageID"]: r["Passage"] for r in recs}["1.2"] == "A firm must report:\n(a) yearly;\n(b) fully."
     assert "given-id" in {r["ID"] for r in recs}
     csv_file = tmp_path / "passages.csv"
-    csv_file.write_text('document,rule_id,text\nGEN,1.1,"A firm must comply."\nGEN,1.2,"Another rule."\n', "utf-8")
-    assert len(load_obliqa(ingest(csv_file, tmp_path / "c") and tmp_path / "c").corpus) == 2
+    csv_file.write_text('document,rule_id,text\nGEN,1.1,"A firm must report:\n(a) yearly, and\n(b) fully."\n'
+                        'GEN,1.2,"Another rule."\n', "utf-8")
+    ingest(csv_file, tmp_path / "c")
+    corpus = load_obliqa(tmp_path / "c").corpus
+    assert sorted(p.text for p in corpus.values()) == ["A firm must report:\n(a) yearly, and\n(b) fully.",
+                                                       "Another rule."]
     texts = tmp_path / "texts"
     texts.mkdir()
     (texts / "rules.md").write_text("# Market Rules\n\n## Chapter 2\n\n2.1 A firm must keep records:\n\n- orders\n"

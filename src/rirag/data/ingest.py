@@ -23,6 +23,7 @@ Navigation, headers and footers, scripts, forms, "effective date" stamps (``row-
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import re
@@ -521,9 +522,12 @@ def _field(rec: dict, names: Iterable[str]):
 def _records(path: Path) -> Iterator[tuple[int, dict]]:
     text = _read_text(path)
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        for i, rec in enumerate(reader):
-            yield i + 2, rec  # line number in the file (the header is line 1)
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            for rec in reader:
+                yield reader.line_num, rec  # the line the record ends on (the header is line 1)
+        except csv.Error as err:
+            raise DataError(f"{path}: line {reader.line_num}: malformed CSV ({err})") from err
         return
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -540,7 +544,6 @@ def _records(path: Path) -> Iterator[tuple[int, dict]]:
 def read_records(path: Path) -> tuple[list[RawDocument], dict[tuple[str, str], str]]:
     """Documents from a JSONL/CSV of passages, and the ids the records give ((document, label) -> id)."""
     docs: dict[str, RawDocument] = {}
-    given: dict[tuple[str, str], tuple[str, int]] = {}
     pending: list[tuple[RawPassage, str | None, int, str]] = []
     for line, rec in _records(path):
         rid = _field(rec, RECORD_ID_FIELDS)
@@ -578,7 +581,6 @@ def read_records(path: Path) -> tuple[list[RawDocument], dict[tuple[str, str], s
             raise DataError(f"{path}: line {line} (id {rid}): id already used on line {seen[rid]}")
         seen[rid] = line
         ids[(document, p.label)] = rid
-    del given
     return sorted(docs.values(), key=lambda d: d.key), ids
 
 
