@@ -168,7 +168,8 @@ def _lines(el, out: list[str], buf: list[str], skip) -> None:
             _flush(buf, out)
             _lines(child, out, buf, skip)
             _flush(buf, out)
-        elif tag == "sup" and any(_tag(a) == "a" for a in child.iter()):
+        elif tag == "sup" and (any(_tag(a) == "a" for a in child.iter())
+                               or "".join(child.itertext()).strip().isdigit()):
             buf.append(" ")  # a footnote mark stays a word of its own ("Code 4", not "Code4")
             _lines(child, out, buf, skip)
             buf.append(" ")
