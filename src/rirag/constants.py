@@ -91,3 +91,26 @@ TRAIN_COMMANDS = {
     LOCAL_OBLIGATION_CLASSIFIER: "python train/obligation_classifier.py "
                                  "--config recipes/obligation_classifier/offline.yaml",
 }
+
+#: Corpus ingestion (``rirag data ingest``, :mod:`rirag.data.ingest`).
+#: The build report written beside the corpus.
+INGEST_REPORT_FILE = "ingest_report.json"
+#: Namespace of the passages' UUID5 ids (of the document key and the PassageID): the same input, the same ids.
+INGEST_ID_NAMESPACE = "6f1c2a7e-3b1d-5c4e-9a8f-2d7b0e4c1a55"
+#: An unnumbered rule row of one line up to this many words is an in-text heading of the rules after it.
+INGEST_SUBHEADING_MAX_WORDS = 20
+#: A passage over this many words is cut into parts of about INGEST_PART_WORDS, between lines (PRA Rulebook: 2.8 %
+#: of rules, mostly definition lists and tables of up to 6,162 words; an encoder reads about 200 of them).
+INGEST_MAX_PASSAGE_WORDS = 400
+INGEST_PART_WORDS = 250
+#: A line of up to this many words without closing punctuation (a defined term) stays with the line after it.
+INGEST_TERM_MAX_WORDS = 6
+INGEST_HTML_SUFFIXES = (".html", ".htm")
+INGEST_TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+INGEST_RECORD_SUFFIXES = (".jsonl", ".csv")
+
+#: Gold passages given by text (question files on any corpus, :mod:`rirag.data.questions`): a text no passage holds
+#: word for word maps to the passage with the best rapidfuzz partial_ratio at or above this, among passages at least
+#: GOLD_TEXT_MIN_COVER times as long as the text.
+GOLD_TEXT_MIN_RATIO = 90.0
+GOLD_TEXT_MIN_COVER = 0.8

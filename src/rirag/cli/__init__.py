@@ -1,9 +1,10 @@
 """The rirag command: thin subcommands over the library; tables go to stdout, logs to stderr.
 
     rirag data build [--data DIR] [--out DIR] [--scheme original|leakage-free|all] [--seed N]
-    rirag retrieve --retriever bm25|dense|hybrid|rank-fusion|rrf|rerank --split SPLIT --out run.trec
+    rirag data ingest SOURCE --out DIR [--questions FILE]   (pages, JSONL/CSV or .txt/.md: a corpus for --data)
+    rirag retrieve --retriever bm25|dense|hybrid|rank-fusion|rrf|rerank --split SPLIT|--questions FILE --out run.trec
                    [--k 100] [--model PATH] [--option KEY=VALUE ...]
-    rirag evaluate retrieval --run run.trec --split SPLIT [--json FILE] [--k 10] [--per-query FILE]
+    rirag evaluate retrieval --run run.trec --split SPLIT|--questions FILE [--json FILE] [--k 10] [--per-query FILE]
     rirag answer --run RUN.trec --split SPLIT | --questions FILE --out answers.json [--generator G] [--strategy S]
     rirag ask "question" [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]

@@ -1,5 +1,7 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
-:func:`rirag.hub.dataset_build.build`; ``rirag data xref``: the cross-reference graph (:mod:`rirag.text.xref`)."""
+:func:`rirag.hub.dataset_build.build`; ``rirag data ingest``: a rulebook (pages, passages or text files) into a corpus
+folder that every ``--data`` accepts, over :func:`rirag.data.ingest.ingest`; ``rirag data xref``: the cross-reference
+graph (:mod:`rirag.text.xref`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from rirag import validation as check
 from rirag.cli import checks
 from rirag.cli.options import Parser, add_data_option, add_seed_option
 from rirag.cli.output import format_table
+from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
 
 
@@ -79,8 +82,43 @@ def cmd_data_xref(args) -> int:
     return EXIT_OK
 
 
+def cmd_data_ingest(args) -> int:
+    from rirag.data.ingest import check_out, ingest
+
+    source = Path(args.source)
+    if not source.exists():
+        raise UsageError(f"SOURCE {source}: no such file or folder")
+    out = check_out(check.output_dir(args.out, "--out"))
+    if args.questions:
+        check.input_file(args.questions, "--questions")
+    report = ingest(source, out, check=_gold_mapping(args.questions) if args.questions else None)
+    sys.stdout.write(format_table(ingest_rows(report), ["", "value"]) + "\n")
+    mapping = report.get("questions")
+    if mapping:
+        sys.stdout.write(f"gold passages of {args.questions}: {mapping['gold_mapped']} of {mapping['gold_items']} "
+                         f"mapped ({mapping['gold_mapped_share']:.1%}; {mapping['by']})\n")
+    sys.stdout.write(f"wrote {report['passages']} passages of {report['documents']} documents to {out}\n")
+    return EXIT_OK
+
+
+def _gold_mapping(questions: str):
+    """How the gold passages of ``questions`` map to a corpus folder (for the build report)."""
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.questions import load_questions
+
+    return lambda corpus: {"file": Path(questions).name, **load_questions(questions, load_obliqa(corpus)).report()}
+
+
+def ingest_rows(report: dict) -> list[dict]:
+    """The build report as a two-column table: documents, passages, dropped by reason, length in words."""
+    rows = [{"": "documents", "value": report["documents"]}, {"": "passages", "value": report["passages"]}]
+    rows += [{"": f"dropped: {reason}", "value": n} for reason, n in report["dropped"].items()]
+    rows += [{"": f"words {name}", "value": v} for name, v in report["length_words"].items()]
+    return rows
+
+
 def add_parsers(sub: Any) -> None:
-    """Register ``data build`` on the ``rirag`` subparsers."""
+    """Register ``data build`` and ``data ingest`` on the ``rirag`` subparsers."""
     data = sub.add_parser("data", help="build datasets").add_subparsers(dest="data_command", required=True,
                                                                          parser_class=Parser)
     b = data.add_parser("build", help="build the ObliQA DatasetDicts (original and leakage-free) with cards")
@@ -97,3 +135,14 @@ def add_parsers(sub: Any) -> None:
     add_data_option(x)
     x.add_argument("--out", default=None, help="output folder (default: DATA/xref, beside the corpus)")
     x.set_defaults(func=cmd_data_xref)
+    i = data.add_parser("ingest", help="a rulebook (saved HTML pages, JSONL/CSV passages or .txt/.md files) into a "
+                                       "corpus folder for --data")
+    i.add_argument("source", metavar="SOURCE",
+                   help="a folder of saved HTML pages or of .txt/.md files, or a .jsonl/.csv of passages "
+                        "({id?, document, rule?, text})")
+    i.add_argument("--out", required=True, help="corpus folder to write (replaced as a whole when it holds a corpus "
+                                                "this command wrote; left untouched on any error)")
+    i.add_argument("--questions", default=None, metavar="FILE",
+                   help="also map this question file's gold passages (by id or by text) to the corpus and report "
+                        "the share that maps")
+    i.set_defaults(func=cmd_data_ingest)

@@ -27,9 +27,10 @@ from rirag.constants import EVAL_K
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import read_trec
 from rirag.data.splits import check_split_name, qrels_of, split_questions
+from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.io import atomic_write_json
-from rirag.retrieval.metrics import evaluate_run, metric_names
+from rirag.retrieval.metrics import evaluate_run, metric_names, pair_metric_names, pair_metrics
 from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
     AUTO_WORKERS,
@@ -52,23 +53,47 @@ logger = logging.getLogger(__name__)
 
 
 def cmd_evaluate_retrieval(args) -> int:
-    check_split_name(args.split)
+    if bool(args.split) == bool(args.questions):
+        raise UsageError("pass exactly one of --split SPLIT or --questions FILE (gold given by passage id or text)")
+    if args.split:
+        check_split_name(args.split)
+    else:
+        checks.input_path(args.questions, "--questions")
     checks.input_path(args.run, "--run")
     for option, path in (("--json", args.json), ("--per-query", args.per_query)):
         if path:
             check.output_file(path, option)
     run = read_trec(args.run)
     obliqa = load_obliqa(args.data)
-    qrels = qrels_of(split_questions(obliqa, args.split, args.seed))
-    checks.run_matches(run, obliqa.corpus, qrels, args.run, args.split)
+    mapping = None
+    if args.split:
+        questions = split_questions(obliqa, args.split, args.seed)
+        items = {q.id: q.gold for q in questions}
+        label = args.split
+    else:
+        from rirag.data.questions import load_questions
+
+        qset = load_questions(args.questions, obliqa)
+        questions, items, label = qset.questions, qset.items, Path(args.questions).name
+        mapping = qset.report()
+        sys.stdout.write(f"gold passages of {args.questions}: {mapping['gold_mapped']} of {mapping['gold_items']} "
+                         f"mapped to the corpus ({mapping['by']})\n")
+    qrels = qrels_of(questions)
+    checks.run_matches(run, obliqa.corpus, qrels, args.run, label)
     result = evaluate_run(qrels, run, k=args.k, per_query=bool(args.per_query))
+    # pair-aware recall over the questions that need two passages (scored on every gold item, mapped or not)
+    pairs = pair_metrics({q: its for q, its in items.items() if q in qrels}, run, k=args.k)
     names = metric_names(args.k)
-    row = {"run": Path(args.run).name, "split": args.split, "questions": result["n_questions"],
+    row = {"run": Path(args.run).name, "split": label, "questions": result["n_questions"],
            **{n: result[n] for n in names}}
+    if pairs["pair_questions"]:
+        row |= {"pairs": pairs["pair_questions"], **{n: pairs[n] for n in pair_metric_names(args.k)}}
     sys.stdout.write(format_table([row], list(row)) + "\n")
     if args.json:
-        atomic_write_json(args.json, {k: v for k, v in result.items() if k != "per_query"} | {
-            "run": str(args.run), "split": args.split})
+        extra = {"run": str(args.run), "split": label, **pairs}
+        if mapping is not None:
+            extra |= {"questions": str(args.questions), "gold_mapping": mapping}
+        atomic_write_json(args.json, {k: v for k, v in result.items() if k != "per_query"} | extra)
     if args.per_query:
         atomic_write_json(args.per_query, result["per_query"])
     return EXIT_OK
@@ -236,9 +261,13 @@ def add_parsers(sub: Any) -> None:
     """Register ``evaluate retrieval`` and (when the scoring modules are installed) ``evaluate answers``."""
     ev = sub.add_parser("evaluate", help="evaluate runs or answers").add_subparsers(dest="eval_command", required=True,
                                                                                     parser_class=Parser)
-    e = ev.add_parser("retrieval", help="Recall/MAP/MRR/nDCG@k of a TREC run")
+    e = ev.add_parser("retrieval", help="Recall/MAP/MRR/nDCG@k of a TREC run, and Both/one-only/Neither@k over "
+                                        "questions with two gold passages")
     add_data_option(e)
-    add_split_option(e)
+    add_split_option(e, required=False, extra="; or --questions")
+    e.add_argument("--questions", default=None, metavar="FILE",
+                   help="questions with gold passages given by passage id or by text ({QuestionID, Question, "
+                        "Gold: [{text, page?} | ID]}), mapped to the corpus of --data, instead of --split")
     e.add_argument("--run", required=True, help="TREC run file")
     add_k_option(e, EVAL_K, f"metric cut-off (1 to {check.LIMITS['k'][0]}, the corpus size)")
     e.add_argument("--json", default=None, help="write the metrics here")

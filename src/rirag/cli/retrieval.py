@@ -1,4 +1,4 @@
-"""``rirag retrieve``: passages for the questions of a split, written as a TREC run, over
+"""``rirag retrieve``: passages for the questions of a split (or a ``--questions`` file), written as a TREC run, over
 :func:`rirag.retrieval.registry.build_retriever`."""
 
 from __future__ import annotations
@@ -20,19 +20,30 @@ from rirag.constants import MAX_RUN_BYTES, RUN_DEPTH
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import write_trec
 from rirag.data.splits import check_split_name, split_questions
+from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
 from rirag.retrieval.registry import build_retriever, retriever_spec
 
 
 def cmd_retrieve(args) -> int:
     # every check before the corpus loads, a model loads or a passage is embedded
-    check_split_name(args.split)
+    if bool(args.split) == bool(args.questions):
+        raise UsageError("pass exactly one of --split SPLIT or --questions FILE")
+    if args.split:
+        check_split_name(args.split)
+    else:
+        checks.input_path(args.questions, "--questions")
     spec = retriever_spec(args.retriever, args.model, args.option)
     check.output_file(args.out, "--out")
     obliqa = load_obliqa(args.data)
     # the default depth shrinks to a smaller corpus; a --k above the corpus size is an error
     args.k = min(RUN_DEPTH, len(obliqa.corpus)) if args.k is None else check.k_within_corpus(args.k, len(obliqa.corpus))
-    questions = split_questions(obliqa, args.split, args.seed)
+    if args.split:
+        questions = split_questions(obliqa, args.split, args.seed)
+    else:
+        from rirag.data.questions import load_questions
+
+        questions = load_questions(args.questions, obliqa).questions
     # a run larger than --max-bytes is refused before it is built (in memory) and written
     system = args.system or args.retriever
     estimate = checks.run_bytes([q.id for q in questions], args.k, max(map(len, obliqa.corpus), default=0), system)
@@ -49,7 +60,10 @@ def add_parsers(sub: Any) -> None:
     """Register ``retrieve`` on the ``rirag`` subparsers."""
     r = sub.add_parser("retrieve", help="retrieve passages for a split and write a TREC run")
     add_data_option(r)
-    add_split_option(r)
+    add_split_option(r, required=False, extra="; or --questions")
+    r.add_argument("--questions", default=None, metavar="FILE",
+                   help="JSON list of {QuestionID, Question} (gold, if any, is read past) instead of --split: the "
+                        "questions of a corpus that rirag data ingest wrote")
     add_retriever_options(r, "bm25", model_help="model name or path (dense retrievers)", list_options=True)
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
     add_k_option(r, None, f"passages per question, 1 to the corpus size ({check.LIMITS['k'][0]} for ObliQA: its "

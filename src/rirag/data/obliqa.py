@@ -8,6 +8,10 @@ The published layout (the Hub dataset ``RegNLP/ObliQA`` and ``../shared/data/obl
     RIRAG_Unseen_Questions.json (optional)   lists of {QuestionID, Question}
     document_map.json (optional)             DocumentID -> [file stem, short code, title, ...]
 
+A folder with none of the split files is a corpus alone (``rirag data ingest`` writes one, its passages with extra
+fields that are read past): it has no splits, and its questions come from a ``--questions`` file
+(:mod:`rirag.data.questions`).
+
 Corpus ids are the passages' ``ID`` (a UUID). ``DocumentID|PassageID`` is *not* unique (17 keys carry
 different passages), so a gold passage is mapped by (DocumentID, PassageID, text). Gold passages whose text
 matches nothing exactly are repaired only when the key names a passage whose text is an intact prefix of it
@@ -220,10 +224,13 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
 
     mapper = GoldMapper(passages)
     splits: dict[str, list[Question]] = {}
+    # a corpus without any question file (one that `rirag data ingest` wrote) has no splits: its questions come
+    # from a --questions file; a folder with some of ObliQA's split files must have dev and test
+    corpus_only = not any((root / f).exists() for f in ORIGINAL_SPLIT_FILES.values())
     for name, filename in ORIGINAL_SPLIT_FILES.items():
         path = root / filename
         if not path.exists():
-            if name != "train":
+            if name != "train" and not corpus_only:
                 raise DataError(f"{path}: file not found (the {name} split is required)")
             continue
         splits[name] = [_question(rec, path, i, mapper) for i, rec in enumerate(_records(path, QUESTION_FIELDS))]

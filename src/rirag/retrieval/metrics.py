@@ -1,9 +1,11 @@
-"""Retrieval metrics with ranx: R@k, MAP@k, MRR@k over a run and its qrels."""
+"""Retrieval metrics with ranx: R@k, MAP@k, MRR@k over a run and its qrels; pair-aware Both@k, one-only@k and
+Neither@k over the questions that need two passages."""
 
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Mapping
+from collections import Counter
+from typing import Iterable, Mapping, Sequence
 
 from rirag.constants import EVAL_K, EVAL_METRICS
 from rirag.data.runs import Qrels, Run, ranked
@@ -62,3 +64,26 @@ def evaluate_run(qrels: Qrels, run: Run, k: int = EVAL_K, metrics: Iterable[str]
         logger.warning("%d of %d questions have no retrieved passage in the run", missing, len(qrels))
     return result
 
+
+def pair_metric_names(k: int = EVAL_K) -> list[str]:
+    return [f"both@{k}", f"one-only@{k}", f"neither@{k}"]
+
+
+def pair_metrics(gold_items: Mapping[str, Sequence[str | None]], run: Run, k: int = EVAL_K) -> dict:
+    """Pair-aware recall over the questions that need two passages (exactly two gold items): the share with both in
+    the top ``k`` (Both@k), exactly one (one-only@k), neither (Neither@k). An unmapped item (``None``) is never
+    retrieved; two items held by one passage are both retrieved when it is. Questions of another gold count are left
+    out (``pair_questions`` says how many count)."""
+    counts = Counter()
+    n = 0
+    for qid, items in gold_items.items():
+        if len(items) != 2:
+            continue
+        n += 1
+        top = {docid for docid, _ in ranked(run.get(qid) or {}, k)}
+        hits = sum(1 for item in items if item is not None and item in top)
+        counts[hits] += 1
+    names = pair_metric_names(k)
+    if not n:
+        return {"pair_questions": 0, **{name: None for name in names}}
+    return {"pair_questions": n, names[0]: counts[2] / n, names[1]: counts[1] / n, names[2]: counts[0] / n}

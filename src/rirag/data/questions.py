@@ -1,0 +1,207 @@
+"""Question files on any corpus: gold passages given by passage id or by passage text, mapped to the corpus.
+
+A question file is a JSON list of records ``{QuestionID, Question, Gold | Passages}``; each gold item is
+
+* a passage id (a string, or an object with ``ID``), taken as it is when the corpus has it;
+* or a passage text (an object with ``text`` or ``Passage``), optionally with a hint of its document (``page``,
+  ``document`` or ``DocumentID``: a document key, source file stem or number of the corpus's document map), as in
+  ``ukfin_xref`` whose gold passages come from another segmentation of the same pages.
+
+A text is mapped to the passage that holds it: word-level containment (case, spacing and punctuation ignored) in the
+hinted document, then anywhere in the corpus, then fuzzy containment (rapidfuzz ``partial_ratio`` at least
+:data:`~rirag.constants.GOLD_TEXT_MIN_RATIO` on a passage at least :data:`~rirag.constants.GOLD_TEXT_MIN_COVER` as
+long). What does not map is reported, never silently dropped. Records without gold are questions to answer only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
+from rirag.data.ingest import document_key
+from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question
+from rirag.errors import DataError
+from rirag.io import read_json
+
+logger = logging.getLogger(__name__)
+
+GOLD_LIST_FIELDS = ("Gold", "Passages")
+GOLD_TEXT_FIELDS = ("text", "Passage", "passage")
+GOLD_ID_FIELDS = ("ID", "id")
+GOLD_DOCUMENT_FIELDS = ("page", "document", "DocumentID")
+
+
+@dataclass
+class GoldMapping:
+    """One gold item of one question and where it went."""
+
+    question_id: str
+    index: int
+    how: str  # "id", "exact", "exact-other-document", "fuzzy" or "unmapped"
+    passage_id: str | None = None
+    score: float | None = None
+    holders: int = 0  # passages holding the text (exact matches)
+    role: str | None = None
+    text: str | None = None
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if v is not None}
+        if "text" in d and len(d["text"]) > 160:
+            d["text"] = d["text"][:160] + "…"
+        return d
+
+
+@dataclass
+class QuestionSet:
+    """Questions of a file with their gold mapped to a corpus."""
+
+    source: str
+    questions: list[Question]
+    #: per question, the passage of each gold item in the file's order (``None``: unmapped)
+    items: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
+    mappings: list[GoldMapping] = field(default_factory=list)
+
+    def report(self) -> dict:
+        hows = Counter(m.how for m in self.mappings)
+        total = len(self.mappings)
+        mapped = total - hows.get("unmapped", 0)
+        return {
+            "questions": len(self.questions),
+            "questions_with_gold": sum(1 for q in self.questions if q.gold),
+            "gold_items": total,
+            "gold_mapped": mapped,
+            "gold_mapped_share": round(mapped / total, 4) if total else None,
+            "by": dict(sorted(hows.items())),
+            "held_by_several": sum(1 for m in self.mappings if m.holders > 1),
+            "pairs_on_one_passage": sum(1 for its in self.items.values()
+                                        if len(its) == 2 and its[0] is not None and its[0] == its[1]),
+            "unmapped": [m.as_dict() for m in self.mappings if m.how == "unmapped"],
+            "fuzzy": [m.as_dict() for m in self.mappings if m.how == "fuzzy"],
+        }
+
+
+def normalise(text: str) -> str:
+    """Words only, lower case, single spaces: what containment compares."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+class TextMapper:
+    """Map gold texts to the corpus passages that hold them."""
+
+    def __init__(self, corpus: Mapping[str, Passage], document_names: Mapping[int, list[str]] | None = None):
+        self.ids = list(corpus)
+        self.texts = [normalise(p.text) for p in corpus.values()]
+        self.by_document: dict[int, list[int]] = {}
+        for i, p in enumerate(corpus.values()):
+            self.by_document.setdefault(p.document_id, []).append(i)
+        self.names: dict[str, int] = {}
+        for doc, names in (document_names or {}).items():
+            for name in names:
+                for alias in (str(name), Path(str(name)).stem, document_key(Path(str(name)).stem)):
+                    self.names.setdefault(alias, int(doc))
+
+    def document_of(self, hint: Any) -> int | None:
+        if hint is None:
+            return None
+        if isinstance(hint, int) or (isinstance(hint, str) and hint.isdigit()):
+            return int(hint) if int(hint) in self.by_document else None
+        return self.names.get(str(hint))
+
+    def map(self, text: str, hint: Any = None) -> tuple[str | None, str, float | None, int]:
+        """(passage id or None, how, fuzzy score, number of passages holding the text)."""
+        gold = normalise(text)
+        if not gold:
+            return None, "unmapped", None, 0
+        doc = self.document_of(hint)
+        scopes = [("exact", self.by_document.get(doc, []))] if doc is not None else []
+        scopes.append(("exact-other-document" if doc is not None else "exact", range(len(self.ids))))
+        for how, scope in scopes:
+            holders = [i for i in scope if gold in self.texts[i]]
+            if holders:
+                best = min(holders, key=lambda i: (len(self.texts[i]), i))  # the most specific holder
+                return self.ids[best], how, None, len(holders)
+        from rapidfuzz import fuzz, process
+
+        min_len = GOLD_TEXT_MIN_COVER * len(gold)
+        for scope in ([self.by_document.get(doc, [])] if doc is not None else []) + [range(len(self.ids))]:
+            choices = {i: self.texts[i] for i in scope if len(self.texts[i]) >= min_len}
+            hit = process.extractOne(gold, choices, scorer=fuzz.partial_ratio, score_cutoff=GOLD_TEXT_MIN_RATIO)
+            if hit is not None:
+                return self.ids[hit[2]], "fuzzy", round(float(hit[1]), 2), 0
+        return None, "unmapped", None, 0
+
+
+def document_names(root: str | Path) -> dict[int, list[str]]:
+    """DocumentID -> its names in the corpus's document map (source file, key, title), for document hints."""
+    path = Path(root) / DOCUMENT_MAP_FILE
+    if not path.exists():
+        return {}
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        return {}
+    return {int(k): ([v] if isinstance(v, str) else [str(x) for x in v]) for k, v in raw.items()}
+
+
+def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
+    """The questions of ``path`` with their gold (by id or by text) mapped to ``obliqa``'s corpus."""
+    path = Path(path)
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"{path}: expected a JSON list of question records, got {type(data).__name__}")
+    corpus = obliqa.corpus
+    mapper: TextMapper | None = None
+    result = QuestionSet(str(path), [])
+    seen: set[str] = set()
+    for i, rec in enumerate(data):
+        where = f"{path}: record {i}"
+        if not isinstance(rec, dict):
+            raise DataError(f"{where}: expected an object, got {type(rec).__name__}")
+        for key in ("QuestionID", "Question"):
+            if not isinstance(rec.get(key), str) or not rec[key].strip():
+                raise DataError(f"{where} (id {rec.get('QuestionID')}): field {key!r} must be a non-empty string")
+        qid = rec["QuestionID"]
+        if qid in seen:
+            raise DataError(f"{where}: QuestionID {qid!r} occurs twice")
+        seen.add(qid)
+        gold_list = next((rec[f] for f in GOLD_LIST_FIELDS if f in rec), [])
+        if not isinstance(gold_list, list):
+            raise DataError(f"{where} (id {qid}): field 'Gold' must be a list")
+        items: list[str | None] = []
+        for j, item in enumerate(gold_list):
+            iwhere = f"{where} (id {qid}) gold {j}"
+            role = item.get("role") if isinstance(item, dict) else None
+            pid = item if isinstance(item, str) else next(
+                (item[f] for f in GOLD_ID_FIELDS if isinstance(item, dict) and f in item), None)
+            text = next((item[f] for f in GOLD_TEXT_FIELDS if isinstance(item, dict) and f in item), None)
+            if pid is None and text is None:
+                raise DataError(f"{iwhere}: neither a passage id nor a passage text ('ID' or 'text')")
+            if pid is not None and str(pid) in corpus:
+                m = GoldMapping(qid, j, "id", str(pid), role=role)
+            elif text is not None:
+                if not isinstance(text, str):
+                    raise DataError(f"{iwhere}: field 'text' must be a string, got {type(text).__name__}")
+                if mapper is None:
+                    mapper = TextMapper(corpus, document_names(obliqa.root))
+                hint = next((item[f] for f in GOLD_DOCUMENT_FIELDS if f in item), None)
+                cid, how, score, holders = mapper.map(text, hint)
+                m = GoldMapping(qid, j, how, cid, score, holders, role, text)
+            else:
+                m = GoldMapping(qid, j, "unmapped", None, role=role, text=f"id {pid} (not in the corpus)")
+            result.mappings.append(m)
+            items.append(m.passage_id)
+        gold = tuple(dict.fromkeys(c for c in items if c is not None))
+        docs = tuple(dict.fromkeys(corpus[c].document_id for c in gold))
+        result.questions.append(Question(qid, rec["Question"], gold, rec.get("Group"), docs))
+        result.items[qid] = tuple(items)
+    if not result.questions:
+        raise DataError(f"{path}: no questions")
+    unmapped = [m for m in result.mappings if m.how == "unmapped"]
+    if unmapped:
+        logger.warning("%s: %d of %d gold passages map to no passage of %s", path, len(unmapped),
+                       len(result.mappings), obliqa.root)
+    return result
