@@ -72,6 +72,8 @@ def cmd_data_xref(args) -> int:
 
     root = resolve_data_dir(args.data)
     out = Path(args.out) if args.out else root / xref.GRAPH_CONFIG
+    if not args.out and not root.stat().st_mode & 0o222:  # root ignores permissions: honour the folder's mode bits
+        raise UsageError(f"--data {root} is read-only (mode {root.stat().st_mode & 0o777:o}): pass --out for the graph")
     check.output_dir(str(out), "--out")
     passages, aliases = xref_passages(root)
     rows = xref.graph_rows(passages, aliases)
