@@ -409,10 +409,6 @@ class Classifier:
         return self._cuts.get(key, NOT_TRUNCATED)
 
 
-#: The former private name of :class:`Classifier`.
-_Classifier = Classifier
-
-
 def _truncation(classifier: Any, key: Input) -> int:
     getter = getattr(classifier, "truncation", None)
     return NOT_TRUNCATED if getter is None else getter(key)
