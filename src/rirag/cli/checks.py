@@ -25,7 +25,8 @@ GENERATOR_LIMITS = {"batch_size": ("--batch-size", "generation_batch_size", 1),
 
 
 def generator_limits(args: Any) -> None:
-    """The generator's allocating options within :data:`LIMITS` (``rirag answer``, ``ask``, ``submit``)."""
+    """The generator's allocating options within :data:`rirag.validation.LIMITS` (``rirag answer``, ``ask``,
+    ``submit``)."""
     for dest, (option, limit, minimum) in GENERATOR_LIMITS.items():
         value = getattr(args, dest, None)
         if value is not None:

@@ -3,15 +3,16 @@ answer the question, each cited, and a plain statement when none does.
 
 For one question and its retrieved (filtered) passages, in retrieval order:
 
-1. split each passage into answer units (:mod:`rirag.generation.units`: a sentence, or a list lead-in with all
-   its items; never a bare item or a heading);
-2. describe every unit by :data:`FEATURES`: its cosine with the question (the wheel's MiniLM, zero-shot), BM25 over
-   the question's units, the lexical coverage of :mod:`rirag.retrieval.lexical`, its passage's retrieval score and
-   rank, whether it states an obligation (the obligation classifier when trained, else deontic cues), its position
-   and length, and the same measures relative to the best unit of the question;
+1. split each passage into answer units (:mod:`rirag.text.units`: a sentence, or a list lead-in with all its
+   items; never a bare item or a heading);
+2. describe every unit by :data:`~rirag.generation.focused_scorer.FEATURES`: its cosine with the question (the
+   wheel's MiniLM, zero-shot), BM25 over the question's units, the lexical coverage of
+   :mod:`rirag.retrieval.lexical`, its passage's retrieval score and rank, whether it states an obligation (the
+   obligation classifier when trained, else deontic cues), its position and length, and the same measures relative
+   to the best unit of the question;
 3. score it with a logistic model learned on the leakage-free ``train`` split (a unit of a gold passage is a
-   positive for its question; ``train/focused_scorer.py``, weights frozen in ``focused_scorer.json`` beside this
-   module);
+   positive for its question; ``train/focused_scorer.py``, weights frozen in ``focused_scorer.json``, read and
+   applied by :mod:`rirag.generation.focused_scorer`);
 4. decide which passages to cite (the *passage gate*): each passage's score is its retrieval score plus
    :attr:`FocusedConfig.passage_weight` times its best unit's score; the best passage is cited, and so is every
    other passage within :attr:`FocusedConfig.passage_margin` of it, at most :attr:`FocusedConfig.max_passages`.
@@ -24,7 +25,7 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    :func:`rirag.generation.render.render`;
 6. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
    learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
-   starts with :data:`NOT_ADDRESSED` and then gives the closest provisions, cited.
+   starts with :data:`~rirag.text.units.NOT_ADDRESSED` and then gives the closest provisions, cited.
 
 Every answer is also returned as scored spans (:class:`FocusedAnswer`: unit text, passage number, character
 offsets, score), so a caller can trace each sentence to its rule without re-parsing the text.
