@@ -38,8 +38,10 @@ Module configuration (keyword arguments of `evaluate.load`):
     nli_model, coverage_model, obligation_model (`str`): Hub ids or local folders (defaults: the papers' NLI
         models and the published `rirag/rirag-obligation-classifier`); sentence_splitter ("punkt", "nltk" or a
         callable);
-        batch_size (`int`); device (`str` or `int`, default: CUDA when available); mode (`str`, default "reference").
-Returns:
+        batch_size (`int` or "auto"); device (`str` or `int`, default: CUDA when available); mode (`str`, default
+        "reference"); threshold (`float`, coverage entailment threshold, default 0.7); show_progress (`bool`);
+        workers (`int` or "auto": CPU processes); precision ("float32", or "int8": the fast mode).
+Returns (11 keys; the four means are `None` when no answer was scored):
     entailment (`float`): mean E over scored answers, in [0, 1].
     contradiction (`float`): mean C, in [0, 1].
     obligation_coverage (`float`): mean OC, in [0, 1].
@@ -67,7 +69,8 @@ Examples:
     >>> results = repass.compute(predictions=["Firms must keep records for six years."],
     ...     passages=[["An Authorised Person must maintain records for at least six years."]])  # doctest: +SKIP
     >>> sorted(k for k in results if k != "per_item")  # doctest: +SKIP
-    ['contradiction', 'entailment', 'n_scored', 'obligation_coverage', 'repass', 'skipped']
+    ['contradiction', 'entailment', 'n_scored', 'no_passage_text', 'obligation_coverage', 'repass', 'signature',
+     'skipped', 'truncated_items', 'truncations']
 """
 
 def _to_arrow_inputs(predictions, passages):

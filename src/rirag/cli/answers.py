@@ -5,8 +5,10 @@
     rirag ask "question" ["another question" ...] [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 
-``--generator``: ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url URL``), or a causal LM
-(Hub id, folder, ``.gguf`` file; default the offline SmolLM2-135M-Instruct). Answers files are resumable: rerun the
+``--generator``: ``focused`` (the default, :data:`rirag.generation.base.DEFAULT_GENERATOR`: the question-focused
+extractive answerer, no language model), ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url
+URL``), or a causal LM (Hub id, folder, ``.gguf`` file; ``smollm2-135m-instruct`` is the offline SmolLM2-135M-Instruct
+of its wheel); the table is in :mod:`rirag.generation.base`. Answers files are resumable: rerun the
 same command after an interruption and only the missing questions are answered. A manifest beside the answers
 (:mod:`rirag.generation.runfiles`) keeps runs from mixing: answers of another run (other questions, run, retriever,
 generator options, k or filter) stop the command with one line unless ``--overwrite``, and a lock keeps a second

