@@ -78,6 +78,8 @@ def test_every_generator_answers_through_one_draft_call(tmp_path, monkeypatch,
     given = [RetrievedPassage(f"p{i}", p, s) for i, (p, s) in enumerate(zip(passages, scores))]
     for kind, generator in _generators(tmp_path, url).items():
         assert isinstance(generator, Answerer), kind
+        description = generator.describe()  # part of the interface: a line naming the models, or None
+        assert description is None or (isinstance(description, str) and "\n" not in description), kind
         calls = []
         real = type(generator).draft
 

@@ -55,6 +55,7 @@ from rirag.generation.base import (
     FOCUSED,
     OFFLINE_GENERATOR,
     PASSAGE_GENERATORS,
+    Answerer,
     GenerationError,
     GeneratorSpec,
 )
@@ -172,11 +173,12 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     return {"generator": args.generator, "generator_options": options}
 
 
-def _summary(summary: dict, generator=None) -> str:
+def _summary(summary: dict, generator: Answerer) -> str:
     lines = [f"answered {summary['answered']} questions ({summary['already_done']} already done) → {summary['out']}"
              f" ({summary['total']} records, {summary['citations']} citations in the new answers)"]
-    if callable(getattr(generator, "describe", None)):
-        lines.append(f"answered by the {generator.describe()}")
+    description = generator.describe()
+    if description:
+        lines.append(f"answered by the {description}")
     for w, n in sorted(summary["warnings"].items()):
         lines.append(f"  {n} × {w}")
     return "\n".join(lines) + "\n"
@@ -325,8 +327,9 @@ def cmd_ask(args: Any) -> int:
         if len(args.question) > 1:
             sys.stdout.write(f"\nQ: {question}\n")
         sys.stdout.write(format_answer(answer, obliqa.titles))
-        if i == 0 and callable(getattr(generator, "describe", None)):
-            sys.stdout.write(f"(answered by the {generator.describe()})\n")
+        description = generator.describe() if i == 0 else None
+        if description:
+            sys.stdout.write(f"(answered by the {description})\n")
         if i == 0:
             cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     # wall time depends on what else runs; CPU seconds (all threads of this process) less so

@@ -113,12 +113,15 @@ class Draft:
 @runtime_checkable
 class Answerer(Protocol):
     """The one answerer interface. ``needs_passages``: the answerer composes from the passages (closed-book is
-    refused for it)."""
+    refused for it). :meth:`describe`: one line for the command naming the models that answer (``rirag ask``,
+    ``answer`` and ``submit`` print it after "answered by the"), or ``None`` when its name says it all."""
 
     name: str
     needs_passages: bool
 
     def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]: ...
+
+    def describe(self) -> str | None: ...
 
 
 def draft_from_reply(reply: str | None, strategy: str, n_passages: int) -> Draft:
@@ -143,6 +146,10 @@ class PromptedAnswerer:
 
     def generate(self, batch: Sequence[Messages]) -> list[str]:
         raise NotImplementedError
+
+    def describe(self) -> str | None:
+        """Nothing beyond :attr:`name` (the model, and its adapter)."""
+        return None
 
     def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
         replies = self.generate([build_messages(r.question, r.passages, r.strategy) for r in requests])
