@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests._rendering_cases import rendered
 from tests.test_generation_backends import scripted_server  # noqa: F401 (a fixture)
 
@@ -167,3 +169,32 @@ def test_the_command_the_benchmark_and_the_demo_share_one_typed_request():
     assert isinstance(demo, AnswerOptions) and (demo.retriever.name, demo.k) == ("bm25", 5)
     row = row_options(GenerationBenchArguments(), "extractive")
     assert isinstance(row, AnswerOptions) and row.generator.name == "extractive" and row.retriever is None
+
+
+def test_the_registry_resolves_a_generator_name_once(tmp_path):
+    """The kind of a --generator name, the options it is built with and the model it needs come from one table."""
+    from types import SimpleNamespace
+
+    from rirag.errors import UsageError
+    from rirag.generation.base import GeneratorSpec
+    from rirag.generation.registry import LANGUAGE_MODEL, check_generator_model, generator_kind, generator_spec
+
+    args = SimpleNamespace(device="cpu", base_url="http://x/v1", api_key_env="KEY", concurrency=2, max_retries=1,
+                           max_new_tokens=9, adapter=None, load_in_4bit=False, batch_size=3)
+    names = ("focused", "extractive", "endpoint", "smollm2-135m-instruct", "artifacts/lm")
+    assert [generator_kind(n) for n in names] == ["focused", "extractive", "endpoint", LANGUAGE_MODEL,
+                                                  LANGUAGE_MODEL]
+    assert generator_spec("focused", None, args).options == {"device": "cpu"}
+    assert generator_spec("extractive", "c", args) == GeneratorSpec("extractive", "c", {"device": "cpu"})
+    assert generator_spec("endpoint", "m", args).options == {"base_url": "http://x/v1", "api_key_env": "KEY",
+                                                             "concurrency": 2, "max_retries": 1, "max_new_tokens": 9}
+    assert generator_spec("artifacts/lm", None, args).options == {"adapter": None, "load_in_4bit": False,
+                                                                 "device": "cpu", "max_new_tokens": 9, "batch_size": 3}
+    check_generator_model(GeneratorSpec("endpoint", "m"))  # needs no local model
+    check_generator_model(GeneratorSpec("focused"))  # the default classifier, or deontic cues
+    missing = str(tmp_path / "no_classifier")
+    for name in ("focused", "extractive"):
+        with pytest.raises(UsageError, match="--generator-model"):
+            check_generator_model(GeneratorSpec(name, missing))
+    with pytest.raises(FileNotFoundError):
+        check_generator_model(GeneratorSpec(str(tmp_path / "no_lm")))

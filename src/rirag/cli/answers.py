@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rirag import models
 from rirag import validation as check
 from rirag.cli import checks
 from rirag.cli.options import (
@@ -48,21 +47,9 @@ from rirag.data.runs import read_trec, write_trec
 from rirag.data.splits import split_questions
 from rirag.errors import DataError
 from rirag.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
-from rirag.generation.base import (
-    DEFAULT_OBLIGATION_CLASSIFIER,
-    ENDPOINT,
-    EXTRACTIVE,
-    FOCUSED,
-    OFFLINE_GENERATOR,
-    PASSAGE_GENERATORS,
-    Answerer,
-    GenerationError,
-    GeneratorSpec,
-)
-from rirag.generation.extractive import MODAL_CUES
-from rirag.generation.hf import resolve_generator
+from rirag.generation.base import PASSAGE_GENERATORS, Answerer, GenerationError, GeneratorSpec
 from rirag.generation.pipeline import AnswerOptions, answer_all, answer_question, prepare_question, read_questions
-from rirag.generation.registry import build_generator
+from rirag.generation.registry import build_generator, check_generator_model, generator_spec
 from rirag.generation.render import check_strategy
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.io import atomic_write_json
@@ -99,18 +86,6 @@ def _strategy_fits(args: Any) -> None:
         raise DataError(str(err)) from err
 
 
-def _generator_spec(args: Any) -> GeneratorSpec:
-    if args.generator in PASSAGE_GENERATORS:
-        return GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
-    if args.generator == ENDPOINT:
-        return GeneratorSpec(ENDPOINT, args.generator_model, {
-            "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_retries": args.max_retries, "max_new_tokens": args.max_new_tokens})
-    return GeneratorSpec(args.generator, args.generator_model, {
-        "adapter": args.adapter, "load_in_4bit": args.load_in_4bit, "device": args.device,
-        "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size})
-
-
 def _option_items(args: Any) -> list[tuple[str, Any]]:
     """``--option`` values as ``(key, value)`` pairs (typed by :func:`rirag.cli.options.parse_option`; a plain
     ``KEY=VALUE`` string, from a caller that builds its own namespace, is split here)."""
@@ -140,7 +115,8 @@ def answer_options(args: Any) -> AnswerOptions:
     loads; ``args`` unchanged). A command answering from ``--run`` has no retriever."""
     _strategy_fits(args)
     retriever = None if getattr(args, "run", None) else retriever_spec_from_args(args)
-    return AnswerOptions(_generator_spec(args), retriever, args.strategy, args.k, not args.no_filter)
+    spec = generator_spec(args.generator, args.generator_model, args)
+    return AnswerOptions(spec, retriever, args.strategy, args.k, not args.no_filter)
 
 
 def generator_from_args(options: AnswerOptions):
@@ -201,21 +177,10 @@ def _answers_run(command: str, args: Any, options: AnswerOptions, answers: Path,
 def check_generator(args: Any) -> None:
     """The generator's model is at hand (nothing loads): the obligation classifier folder of ``extractive`` (and of
     ``focused`` when named), a causal LM's wheel, file, folder or cached Hub id, and its adapter folder."""
-    model = args.generator_model
-    if args.generator == EXTRACTIVE:
-        model = model or DEFAULT_OBLIGATION_CLASSIFIER
-        if model != MODAL_CUES:
-            models.model_available(model, "--generator-model")
-    elif args.generator == FOCUSED:
-        if model and model != MODAL_CUES:
-            models.model_available(model, "--generator-model")
-    elif args.generator != ENDPOINT:
-        try:
-            _, gguf = resolve_generator(args.generator)
-        except (ImportError, FileNotFoundError) as err:
-            raise DataError(f"--generator {args.generator}: {checks.one_line(err)}") from None
-        if not gguf and args.generator != OFFLINE_GENERATOR:
-            models.model_available(args.generator, "--generator")
+    try:
+        check_generator_model(GeneratorSpec(args.generator, args.generator_model))
+    except (ImportError, FileNotFoundError) as err:
+        raise DataError(f"--generator {args.generator}: {checks.one_line(err)}") from None
     if getattr(args, "adapter", None) and not Path(args.adapter).expanduser().is_dir():
         raise DataError(f"--adapter {args.adapter}: folder not found (a peft LoRA adapter folder)")
 
