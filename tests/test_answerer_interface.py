@@ -198,3 +198,25 @@ def test_the_registry_resolves_a_generator_name_once(tmp_path):
             check_generator_model(GeneratorSpec(name, missing))
     with pytest.raises(FileNotFoundError):
         check_generator_model(GeneratorSpec(str(tmp_path / "no_lm")))
+
+
+def test_a_typed_answer_is_written_once_and_its_markers_are_not_read_back():
+    """render places each part's markers itself; the citation table takes them from there and attaches each to the
+    sentence (as the scorers split the text) holding it: the same table as reading the text, except that a bracketed
+    number the passage itself wrote is quoted text, not a citation."""
+    from rirag.generation.base import Draft, DraftPart
+    from rirag.generation.render import written
+    from rirag.text.citations import parse_citations, placed_citations
+
+    ids = ["p1", "p2", "p3"]
+    draft = Draft([DraftPart("Firms must keep records for six years.", (1,), 1),
+                   DraftPart("A list without a full stop: (a) one; (b) two", (0, 2), 0),
+                   DraftPart("Records must be in English.", (2,), 2)], addressed=False, missing=[])
+    text, markers = written(draft)
+    assert [text[o:o + 3] for o, _ in markers] == ["[2]", "[1]", "[3]", "[3]"]
+    assert placed_citations(text, markers, ids) == parse_citations(text, ids)
+    quoting = Draft([DraftPart("Firms must file the form in Schedule [7].", (0,), 0)])
+    text, markers = written(quoting)
+    assert [c.number for c in parse_citations(text, ids).citations] == [7, 1]
+    assert [c.number for c in placed_citations(text, markers, ids).citations] == [1]
+    assert written(Draft(written="The model's own [1].")) == ("The model's own [1].", None)

@@ -134,23 +134,28 @@ class ScoredUnit:
 
 @dataclass
 class FocusedAnswer:
-    """A focused answer: the kept units (most relevant first), every unit's score, the answerability and the
-    text."""
+    """A focused answer: the kept units (most relevant first), every unit's score and the answerability; its
+    :attr:`draft`, and the :attr:`text` written from it."""
 
     question: str
     kept: list[ScoredUnit]
     scored: list[ScoredUnit]
     answerability: float
     addressed: bool
-    text: str
     #: The parts the question asks for that no kept unit states (:mod:`rirag.text.missing_parts`), each
     #: said in one sentence after the cited content.
     missing: list = field(default_factory=list)
 
     @property
     def draft(self) -> Draft:
-        """The answer as the answerer interface returns it (``text`` is its rendering)."""
+        """The answer as the answerer interface returns it."""
         return Draft([_part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing))
+
+    @property
+    def text(self) -> str:
+        """The answer text: :attr:`draft` written out by :func:`rirag.generation.render.render` (the pipeline writes
+        the drafts :meth:`FocusedAnswerer.draft` returns itself; nothing is rendered unless asked)."""
+        return render(self.draft)
 
 
 
@@ -368,7 +373,7 @@ class FocusedAnswerer:
         for question, passages, item_scores in zip(questions, batch, scores):
             units, x, a = self.features(question, passages, item_scores)
             if not units:  # nothing but headings (or nothing) to quote
-                out.append(FocusedAnswer(question, [], [], 0.0, False, render(Draft([], False, 0.0))))
+                out.append(FocusedAnswer(question, [], [], 0.0, False))
                 continue
             scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
@@ -379,8 +384,7 @@ class FocusedAnswerer:
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
                 if addressed and self.config.say_missing else []
-            draft = Draft([_part(s) for s in kept], addressed, answerability, list(missing))
-            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, render(draft), missing))
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, missing))
         return out
 
     # -- the answerer interface ---------------------------------------------------------------------------------
