@@ -198,9 +198,10 @@ def main(args: SpeedArguments) -> dict:
 
     import torch
 
+    from rirag.scoring.classifier import PROBABILITY_CACHE, clear_caches
     from rirag.scoring.models import load_classifier, parameter_count, resolve_device
     from rirag.scoring.reference_impl import ReferenceRePASs
-    from rirag.scoring.repass import PROBABILITY_CACHE, SCORE_KEYS, RePASsConfig, RePASsScorer, clear_caches
+    from rirag.scoring.repass import SCORE_KEYS, RePASsConfig, RePASsScorer
 
     torch.set_num_threads(args.threads)
     items = build_answers(args)

@@ -8,10 +8,17 @@ from pathlib import Path
 
 
 class CiteEveryPassage:
-    """A stand-in extractive composer: each passage once, cited in order."""
+    """A stand-in extractive composer: each passage once, a part citing itself, in order."""
 
-    def compose_many(self, batch):
-        return [" ".join(f"{p.rstrip('.')} [{i}]." for i, p in enumerate(ps, 1)) for ps in batch]
+    name, needs_passages = "cite every passage", True
+
+    def draft(self, requests):
+        from rirag.generation.base import Draft, DraftPart
+
+        return [Draft([DraftPart(p, (i,), i) for i, p in enumerate(r.passages)]) for r in requests]
+
+    def describe(self):
+        return None
 
 
 def save_tiny_raft_dataset(out: str | Path) -> None:

@@ -106,7 +106,8 @@ class FakeConfig:
 
 
 class FakeClassifier:
-    """Stands in for ``_Classifier``: rule-based probabilities, records every input it is asked about."""
+    """Stands in for :class:`rirag.scoring.classifier.Classifier`: rule-based probabilities, records every input it
+    is asked about."""
 
     def __init__(self, id2label, rule, encoding=None):
         self.config = FakeConfig(id2label)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests._rendering_cases import rendered
 from tests.test_generation_backends import scripted_server  # noqa: F401 (a fixture)
 
@@ -78,6 +80,8 @@ def test_every_generator_answers_through_one_draft_call(tmp_path, monkeypatch,
     given = [RetrievedPassage(f"p{i}", p, s) for i, (p, s) in enumerate(zip(passages, scores))]
     for kind, generator in _generators(tmp_path, url).items():
         assert isinstance(generator, Answerer), kind
+        description = generator.describe()  # part of the interface: a line naming the models, or None
+        assert description is None or (isinstance(description, str) and "\n" not in description), kind
         calls = []
         real = type(generator).draft
 
@@ -165,3 +169,54 @@ def test_the_command_the_benchmark_and_the_demo_share_one_typed_request():
     assert isinstance(demo, AnswerOptions) and (demo.retriever.name, demo.k) == ("bm25", 5)
     row = row_options(GenerationBenchArguments(), "extractive")
     assert isinstance(row, AnswerOptions) and row.generator.name == "extractive" and row.retriever is None
+
+
+def test_the_registry_resolves_a_generator_name_once(tmp_path):
+    """The kind of a --generator name, the options it is built with and the model it needs come from one table."""
+    from types import SimpleNamespace
+
+    from rirag.errors import UsageError
+    from rirag.generation.base import GeneratorSpec
+    from rirag.generation.registry import LANGUAGE_MODEL, check_generator_model, generator_kind, generator_spec
+
+    args = SimpleNamespace(device="cpu", base_url="http://x/v1", api_key_env="KEY", concurrency=2, max_retries=1,
+                           max_new_tokens=9, adapter=None, load_in_4bit=False, batch_size=3)
+    names = ("focused", "extractive", "endpoint", "smollm2-135m-instruct", "artifacts/lm")
+    assert [generator_kind(n) for n in names] == ["focused", "extractive", "endpoint", LANGUAGE_MODEL,
+                                                  LANGUAGE_MODEL]
+    assert generator_spec("focused", None, args).options == {"device": "cpu"}
+    assert generator_spec("extractive", "c", args) == GeneratorSpec("extractive", "c", {"device": "cpu"})
+    assert generator_spec("endpoint", "m", args).options == {"base_url": "http://x/v1", "api_key_env": "KEY",
+                                                             "concurrency": 2, "max_retries": 1, "max_new_tokens": 9}
+    assert generator_spec("artifacts/lm", None, args).options == {"adapter": None, "load_in_4bit": False,
+                                                                 "device": "cpu", "max_new_tokens": 9, "batch_size": 3}
+    check_generator_model(GeneratorSpec("endpoint", "m"))  # needs no local model
+    check_generator_model(GeneratorSpec("focused"))  # the default classifier, or deontic cues
+    missing = str(tmp_path / "no_classifier")
+    for name in ("focused", "extractive"):
+        with pytest.raises(UsageError, match="--generator-model"):
+            check_generator_model(GeneratorSpec(name, missing))
+    with pytest.raises(FileNotFoundError):
+        check_generator_model(GeneratorSpec(str(tmp_path / "no_lm")))
+
+
+def test_a_typed_answer_is_written_once_and_its_markers_are_not_read_back():
+    """render places each part's markers itself; the citation table takes them from there and attaches each to the
+    sentence (as the scorers split the text) holding it: the same table as reading the text, except that a bracketed
+    number the passage itself wrote is quoted text, not a citation."""
+    from rirag.generation.base import Draft, DraftPart
+    from rirag.generation.render import written
+    from rirag.text.citations import parse_citations, placed_citations
+
+    ids = ["p1", "p2", "p3"]
+    draft = Draft([DraftPart("Firms must keep records for six years.", (1,), 1),
+                   DraftPart("A list without a full stop: (a) one; (b) two", (0, 2), 0),
+                   DraftPart("Records must be in English.", (2,), 2)], addressed=False, missing=[])
+    text, markers = written(draft)
+    assert [text[o:o + 3] for o, _ in markers] == ["[2]", "[1]", "[3]", "[3]"]
+    assert placed_citations(text, markers, ids) == parse_citations(text, ids)
+    quoting = Draft([DraftPart("Firms must file the form in Schedule [7].", (0,), 0)])
+    text, markers = written(quoting)
+    assert [c.number for c in parse_citations(text, ids).citations] == [7, 1]
+    assert [c.number for c in placed_citations(text, markers, ids).citations] == [1]
+    assert written(Draft(written="The model's own [1].")) == ("The model's own [1].", None)

@@ -73,12 +73,50 @@ def test_trec_depth_and_bad_lines(tmp_path):
         read_trec(tmp_path / "missing.trec")
 
 
-def test_failed_write_leaves_previous_file(tmp_path):
+def test_refused_system_name_leaves_previous_file(tmp_path):
+    """The argument check comes before anything is written."""
     path = write_trec({"q": {"a": 1.0}}, tmp_path / "r.trec")
     before = path.read_text()
     with pytest.raises(ValueError):
         write_trec({"q": {"a": 1.0}}, path, system="two words")
     assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["r.trec"]
+
+
+def test_failed_write_leaves_previous_file(tmp_path, monkeypatch):
+    """A write that fails part-way (the disk fills after half the bytes are out) leaves the previous run as it was,
+    and no temporary file behind."""
+    import os
+
+    import rirag.io
+
+    path = write_trec({"q": {"a": 1.0}}, tmp_path / "r.trec")
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+    written = []
+
+    class DiskFull:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(data[: len(data) // 2])
+            self.fh.flush()
+            written.append(len(data) // 2)
+            raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(rirag.io.os, "fdopen", lambda fd, mode: DiskFull(real_fdopen(fd, mode)))
+        with pytest.raises(OSError, match="No space left on device"):
+            write_trec({"q": {"a": 1.0, "b": 0.5, "c": 0.25}}, path)
+    assert written and written[0] > 0  # the failure came during the write itself, after part of it was out
+    assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["r.trec"]
 
 

@@ -21,7 +21,6 @@ from rirag.generation.raft import (
     build_instances,
     check_training_split,
     raft_rows,
-    renumber_citations,
     split_rows,
 )
 from rirag.hub.dataset_build import save_raft_dataset
@@ -145,15 +144,18 @@ def test_only_training_splits():
             check_training_split(split)
 
 
-def test_renumber_citations():
-    assert renumber_citations("A [1]. B [2][1]. C [1, 2]. D [7].", [3, 5]) == "A [3]. B [5][3]. C [3, 5]. D [7]."
-
-
 class _Composer:
-    """Stands in for the extractive composer: every sentence of every passage, cited by its 1-based number."""
+    """Stands in for the extractive composer: every passage (one sentence each) a part citing itself."""
 
-    def compose_many(self, batch):
-        return [" ".join(f"{p.rstrip('.')} [{i}]." for i, p in enumerate(ps, 1)) for ps in batch]
+    name, needs_passages = "every passage", True
+
+    def draft(self, requests):
+        from rirag.generation.base import Draft, DraftPart
+
+        return [Draft([DraftPart(p, (i,), i) for i, p in enumerate(r.passages)]) for r in requests]
+
+    def describe(self):
+        return None
 
 
 def test_extractive_teacher_cites_the_oracle_positions_and_abstains_without_it():

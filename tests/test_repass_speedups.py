@@ -5,7 +5,8 @@ import pytest
 
 from _scoring_fixtures import NLI_LABELS, FakeClassifier, all_obligations_model, tiny_bert, tiny_models
 from rirag.scoring import core
-from rirag.scoring.repass import PROBABILITY_CACHE, RePASsConfig, RePASsScorer, auto_batch_rows, clear_caches
+from rirag.scoring.classifier import PROBABILITY_CACHE, auto_batch_rows, clear_caches
+from rirag.scoring.repass import RePASsConfig, RePASsScorer
 
 ANSWERS = ["Firms must keep records for six years. The sky is blue.", "Client money must be held separately.",
            "It is not green. Firms must report to the regulator within six days."]

@@ -12,6 +12,7 @@ import pytest
 
 from _scoring_fixtures import NLI_LABELS, all_obligations_model, tiny_bert, tiny_models
 from rirag.scoring import core
+from rirag.scoring.classifier import CUT_FIRST, CUT_SECOND, NOT_TRUNCATED, clear_caches
 from rirag.scoring.constants import (
     CONTRADICTION,
     ENTAILMENT,
@@ -22,15 +23,11 @@ from rirag.scoring.constants import (
     ROUND_DECIMALS,
 )
 from rirag.scoring.repass import (
-    CUT_FIRST,
-    CUT_SECOND,
-    NOT_TRUNCATED,
     SCORE_KEYS,
     TRUNCATION_KEYS,
     RePASsResult,
     RePASsScorer,
     _truncation,
-    clear_caches,
     normalise_inputs,
     summarise,
 )

@@ -206,7 +206,7 @@ def test_two_writers_at_once(tiny_data_dir, tmp_path, classifier):
     records = json.loads(out.read_text())
     assert len(records) == len(rirag_read_trec(run))
     assert not (tmp_path / "answers.json.lock").exists()
-    # resuming the finished run under the same manifest answers nothing new
+    # the finished run, resumed under the same manifest, answers nothing new
     assert main(argv) == 0
     assert json.loads(out.read_text()) == records
 

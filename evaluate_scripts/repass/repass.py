@@ -34,6 +34,7 @@ from .vendored_punkt_rules_words import __name__ as _
 from .vendored_rirag import __name__ as _
 from .vendored_rirag_constants import __name__ as _
 from .vendored_rirag_models import __name__ as _
+from .vendored_rirag_scoring_classifier import __name__ as _
 from .vendored_rirag_scoring_core import __name__ as _
 from .vendored_rirag_scoring_signature import __name__ as _
 from .vendored_rirag_scoring_workers import __name__ as _
@@ -64,8 +65,10 @@ Module configuration (keyword arguments of `evaluate.load`):
     nli_model, coverage_model, obligation_model (`str`): Hub ids or local folders (defaults: the papers' NLI
         models and the published `rirag/rirag-obligation-classifier`); sentence_splitter ("punkt", "nltk" or a
         callable);
-        batch_size (`int`); device (`str` or `int`, default: CUDA when available); mode (`str`, default "reference").
-Returns:
+        batch_size (`int` or "auto"); device (`str` or `int`, default: CUDA when available); mode (`str`, default
+        "reference"); threshold (`float`, coverage entailment threshold, default 0.7); show_progress (`bool`);
+        workers (`int` or "auto": CPU processes); precision ("float32", or "int8": the fast mode).
+Returns (11 keys; the four means are `None` when no answer was scored):
     entailment (`float`): mean E over scored answers, in [0, 1].
     contradiction (`float`): mean C, in [0, 1].
     obligation_coverage (`float`): mean OC, in [0, 1].

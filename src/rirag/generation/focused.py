@@ -3,15 +3,16 @@ answer the question, each cited, and a plain statement when none does.
 
 For one question and its retrieved (filtered) passages, in retrieval order:
 
-1. split each passage into answer units (:mod:`rirag.generation.units`: a sentence, or a list lead-in with all
-   its items; never a bare item or a heading);
-2. describe every unit by :data:`FEATURES`: its cosine with the question (the wheel's MiniLM, zero-shot), BM25 over
-   the question's units, the lexical coverage of :mod:`rirag.retrieval.lexical`, its passage's retrieval score and
-   rank, whether it states an obligation (the obligation classifier when trained, else deontic cues), its position
-   and length, and the same measures relative to the best unit of the question;
+1. split each passage into answer units (:mod:`rirag.text.units`: a sentence, or a list lead-in with all its
+   items; never a bare item or a heading);
+2. describe every unit by :data:`~rirag.generation.focused_scorer.FEATURES`: its cosine with the question (the
+   wheel's MiniLM, zero-shot), BM25 over the question's units, the lexical coverage of
+   :mod:`rirag.retrieval.lexical`, its passage's retrieval score and rank, whether it states an obligation (the
+   obligation classifier when trained, else deontic cues), its position and length, and the same measures relative
+   to the best unit of the question;
 3. score it with a logistic model learned on the leakage-free ``train`` split (a unit of a gold passage is a
-   positive for its question; ``train/focused_scorer.py``, weights frozen in ``focused_scorer.json`` beside this
-   module);
+   positive for its question; ``train/focused_scorer.py``, weights frozen in ``focused_scorer.json``, read and
+   applied by :mod:`rirag.generation.focused_scorer`);
 4. decide which passages to cite (the *passage gate*): each passage's score is its retrieval score plus
    :attr:`FocusedConfig.passage_weight` times its best unit's score; the best passage is cited, and so is every
    other passage within :attr:`FocusedConfig.passage_margin` of it, at most :attr:`FocusedConfig.max_passages`.
@@ -24,7 +25,7 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    :func:`rirag.generation.render.render`;
 6. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
    learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
-   starts with :data:`NOT_ADDRESSED` and then gives the closest provisions, cited.
+   starts with :data:`~rirag.text.units.NOT_ADDRESSED` and then gives the closest provisions, cited.
 
 Every answer is also returned as scored spans (:class:`FocusedAnswer`: unit text, passage number, character
 offsets, score), so a caller can trace each sentence to its rule without re-parsing the text.
@@ -33,7 +34,6 @@ offsets, score), so a caller can trace each sentence to its rule without re-pars
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import re
@@ -47,29 +47,23 @@ from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER
 from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft, DraftPart
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
+from rirag.generation.focused_scorer import (
+    ANSWERABILITY_FEATURES,
+    FEATURES,
+    SCORER_FILE,
+    EncodeFn,
+    ObligationFn,
+    _logistic,
+    load_scorer,
+    unit_features,
+)
 from rirag.generation.render import render
 from rirag.models import looks_local
-from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.dense import shared_encoder
-from rirag.retrieval.lexical import LEXICAL_FEATURES, LexicalOverlap
 from rirag.text.missing_parts import missing_parts
 from rirag.text.units import Unit, is_broken_unit, leading_title, names_row, split_units, without_title
 
 logger = logging.getLogger(__name__)
-
-#: The frozen scorer (weights, feature names, thresholds, provenance) written by train/focused_scorer.py.
-SCORER_FILE = Path(__file__).with_name("focused_scorer.json")
-
-#: Unit features, in column order.
-FEATURES = ("cosine", "cosine_gap", "passage_cosine_gap", "bm25_rel", "query_coverage", "idf_coverage",
-            "bigram_coverage", "trigram_coverage", "unit_coverage", "retrieval_score", "retrieval_score_gap",
-            "inverse_rank", "top_passage", "obligation", "first_unit", "log_words", "is_list", "log_passages")
-#: Answerability features (per question: the best unit's question match), in column order.
-ANSWERABILITY_FEATURES = ("max_cosine", "max_query_coverage", "max_idf_coverage", "max_bigram_coverage",
-                          "max_bm25_raw", "mean_top3_cosine")
-
-ObligationFn = Callable[[list[str]], list[bool]]
-EncodeFn = Callable[[list[str]], np.ndarray]
 
 
 @dataclass
@@ -141,87 +135,30 @@ class ScoredUnit:
 
 @dataclass
 class FocusedAnswer:
-    """A focused answer: the kept units (most relevant first), every unit's score, the answerability and the
-    text."""
+    """A focused answer: the kept units (most relevant first), every unit's score and the answerability; its
+    :attr:`draft`, and the :attr:`text` written from it."""
 
     question: str
     kept: list[ScoredUnit]
     scored: list[ScoredUnit]
     answerability: float
     addressed: bool
-    text: str
     #: The parts the question asks for that no kept unit states (:mod:`rirag.text.missing_parts`), each
     #: said in one sentence after the cited content.
     missing: list = field(default_factory=list)
 
     @property
     def draft(self) -> Draft:
-        """The answer as the answerer interface returns it (``text`` is its rendering)."""
+        """The answer as the answerer interface returns it."""
         return Draft([_part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing))
 
-
-@functools.lru_cache(maxsize=4)
-def load_scorer(path: str | None = None) -> dict:
-    """The frozen scorer JSON (cached). Missing or malformed: a clear error naming the file."""
-    path = Path(path) if path else SCORER_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise DataError(f"{path}: the focused answerer's scorer is missing; make it with "
-                        "`python train/focused_scorer.py --config recipes/focused/offline.yaml`") from err
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not JSON ({err.msg})") from err
-    for key in ("unit", "answerability", "selection"):
-        if key not in data:
-            raise DataError(f"{path}: missing field {key!r}")
-    for key, names in (("unit", FEATURES), ("answerability", ANSWERABILITY_FEATURES)):
-        if list(data[key].get("features", [])) != list(names):
-            raise DataError(f"{path}: {key} features {data[key].get('features')} differ from this version's "
-                            f"{names}; retrain it")
-    return data
+    @property
+    def text(self) -> str:
+        """The answer text: :attr:`draft` written out by :func:`rirag.generation.render.render` (the pipeline writes
+        the drafts :meth:`FocusedAnswerer.draft` returns itself; nothing is rendered unless asked)."""
+        return render(self.draft)
 
 
-def _logistic(x: np.ndarray, model: dict) -> np.ndarray:
-    mean, scale = np.asarray(model["mean"]), np.asarray(model["scale"])
-    z = ((x - mean) / np.where(scale > 0, scale, 1.0)) @ np.asarray(model["coef"]) + float(model["intercept"])
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def _bm25_and_lexical(question: str, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 of the question against each text (an index over these texts) and the lexical coverage features."""
-    index = BM25Index().index([str(i) for i in range(len(texts))], texts, log=False)
-    bm25 = np.asarray(index.score_all({"q": question}), dtype=np.float64).reshape(-1)
-    lexical = LexicalOverlap(index, texts).features(question, list(range(len(texts))))
-    return bm25, lexical
-
-
-def unit_features(question: str, units: Sequence[Unit], scores: Sequence[float], n_passages: int,
-                  encode: EncodeFn, is_obligation: ObligationFn) -> tuple[np.ndarray, np.ndarray]:
-    """(unit features ``(len(units), len(FEATURES))``, answerability features ``(len(ANSWERABILITY_FEATURES),)``)
-    for one question. ``scores``: each passage's retrieval score (normalised to [0, 1]), in passage order."""
-    texts = [u.text for u in units]
-    emb = encode([question, *texts])
-    cos = emb[1:] @ emb[0]
-    bm25, lexical = _bm25_and_lexical(question, texts)
-    lex = {name: lexical[:, i] for i, name in enumerate(LEXICAL_FEATURES)}
-    passage_best = {}
-    for u, c in zip(units, cos):
-        passage_best[u.passage] = max(passage_best.get(u.passage, -1.0), float(c))
-    top_score = max(scores) if len(scores) else 0.0
-    obligations = is_obligation(texts)
-    x = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
-    for row, u in enumerate(units):
-        s = float(scores[u.passage]) if u.passage < len(scores) else 0.0
-        x[row] = (cos[row], cos.max() - cos[row], max(passage_best.values()) - passage_best[u.passage],
-                  bm25[row] / bm25.max() if bm25.max() > 0 else 0.0, lex["query_coverage"][row],
-                  lex["idf_coverage"][row], lex["bigram_coverage"][row], lex["trigram_coverage"][row],
-                  lex["passage_coverage"][row], s, top_score - s, 1.0 / (u.passage + 1), float(u.passage == 0),
-                  float(obligations[row]), float(u.index == 0), math.log1p(u.words), float(u.is_list),
-                  math.log(max(n_passages, 1)))
-    top3 = np.sort(cos)[::-1][:3]
-    answerability = np.array([cos.max(), lex["query_coverage"].max(), lex["idf_coverage"].max(),
-                              lex["bigram_coverage"].max(), math.log1p(float(bm25.max())), float(top3.mean())])
-    return x, answerability
 
 
 class FocusedAnswerer:
@@ -448,7 +385,7 @@ class FocusedAnswerer:
         for question, passages, item_scores in zip(questions, batch, scores):
             units, x, a = self.features(question, passages, item_scores)
             if not units:  # nothing but headings (or nothing) to quote
-                out.append(FocusedAnswer(question, [], [], 0.0, False, render(Draft([], False, 0.0))))
+                out.append(FocusedAnswer(question, [], [], 0.0, False))
                 continue
             scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
@@ -459,8 +396,7 @@ class FocusedAnswerer:
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
                 if addressed and self.config.say_missing else []
-            draft = Draft([_part(s) for s in kept], addressed, answerability, list(missing))
-            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, render(draft), missing))
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, missing))
         return out
 
     # -- the answerer interface ---------------------------------------------------------------------------------

@@ -31,12 +31,12 @@ from rirag.data.runs import ranked
 from rirag.errors import DataError
 from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft, GeneratorSpec
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT
-from rirag.generation.render import check_strategy, render
+from rirag.generation.render import check_strategy, written
 from rirag.io import atomic_write_json, read_json
 from rirag.retrieval.filtering import filter_ranked
 from rirag.retrieval.fusion import min_max_normalise
 from rirag.retrieval.registry import RetrieverSpec
-from rirag.text.citations import ParsedAnswer, citation_records, parse_citations
+from rirag.text.citations import ParsedAnswer, citation_records, parse_citations, placed_citations
 from rirag.validation import record_id, without_controls
 
 logger = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], gener
 def _answer(items: Sequence[tuple[str, str, tuple[str, list[str]], list[RetrievedPassage]]], generator: Answerer,
             strategy: str, generator_name: str | None = None) -> list[Answer]:
     """Answer items whose question is prepared (:func:`prepare_question`): one ``generator.draft`` call for the
-    batch, each draft written out by :func:`rirag.generation.render.render`."""
+    batch, each draft written out by :func:`rirag.generation.render.written`."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown prompting strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
     name = generator_name or generator.name
@@ -201,13 +201,16 @@ def _answer(items: Sequence[tuple[str, str, tuple[str, list[str]], list[Retrieve
 def _write(answer: Answer, draft: Draft, grounded: bool) -> None:
     """The answer's text, raw reply, citation table and warnings from its draft."""
     answer.draft = draft
-    answer.text = render(draft)
+    answer.text, markers = written(draft)
     answer.raw = draft.raw if draft.raw is not None else answer.text
     if not draft.answer_line:
         answer.warnings.append(WARN_NO_ANSWER_LINE)
-    # the record's citation table is read from the text, as the scorers read it (sentence by sentence); closed-book
-    # the model saw no passage, so no number it writes can point at one
-    answer.parsed = parse_citations(answer.text, [p.id for p in answer.passages] if grounded else [])
+    # the record's citation table: the text's sentences as the scorers split them, each with the numbers cited in it,
+    # where render placed them (a language model's own markers are read from its text); closed-book the model saw
+    # no passage, so no number it writes can point at one
+    passage_ids = [p.id for p in answer.passages] if grounded else []
+    answer.parsed = parse_citations(answer.text, passage_ids) if markers is None else \
+        placed_citations(answer.text, markers, passage_ids)
     if not answer.text:
         answer.warnings.append(WARN_EMPTY)
     elif grounded and not answer.parsed.citations and answer.text != NO_ANSWER:

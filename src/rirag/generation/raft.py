@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Protocol, Sequence
 
 from rirag.constants import SEED
@@ -27,7 +27,14 @@ from rirag.data.obliqa import Passage, Question, load_obliqa
 from rirag.data.runs import ranked, read_trec
 from rirag.data.splits import split_questions
 from rirag.errors import DataError
-from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, ENDPOINT, GeneratorSpec
+from rirag.generation.base import (
+    DEFAULT_OBLIGATION_CLASSIFIER,
+    ENDPOINT,
+    Answerer,
+    AnswerRequest,
+    Draft,
+    GeneratorSpec,
+)
 from rirag.generation.extractive import ExtractiveComposer
 from rirag.generation.focused import FocusedAnswerer
 from rirag.generation.prompts import (
@@ -40,10 +47,11 @@ from rirag.generation.prompts import (
     raft_teacher_messages,
 )
 from rirag.generation.registry import build_generator
+from rirag.generation.render import render
 from rirag.io import atomic_dir
 from rirag.retrieval.negatives import draw, pools_from_run
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
-from rirag.text.citations import CITATION_PATTERN, numbers_in, parse_citations, strip_citations, with_citation
+from rirag.text.citations import parse_citations, strip_citations, with_citation
 
 logger = logging.getLogger(__name__)
 
@@ -162,21 +170,25 @@ def short_quote(sentence: str, words: int = QUOTE_WORDS) -> str:
     return " ".join(tokens[:words]) + (" ..." if len(tokens) > words else "")
 
 
-def renumber_citations(text: str, numbers: Sequence[int]) -> str:
-    """Rewrite citations ``[k]`` (1-based into ``numbers``) as ``[numbers[k - 1]]``; other numbers are kept."""
-    def sub(match) -> str:
-        mapped = [numbers[n - 1] if 1 <= n <= len(numbers) else n for n in numbers_in(match.group(0))]
-        return "[" + ", ".join(str(n) for n in mapped) + "]"
-
-    return CITATION_PATTERN.sub(sub, text)
-
-
 class Teacher(Protocol):
     """Writes RAFT targets: one completion text (or ``None``: unusable, the instance is dropped) per instance."""
 
     name: str
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]: ...
+
+
+def oracle_drafts(answerer: Answerer, instances: Sequence[RaftInstance],
+                  contexts: Sequence[Sequence[str]]) -> list[tuple[int, Draft]]:
+    """(instance index, draft) of each instance that has its oracle: the answerer's
+    :meth:`~rirag.generation.base.Answerer.draft` over the oracle passages alone, in oracle order, without retrieval
+    scores (each counts as retrieved with score 1.0). A part's ``cited`` indices count in the oracle list
+    (``instances[i].oracle_numbers`` gives the context's numbers)."""
+    with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]
+    drafts = answerer.draft([AnswerRequest(instances[i].question,
+                                           [contexts[i][n - 1] for n in instances[i].oracle_numbers])
+                             for i in with_oracle])
+    return list(zip(with_oracle, drafts))
 
 
 class ExtractiveTeacher:
@@ -186,23 +198,22 @@ class ExtractiveTeacher:
 
     name = "extractive"
 
-    def __init__(self, composer):
+    def __init__(self, composer: Answerer):
         self.composer = composer
         self.model = getattr(composer, "classifier", None)  # the obligation classifier, for the report
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
-        with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]
-        answers = self.composer.compose_many(
-            [[contexts[i][n - 1] for n in instances[i].oracle_numbers] for i in with_oracle])
         out: list[str | None] = [raft_no_oracle_reply()] * len(instances)
-        for i, answer in zip(with_oracle, answers):
-            answer = renumber_citations(answer, instances[i].oracle_numbers)
+        for i, draft in oracle_drafts(self.composer, instances, contexts):
+            numbers = instances[i].oracle_numbers
+            # the parts cite by the context's numbers: oracle index c is passage numbers[c] of the context
+            parts = [replace(p, cited=tuple(numbers[c] - 1 for c in p.cited)) for p in draft.parts]
+            answer = render(replace(draft, parts=parts))
             if not answer.strip():
                 out[i] = None
                 continue
-            parsed = parse_citations(answer, instances[i].passage_ids)
-            lines = [RAFT_QUOTE.format(number=(numbers_in(s) or instances[i].oracle_numbers)[0], quote=short_quote(s))
-                     for s in parsed.sentences]
+            lines = [RAFT_QUOTE.format(number=numbers[p.cited[0]] if p.cited else numbers[0],
+                                       quote=short_quote(p.text)) for p in draft.parts]
             out[i] = cot_reply("\n".join(lines), answer)
         return out
 
@@ -217,23 +228,20 @@ class FocusedTeacher:
 
     name = "focused"
 
-    def __init__(self, answerer):
+    def __init__(self, answerer: Answerer):
         self.answerer = answerer
         self.model = getattr(answerer, "classifier", None)
 
     def complete(self, instances: Sequence[RaftInstance], contexts: Sequence[Sequence[str]]) -> list[str | None]:
-        with_oracle = [i for i, inst in enumerate(instances) if inst.has_oracle]
-        answers = self.answerer.answer_many(
-            [instances[i].question for i in with_oracle],
-            [[contexts[i][n - 1] for n in instances[i].oracle_numbers] for i in with_oracle])
         out: list[str | None] = [raft_no_oracle_reply()] * len(instances)
-        for i, answer in zip(with_oracle, answers):
-            if not answer.kept:
+        for i, draft in oracle_drafts(self.answerer, instances, contexts):
+            if not draft.parts:
                 out[i] = None
                 continue
             numbers = instances[i].oracle_numbers
-            # the oracle passages answer by construction: the units without the "not addressed" opening
-            units = [(s.unit.text, numbers[s.unit.passage]) for s in answer.kept]
+            # the oracle passages answer by construction: the units without the "not addressed" opening, each
+            # citing its own passage
+            units = [(p.text, numbers[p.passage]) for p in draft.parts]
             lines = [RAFT_QUOTE.format(number=n, quote=short_quote(text)) for text, n in units]
             out[i] = cot_reply("\n".join(lines), " ".join(with_citation(text, n) for text, n in units))
         return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from rirag.generation.base import Draft, DraftPart
 from rirag.generation.prompts import GROUNDED_STRATEGIES
-from rirag.text.citations import NO_ANSWER, with_citation
+from rirag.text.citations import NO_ANSWER, placed_citation
 from rirag.text.missing_parts import statement
 from rirag.text.units import NOT_ADDRESSED
 
@@ -27,13 +27,28 @@ def numbers(part: DraftPart) -> tuple[int, ...]:
 
 def render(draft: Draft) -> str:
     """The answer text of ``draft`` (see the module)."""
+    return written(draft)[0]
+
+
+def written(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
+    """The answer text of ``draft`` and, for a draft written from its parts, where its markers went: ``(offset in the
+    text, citation number)`` for each number each part cites, in order (``None`` for a language model's answer, whose
+    markers are its own)."""
     if draft.written is not None:
-        return draft.written
+        return draft.written, None
     if not draft.parts and not draft.missing:
-        return "" if draft.addressed else NO_ANSWER
-    body = " ".join(with_citation(p.text, numbers(p)) for p in draft.parts)
-    body = " ".join([body, *(statement(m) for m in draft.missing)])
-    return body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()
+        return ("" if draft.addressed else NO_ANSWER), []
+    pieces, markers = [], []
+    at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
+    for p in draft.parts:
+        piece, offset = placed_citation(p.text, numbers(p))
+        for n in numbers(p):  # adjacent markers, [2][4]
+            markers.append((at + offset, n))
+            offset += len(f"[{n}]")
+        pieces.append(piece)
+        at += len(piece) + 1
+    body = " ".join([" ".join(pieces), *(statement(m) for m in draft.missing)])
+    return (body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()), markers
 
 
 def check_strategy(name: str, needs_passages: bool, strategy: str) -> None:

@@ -163,10 +163,6 @@ class AnswersRun:
                              f"{'; '.join(diff)}. Pass --overwrite to discard them and start afresh, or choose "
                              f"another {self.option}")
 
-    @property
-    def resuming(self) -> bool:
-        return not self.overwrite and bool(self.existing())
-
     # -- the lock -------------------------------------------------------------------------------------------------
 
     def __enter__(self) -> "AnswersRun":

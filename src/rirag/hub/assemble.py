@@ -1,7 +1,8 @@
 """Publish rirag's artifacts to the Hugging Face Hub: assemble exact upload folders from a manifest, then push.
 
-``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through :func:`push_trained` (the
-Trainer's own pushes held by :func:`hold_trainer_push`), which uses :func:`push_folder` too.
+``hub_push/push.py`` is the command line; trainers' ``--push_to_hub`` goes through
+:func:`~rirag.hub.push.push_trained` (the Trainer's own pushes held by :func:`~rirag.hub.push.hold_trainer_push`),
+which uses :func:`~rirag.hub.push.push_folder` too.
 
 A manifest (``hub_push/manifest.yaml``) lists entries::
 
@@ -23,8 +24,8 @@ ids. No published config names a local path: an adapter's base model and a ranke
 upload folder, if any, is removed). :mod:`rirag.hub.load` then loads each upload folder as its card's usage
 snippet says.
 
-Pushing needs a token and the Hub: :func:`check_hub_access` checks both before anything is assembled, and every
-failure to reach the Hub is a :class:`HubAccessError` with a one-line message.
+Pushing needs a token and the Hub: :func:`~rirag.hub.push.check_hub_access` checks both before anything is assembled,
+and every failure to reach the Hub is a :class:`~rirag.hub.push.HubAccessError` with a one-line message.
 """
 
 from __future__ import annotations

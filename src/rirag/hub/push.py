@@ -41,8 +41,8 @@ def hold_trainer_push(training_args: object) -> tuple[str, str] | None:
 
 def push_trained(target: tuple[str, str] | None, manifest: str | Path = PROJECT_MANIFEST) -> str | None:
     """Push a trainer's saved folder (its typed card included) through :func:`push_folder`, as hub_push would: a
-    copy without checkpoints, trainer states or card data (:data:`EXCLUDE`), with LFS rules, and any config naming a
-    local base model (``adapter_config.json``) naming the Hub id the project manifest gives it."""
+    copy without checkpoints, trainer states or card data (:data:`~rirag.hub.assemble.EXCLUDE`), with LFS rules, and
+    any config naming a local base model (``adapter_config.json``) naming the Hub id the project manifest gives it."""
     import tempfile
 
     if target is None or not is_main_process():

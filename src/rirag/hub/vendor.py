@@ -40,7 +40,8 @@ METRIC_SCRIPT = "repass.py"
 #: rirag's modules the scorer runs on, and the Punkt modules of its English inference.
 METRIC_MODULES = (
     "rirag", "rirag.constants", "rirag.scoring.constants", "rirag.scoring.core", "rirag.scoring.models",
-    "rirag.scoring.signature", "rirag.scoring.workers", "rirag.scoring.repass", "rirag.text.sentences",
+    "rirag.scoring.signature", "rirag.scoring.workers", "rirag.scoring.classifier", "rirag.scoring.repass",
+    "rirag.text.sentences",
     "punkt.rules.language", "punkt.rules.orthography", "punkt.rules.tokens", "punkt.rules.words",
     "punkt.rules.boundaries", "punkt.model.parameters", "punkt.annotate", "punkt.inference.tokenizer",
     "punkt.data.english",

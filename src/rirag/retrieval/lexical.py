@@ -49,7 +49,8 @@ class LexicalOverlap:
 
     def features(self, query: str | Sequence[int], candidates: Sequence[int]) -> np.ndarray:
         """(len(candidates), len(LEXICAL_FEATURES)) float32: the overlap of the query (a text, or its term ids from
-        :meth:`BM25Index.token_ids`) with each candidate passage (indices into the index's items)."""
+        :meth:`~rirag.retrieval.bm25.BM25Index.token_ids`) with each candidate passage (indices into the index's
+        items)."""
         terms = self.index.token_ids([query])[0] if isinstance(query, str) else list(query)
         q_terms, q_bi, q_tri = frozenset(terms), _ngrams(terms, 2), _ngrams(terms, 3)
         q_idf = {t: float(self.idf[t]) for t in q_terms}

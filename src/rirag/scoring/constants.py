@@ -82,7 +82,6 @@ NLI_ID2LABEL = {0: CONTRADICTION, 1: ENTAILMENT, 2: NEUTRAL}
 OBLIGATION = "obligation"
 NON_OBLIGATION = "non-obligation"
 OBLIGATION_ID2LABEL = {0: NON_OBLIGATION, 1: OBLIGATION}
-REFERENCE_OBLIGATION_INDEX = 1
 
 #: Columns of the per-question CSV written by ``rirag evaluate answers`` (the reference's header).
 CSV_COLUMNS = (

@@ -26,7 +26,6 @@ logger = logging.getLogger(__name__)
 PROBE_TYPES = ("identity", "paraphrase", "negation", "unrelated")
 PROBE_LABELS = {"identity": "entailment", "paraphrase": "entailment", "negation": "contradiction",
                 "unrelated": "neutral"}
-MODALS = ("must", "may", "shall")
 #: Candidate sentence length in words (shorter ones are headings, longer ones run-on lists).
 MIN_WORDS, MAX_WORDS = 8, 60
 _MODAL = re.compile(r"\b(must|may|shall)\b(\s+not\b)?")

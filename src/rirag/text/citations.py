@@ -1,6 +1,6 @@
 """The answer record: its required fields and reader, the no-answer reply, and citations ``[n]`` in answers (parse
 them, attach them to sentences, map them back to passage ids). Below the generation and scoring layers, which both
-read and write answers; :mod:`rirag.text.citations` re-exports the citation names.
+read and write answers.
 
 
 Accepted forms: ``[1]``, ``[1, 2]`` (also ``;`` as separator) and adjacent markers ``[1][3]``. Numbers are
@@ -84,12 +84,18 @@ def with_citation(sentence: str, number: int | Sequence[int]) -> str:
     """``sentence`` (whitespace-normalised) with ``[n]`` before its closing full stop (appended when it has none):
     how the extractive answerers cite. Several numbers (the same rule in several passages) are adjacent markers,
     ``[2][4]``."""
+    return placed_citation(sentence, number)[0]
+
+
+def placed_citation(sentence: str, number: int | Sequence[int]) -> tuple[str, int]:
+    """:func:`with_citation`'s text and the offset in it where the marker starts."""
     sentence = " ".join(sentence.split())
     marker = f"[{number}]" if isinstance(number, int) else "".join(f"[{n}]" for n in number)
     match = re.search(r"([.!?])[\"')\]]*$", sentence)
     if match:
-        return f"{sentence[:match.start()].rstrip()} {marker}{sentence[match.start():]}"
-    return f"{sentence} {marker}"
+        head = sentence[:match.start()].rstrip()
+        return f"{head} {marker}{sentence[match.start():]}", len(head) + 1
+    return f"{sentence} {marker}", len(sentence) + 1
 
 
 def _default_splitter() -> Callable[[str], Sequence[str]]:
@@ -103,20 +109,58 @@ def parse_citations(answer: str, passage_ids: Sequence[str],
     A citation repeated in one sentence counts once for that sentence; the same number in two sentences is two
     citations. ``split`` defaults to the Punkt splitter RePASs uses.
     """
+    sentences, _ = _sentences(answer, split)
+    return _parsed(sentences, [numbers_in(s) for s in sentences], passage_ids)
+
+
+def placed_citations(answer: str, markers: Sequence[tuple[int, int]], passage_ids: Sequence[str],
+                     split: Callable[[str], Sequence[str]] | None = None) -> ParsedAnswer:
+    """:func:`parse_citations` for a text whose markers the caller placed itself (``markers``: each cited number
+    with the offset of its marker in ``answer``, in order): the sentences are split as :func:`parse_citations`
+    splits them, and each number is attached to the sentence holding its marker; no marker is read from the
+    text."""
+    sentences, starts = _sentences(answer, split)
+    numbers: list[list[int]] = [[] for _ in sentences]
+    for offset, number in markers:
+        held = [i for i, start in enumerate(starts) if start <= offset]
+        if held:
+            numbers[held[-1]].append(number)
+    return _parsed(sentences, numbers, passage_ids)
+
+
+def _sentences(answer: str, split: Callable[[str], Sequence[str]] | None) -> tuple[list[str], list[int]]:
+    """The answer's sentences (a marker opening a sentence moved to the previous one, see the module) and the offset
+    in ``answer`` where each starts (where the splitter's sentence is found, from the previous one on)."""
     split = split or _default_splitter()
-    raw = [s.strip() for s in split(answer or "") if s.strip()]
+    answer = answer or ""
     sentences: list[str] = []
-    for s in raw:
+    starts: list[int] = []
+    cursor = 0
+    for s in (s.strip() for s in split(answer)):
+        if not s:
+            continue
+        found = answer.find(s, cursor)
+        start = found if found >= 0 else cursor
+        cursor = start + len(s) if found >= 0 else cursor
         lead = _LEADING_MARKERS.match(s)
         if lead and sentences:  # "... rule. [2] Next sentence": the marker closes the previous sentence
             sentences[-1] = f"{sentences[-1]} {lead.group(0).strip()}"
-            s = s[lead.end():].strip()
+            rest = s[lead.end():]
+            start += len(rest) - len(rest.lstrip()) + lead.end()
+            s = rest.strip()
             if not s:
                 continue
         sentences.append(s)
+        starts.append(start)
+    return sentences, starts
+
+
+def _parsed(sentences: list[str], numbers: list[list[int]], passage_ids: Sequence[str]) -> ParsedAnswer:
+    """The parsed answer of ``sentences`` whose i-th sentence cites ``numbers[i]`` (in order, repeats counted once
+    per sentence)."""
     citations: list[Citation] = []
-    for i, sentence in enumerate(sentences):
-        for n in dict.fromkeys(numbers_in(sentence)):
+    for i, cited in enumerate(numbers):
+        for n in dict.fromkeys(cited):
             pid = passage_ids[n - 1] if 1 <= n <= len(passage_ids) else None
             citations.append(Citation(n, i, pid))
     claims = [strip_citations(s) for s in sentences]

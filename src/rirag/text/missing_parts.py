@@ -120,7 +120,6 @@ PARTS: tuple[Part, ...] = (
          _re(r"\b(?:[A-Z][a-z]+ )?(?:Person|Officer|Manager|Board|Regulator|FSRA|Committee|Auditor|Director|"
              r"Trustee|Issuer|Institution|Entity|firm|governing body|senior management)s?\b")),
 )
-_KINDS = {p.kind: p for p in PARTS}
 
 
 def asked_parts(question: str) -> list[Part]:
@@ -143,14 +142,6 @@ def statement(part: Part) -> str:
     return f"{MISSING_PREFIX} {part.name}."
 
 
-def part_of_statement(sentence: str) -> str | None:
-    """The kind a missing-part sentence names (``None`` for any other sentence)."""
-    for p in PARTS:
-        if sentence.strip() == statement(p):
-            return p.kind
-    return None
-
-
 def stated_kinds(answer: str | None) -> list[str]:
     """The kinds an answer's missing-part sentences name, in order."""
     return [p.kind for p in PARTS if statement(p) in (answer or "")]
@@ -159,7 +150,3 @@ def stated_kinds(answer: str | None) -> list[str]:
 def has_missing_statement(answer: str | None) -> bool:
     """Whether an answer says some part of the question is missing."""
     return MISSING_PREFIX + " " in (answer or "") and bool(stated_kinds(answer))
-
-
-def part_kind(kind: str) -> Part:
-    return _KINDS[kind]
