@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 ARTIFACTS ?= artifacts
 
-.PHONY: install demo test models bench bench-retrieval raft bench-generation docs publish clean
+.PHONY: install demo test models bench bench-retrieval raft bench-generation docs rulebook-data publish clean
 
 # The metric's scorer is vendored beside its script (git-ignored), so that evaluate.load("evaluate_scripts/repass") works.
 install: $(VENV)/.installed
@@ -60,6 +60,14 @@ bench-generation: install
 # docs/results.md and the README's results table, from benchmarks/results/*.json.
 docs: install
 	$(BIN)/python docs/build_results.py
+
+# The rulebook datasets make publish assembles: the PRA corpus (from its saved pages) and the cross-reference graphs of
+# ObliQA and of that corpus (seconds to a minute each). PRA_PAGES=... for another save of the pages.
+PRA_PAGES ?= ../shared/data/pra_rulebook
+rulebook-data: install
+	$(BIN)/rirag data ingest $(PRA_PAGES) --out $(ARTIFACTS)/datasets/pra
+	$(BIN)/rirag data xref --data $(ARTIFACTS)/datasets/pra --out $(ARTIFACTS)/datasets/pra-xref/xref
+	$(BIN)/rirag data xref --out $(ARTIFACTS)/datasets/obliqa-xref/xref   # --data: $$RIRAG_DATA_DIR (ObliQA)
 
 # Assemble every artifact's Hub upload folder (artifacts/hub/<repo>/), load each as its card says and print the
 # table; DRY_RUN=0 pushes (token: HF_TOKEN or `hf auth login`; the Hub is reachable for that command only).

@@ -53,7 +53,7 @@ from rirag.hub.entry_cards import (
     with_repo_ids,
     with_usage,
 )
-from rirag.hub.manifest import Entry, Manifest, ManifestError, read_config
+from rirag.hub.manifest import Entry, Manifest, ManifestError, builder_only_extras, read_config
 from rirag.hub.vendor import has_vendored_block, write_vendored
 from rirag.io import atomic_dir, atomic_write_text
 from rirag.models import looks_local
@@ -156,6 +156,15 @@ def _with_hub_encoders(path: Path, entry: Entry, manifest: Manifest) -> None:
 
 
 
+def check_builder_only(folder: Path, entry: Entry) -> None:
+    """A builder-only upload folder holds its card and nothing else (no data, no vendored code): a CardError
+    naming what else is there."""
+    extra = builder_only_extras(folder)
+    if extra:
+        raise CardError(f"{entry.name}: builder-only, yet its upload folder holds {', '.join(extra[:5])}"
+                        f"{' ...' if len(extra) > 5 else ''}")
+
+
 @dataclass
 class Row:
     """One line of the dry-run table."""
@@ -189,8 +198,11 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             row.detail = f"{entry.source}: not found"
             raise _Missing(row)
         keep_card = entry.card == "source"
-        files = upload_files(source, EXCLUDE + tuple(entry.exclude))
-        if not [f for f in files if f.as_posix() != CARD_FILE]:
+        if entry.builder_only and keep_card:
+            raise CardError(f"{entry.name}: a builder-only entry needs a card template (its source's card may "
+                            "describe the data it is not allowed to carry)")
+        files = [] if entry.builder_only else upload_files(source, EXCLUDE + tuple(entry.exclude))
+        if not entry.builder_only and not [f for f in files if f.as_posix() != CARD_FILE]:
             row.detail = f"{entry.source}: nothing to upload yet (only checkpoints, caches or a card)"
             raise _Missing(row)
         for rel in files:
@@ -217,6 +229,8 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
         attributes = gitattributes(tmp)
         if attributes:
             atomic_write_text(tmp / ".gitattributes", attributes)
+        if entry.builder_only:
+            check_builder_only(tmp, entry)
     files = [p for p in out.rglob("*") if p.is_file()]
     card = check_card(out / CARD_FILE, entry.repo_type)
     row.status, row.files, row.bytes = "assembled", len(files), sum(p.stat().st_size for p in files)

@@ -193,6 +193,47 @@ class NLIDatasetCard(CardData):
 
 
 @dataclass
+class RulebookCard(CardData):
+    """A rulebook's data built by ``rirag data ingest`` / ``rirag data xref``: where its text comes from
+    (``source_text``), when it was captured, the terms of that text, the commands that rebuild it from the saved pages
+    (``rebuild``) and, for a builder-only entry (``builder_only``: the terms do not allow redistributing the text),
+    the fact that the repository holds the card and no data."""
+
+    source_text: str = ""
+    captured: str = ""
+    terms: str = ""
+    builder_only: bool = False
+    rebuild: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RulebookCorpusCard(RulebookCard):
+    """A corpus folder written by ``rirag data ingest``; ``report``: its build report (counts, no text)."""
+
+    TEMPLATE: ClassVar[str] = "rulebook_corpus.md.j2"
+    KIND: ClassVar[str] = "rulebook-corpus"
+
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class XrefGraphCard(RulebookCard):
+    """A cross-reference graph written by ``rirag data xref`` (its ``xref`` datasets config): ``summary`` (its
+    counts), ``section`` (what a row is and how references resolve, :func:`rirag.text.xref.card_section`) and
+    ``quality`` (the resolver's measured precision and recall on this corpus's labelled sample, by set, with the
+    command that measured them)."""
+
+    TEMPLATE: ClassVar[str] = "xref_dataset.md.j2"
+    KIND: ClassVar[str] = "xref-graph"
+
+    config: str = "xref"
+    data_file: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+    section: str = ""
+    quality: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class DemoSpaceCard(CardData):
     """The demo Space: the models it uses and its configuration variables (``{name, default, help}`` each)."""
 
@@ -205,7 +246,8 @@ class DemoSpaceCard(CardData):
 
 #: Every card kind, by the template that renders it and by the kind recorded in card_data.json.
 CARD_TYPES: tuple[type[CardData], ...] = (ClassifierCard, JudgeCard, EncoderCard, RerankerCard, LearnedFusionCard,
-                                          RAFTAdapterCard, NLIDatasetCard, DemoSpaceCard)
+                                          RAFTAdapterCard, NLIDatasetCard, RulebookCorpusCard, XrefGraphCard,
+                                          DemoSpaceCard)
 
 
 def card_type(template_or_kind: str) -> type[CardData]:

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
+from rirag.constants import INGEST_REPORT_FILE
 from rirag.hub.card_data import (
     WORDS,
     CardData,
@@ -21,6 +22,7 @@ from rirag.hub.card_data import (
 )
 from rirag.hub.cards import (
     SEED_PAPERS_BIBTEX,
+    CardError,
     collect_results,
     eval_results,
     model_index,
@@ -57,7 +59,7 @@ def _encoder_refs(manifest: Manifest, paths: list[str]) -> list[dict]:
     return refs
 
 
-def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
     path = folder / CONFIG_FILE
     if not path.exists():
         return {}
@@ -76,7 +78,7 @@ def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path) -> d
             "recorded_command": config.get("command")}
 
 
-def _nli_dataset_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+def _nli_dataset_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
     """Rows per split and source of a saved NLI DatasetDict (``dataset_builders/nli.py``)."""
     from collections import Counter
 
@@ -90,7 +92,7 @@ def _nli_dataset_context(entry: Entry, manifest: Manifest, folder: Path) -> dict
                                                 for s in sources]}
 
 
-def _demo_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
+def _demo_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
     """The demo's configuration variables, read from its backend module (one source of truth)."""
     import importlib.util
 
@@ -107,11 +109,60 @@ def _demo_context(entry: Entry, manifest: Manifest, folder: Path) -> dict:
     return {"variables": [{"name": n, "default": d, "help": h} for n, d, h in module.ENV_VARIABLES]}
 
 
-#: Extra card context read from an artifact's own files, by template.
-CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path], dict]] = {
+#: The build report fields a corpus card shows: counts only (the report's dropped examples quote the source text).
+REPORT_FIELDS = ("source", "kind", "documents", "passages", "dropped", "length_words")
+
+
+def _rulebook_corpus_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
+    """The build report of a corpus folder written by ``rirag data ingest`` (its counts, never its examples)."""
+    path = folder / INGEST_REPORT_FILE
+    if not path.is_file():
+        raise CardError(f"{entry.name}: {path} not found: {entry.source} is not a folder `rirag data ingest` wrote")
+    report = read_config(path)
+    return {"report": {k: report[k] for k in REPORT_FIELDS if k in report},
+            "builder_only": entry.builder_only}
+
+
+#: The columns of a resolver quality row (benchmarks/results/xref.json) a graph card shows.
+XREF_QUALITY_FIELDS = ("set", "labelled_references", "labelled_in_corpus", "detection_precision",
+                       "detection_recall", "resolution_precision", "resolution_recall")
+
+
+def _xref_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
+    """A cross-reference graph (``xref/`` in the entry's source, as ``rirag data xref`` writes it): its counts, the
+    card section that says what a row is and how references resolve, and the resolver's measured quality on this
+    corpus (the rows of the manifest's ``quality.file`` in the results folder whose ``corpus`` is
+    ``quality.corpus``)."""
+    from rirag.text import xref
+
+    path = folder / xref.GRAPH_CONFIG / xref.SUMMARY_FILE
+    if not path.is_file():
+        raise CardError(f"{entry.name}: {path} not found: write the graph with `rirag data xref --out "
+                        f"{entry.source}/{xref.GRAPH_CONFIG}`")
+    summary = read_config(path)
+    wanted = dict({**manifest.defaults, **entry.context}.get("quality") or {})
+    results = root / manifest.results_dir / str(wanted.get("file", "xref.json"))
+    quality = {"corpus": wanted.get("corpus"), "rows": []}
+    if results.is_file():
+        data = read_config(results)
+        quality.update({k: data.get(k) for k in ("command", "labels", "guidelines")})
+        quality["rows"] = [{k: row.get(k) for k in XREF_QUALITY_FIELDS} for row in data.get("rows", [])
+                           if row.get("corpus") == wanted.get("corpus")]
+    if not quality["rows"]:
+        quality["why"] = f"no row for corpus {wanted.get('corpus')!r} in {results.relative_to(root)}"
+        logger.warning("%s: %s", entry.name, quality["why"])
+    return {"summary": summary, "section": xref.card_section(summary), "quality": quality,
+            "config": xref.GRAPH_CONFIG, "data_file": f"{xref.GRAPH_CONFIG}/{xref.GRAPH_FILE}",
+            "builder_only": entry.builder_only}
+
+
+#: Extra card context read from an artifact's own files (and the results folder under ``root``), by template.
+CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path, Path], dict]] = {
     "learned_fusion.md.j2": _learned_fusion_context,
     "demo_space.md.j2": _demo_context,
     "nli_dataset.md.j2": _nli_dataset_context,
+    "rulebook_corpus.md.j2": _rulebook_corpus_context,
+    "xref_dataset.md.j2": _xref_context,
 }
 
 
@@ -202,7 +253,7 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     saved = load_card_data(folder, cls)
     values = _publish_values(entry, manifest, saved)
     reader = CONTEXT_READERS.get(entry.card)  # kinds whose producer does not save card data yet
-    extra = reader(entry, manifest, folder) if reader and saved is None else {}
+    extra = reader(entry, manifest, folder, root) if reader and saved is None else {}
     recorded = extra.pop("recorded_command", None)
     values["settings"] = dict(values.get("settings") or {}) | extra.pop("settings", {})
     values.update(extra)

@@ -10,6 +10,8 @@ in the round-trip tests on tiny artifacts. Per card:
   manifest has a local copy of (``aliases``) by the local copy;
 - a ``bash`` block with ``rirag retrieve --retriever learned-fusion --option ranker=DIR`` (the ranker) is run through
   its library equivalent (:func:`rirag.retrieval.registry.build_retriever`) on a few probe passages;
+- a builder-only dataset (its source text may not be redistributed) is checked to hold its card alone, whose
+  ``bash`` block builds the data (``rirag data ingest`` / ``rirag data xref``);
 - an app Space is started in a fresh interpreter from its upload folder (its vendored ``rirag/`` first on the path)
   with its Space variables (Hub ids mapped to local copies): ``warm()``, one question answered, its Gradio app built
   (not launched).
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from rirag.data.obliqa import Passage
+from rirag.hub.manifest import builder_only_extras
 from rirag.models import resolve_model
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
@@ -253,6 +256,24 @@ def fresh_datasets_cache() -> Iterator[Path]:
                     os.environ[env] = value
 
 
+#: The commands a builder-only card's ``bash`` block builds its data with.
+BUILD_COMMANDS = ("rirag data ingest", "rirag data xref")
+
+
+def check_builder_card(card: str, folder: str | Path) -> str:
+    """A builder-only upload (the source text may not be redistributed): the folder holds the card and no data, and
+    the card's ``bash`` block builds the data (``rirag data ingest`` / ``rirag data xref``)."""
+    extra = builder_only_extras(Path(folder))
+    if extra:
+        return f"{FAILED}: builder-only, yet the folder holds {', '.join(extra[:5])}"
+    commands = [line.strip() for lang, code in code_blocks(card) if lang in ("bash", "sh", "shell")
+                for line in code.splitlines() if line.strip().startswith(BUILD_COMMANDS)]
+    if not commands:
+        return (f"{FAILED}: builder-only, but the card has no bash block that builds the data "
+                f"({' / '.join(BUILD_COMMANDS)})")
+    return f"{OK} (builder only: the card alone, no data; builds with {'; '.join(c.split(' --')[0] for c in commands)})"
+
+
 def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> str:
     """``ok (...)``, ``failed: ...`` or ``skipped: ...`` for one upload folder (see the module docstring), loaded in
     a fresh ``datasets`` cache (:func:`fresh_datasets_cache`)."""
@@ -271,6 +292,8 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> 
             variables = space_environment(given, ids)
             return f"{OK} ({run_app_space(folder, variables=variables)})"
         card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+        if getattr(entry, "builder_only", False):
+            return check_builder_card(card, folder)
         blocks = [(lang, code) for lang, code in code_blocks(card) if repo_id in code]
         for lang, code in blocks:
             if lang == "python":

@@ -18,6 +18,16 @@ REPO_TYPES = {"dataset": "dataset", "model": "model", "adapter": "model", "metri
 NAMESPACE_ENV = "RIRAG_HUB_NAMESPACE"
 
 
+#: All a builder-only entry's upload folder may hold: its card (how to build the data) and the Hub's attributes file.
+BUILDER_ONLY_FILES = frozenset({"README.md", ".gitattributes"})
+
+
+def builder_only_extras(folder: Path) -> list[str]:
+    """The files of an upload folder a builder-only entry may not publish (relative paths, sorted)."""
+    return sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*")
+                  if p.is_file() and p.relative_to(folder).as_posix() not in BUILDER_ONLY_FILES)
+
+
 class ManifestError(ValueError):
     """A manifest that cannot be used (unknown kind, missing field, duplicate name)."""
 
@@ -37,6 +47,8 @@ class Entry:
     space_variables: dict = field(default_factory=dict)  # a Space's variables at creation (entry names -> repo ids)
     results_artifact: str | None = None  # whose result rows fill the card (default: source), e.g. a merged
     #                                      model's card takes the rows of the adapter it was merged from
+    builder_only: bool = False  # upload the card alone, no file of the source: the source's terms do not allow
+    #                             redistributing its text; the card says how to build it (the numbers from the source)
 
     @property
     def repo_type(self) -> str:
@@ -95,6 +107,8 @@ def load_manifest(path: str | Path, namespace: str | None = None) -> Manifest:
             raise ManifestError(f"{where}: unknown kind {item['kind']!r}; choose from {sorted(REPO_TYPES)}")
         if not item.get("source"):
             raise ManifestError(f"{where}: missing field 'source' (the artifact's folder)")
+        if not isinstance(item.get("builder_only", False), bool):
+            raise ManifestError(f"{where}: builder_only must be true or false, not {item['builder_only']!r}")
         if item["name"] in names:
             raise ManifestError(f"{where}: duplicate name {item['name']!r}")
         names.add(item["name"])
