@@ -34,7 +34,8 @@ from rapidfuzz import fuzz
 
 from rirag.cli.data import xref_passages
 from rirag.io import atomic_write_json
-from rirag.text.xref import Passage, Resolver, aliases_from_names, parse_number
+from rirag.text.xref import Resolver
+from rirag.text.xref_numbers import Passage, aliases_from_names, parse_number
 
 HERE = Path(__file__).resolve().parent
 

@@ -8,16 +8,9 @@ import json
 import pytest
 
 from rirag.cli import main
-from rirag.text.xref import (
-    GRAPH_FILE,
-    Passage,
-    Resolver,
-    aliases_from_names,
-    graph_rows,
-    graph_summary,
-    parse_number,
-    write_graph,
-)
+from rirag.text.xref import Resolver
+from rirag.text.xref_graph import GRAPH_FILE, graph_rows, graph_summary, write_graph
+from rirag.text.xref_numbers import Passage, aliases_from_names, parse_number
 
 GEN = "General Rulebook (GEN)"
 PRU = "Prudential Rules (PRU)"

@@ -34,6 +34,19 @@ def input_path(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def split_or_questions(args: Any) -> None:
+    """Exactly one of ``--split`` (a named split of ObliQA) or ``--questions`` (a file whose gold is given by passage id
+    or text, as for an ingested corpus), checked before anything loads."""
+    from rirag.data.splits import check_split_name
+
+    if bool(args.split) == bool(args.questions):
+        raise UsageError("pass exactly one of --split SPLIT or --questions FILE (gold given by passage id or text)")
+    if args.split:
+        check_split_name(args.split)
+    else:
+        input_path(args.questions, "--questions")
+
+
 def generator_limits(args: Any) -> None:
     """The generator's allocating options within :data:`rirag.validation.LIMITS` (``rirag answer``, ``ask``,
     ``submit``)."""

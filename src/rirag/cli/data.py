@@ -45,11 +45,12 @@ def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
     heading path ("4 Format and Frequency" -> 4)."""
     from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
     from rirag.io import read_json
-    from rirag.text import xref
+    from rirag.text import xref_numbers
 
     titles = _load_titles(root)
     names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    aliases = xref.aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v for k, v in names.items()})
+    aliases = xref_numbers.aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
+                                               for k, v in names.items()})
     passages = []
     for path in _document_files(root):
         for rec in _records(path, PASSAGE_FIELDS):
@@ -60,7 +61,7 @@ def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
                     chapter = m.group(1)
                     break
             doc = int(rec["DocumentID"])
-            passages.append(xref.Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
+            passages.append(xref_numbers.Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
                                          str(rec["PassageID"]), rec["Passage"], chapter=chapter))
     return passages, aliases
 
@@ -68,17 +69,17 @@ def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
 def cmd_data_xref(args) -> int:
     """Find and resolve every passage's cross-references; write the graph beside the corpus (or to --out)."""
     from rirag.data.obliqa import resolve_data_dir
-    from rirag.text import xref
+    from rirag.text import xref_graph
 
     root = resolve_data_dir(args.data)
-    out = Path(args.out) if args.out else root / xref.GRAPH_CONFIG
+    out = Path(args.out) if args.out else root / xref_graph.GRAPH_CONFIG
     if not args.out and not root.stat().st_mode & 0o222:  # root ignores permissions: honour the folder's mode bits
         raise UsageError(f"--data {root} is read-only (mode {root.stat().st_mode & 0o777:o}): pass --out for the graph")
     check.output_dir(str(out), "--out")
     passages, aliases = xref_passages(root)
-    rows = xref.graph_rows(passages, aliases)
-    summary = xref.graph_summary(rows, len(passages))
-    xref.write_graph(rows, summary, out)
+    rows = xref_graph.graph_rows(passages, aliases)
+    summary = xref_graph.graph_summary(rows, len(passages))
+    xref_graph.write_graph(rows, summary, out)
     sys.stdout.write(f"{summary['references']} references, {summary['resolved']} resolved "
                      f"({summary['edges']} edges), unresolved {summary['unresolved']} -> {out}\n")
     return EXIT_OK

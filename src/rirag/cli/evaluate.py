@@ -26,8 +26,7 @@ from rirag.cli.runner import checked
 from rirag.constants import EVAL_K
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import read_trec
-from rirag.data.splits import check_split_name, qrels_of, split_questions
-from rirag.errors import UsageError
+from rirag.data.splits import qrels_of, split_questions
 from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.io import atomic_write_json
 from rirag.retrieval.metrics import evaluate_run, metric_names, pair_metric_names, pair_metrics
@@ -53,12 +52,7 @@ logger = logging.getLogger(__name__)
 
 
 def cmd_evaluate_retrieval(args) -> int:
-    if bool(args.split) == bool(args.questions):
-        raise UsageError("pass exactly one of --split SPLIT or --questions FILE (gold given by passage id or text)")
-    if args.split:
-        check_split_name(args.split)
-    else:
-        checks.input_path(args.questions, "--questions")
+    checks.split_or_questions(args)
     checks.input_path(args.run, "--run")
     for option, path in (("--json", args.json), ("--per-query", args.per_query)):
         if path:

@@ -19,20 +19,14 @@ from rirag.cli.options import (
 from rirag.constants import MAX_RUN_BYTES, RUN_DEPTH
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import write_trec
-from rirag.data.splits import check_split_name, split_questions
-from rirag.errors import UsageError
+from rirag.data.splits import split_questions
 from rirag.exit_codes import EXIT_OK
 from rirag.retrieval.registry import build_retriever, retriever_spec
 
 
 def cmd_retrieve(args) -> int:
     # every check before the corpus loads, a model loads or a passage is embedded
-    if bool(args.split) == bool(args.questions):
-        raise UsageError("pass exactly one of --split SPLIT or --questions FILE")
-    if args.split:
-        check_split_name(args.split)
-    else:
-        checks.input_path(args.questions, "--questions")
+    checks.split_or_questions(args)
     spec = retriever_spec(args.retriever, args.model, args.option)
     check.output_file(args.out, "--out")
     obliqa = load_obliqa(args.data)

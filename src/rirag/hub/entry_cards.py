@@ -133,12 +133,12 @@ def _xref_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) ->
     card section that says what a row is and how references resolve, and the resolver's measured quality on this
     corpus (the rows of the manifest's ``quality.file`` in the results folder whose ``corpus`` is
     ``quality.corpus``)."""
-    from rirag.text import xref
+    from rirag.text import xref_graph
 
-    path = folder / xref.GRAPH_CONFIG / xref.SUMMARY_FILE
+    path = folder / xref_graph.GRAPH_CONFIG / xref_graph.SUMMARY_FILE
     if not path.is_file():
         raise CardError(f"{entry.name}: {path} not found: write the graph with `rirag data xref --out "
-                        f"{entry.source}/{xref.GRAPH_CONFIG}`")
+                        f"{entry.source}/{xref_graph.GRAPH_CONFIG}`")
     summary = read_config(path)
     wanted = dict({**manifest.defaults, **entry.context}.get("quality") or {})
     results = root / manifest.results_dir / str(wanted.get("file", "xref.json"))
@@ -151,8 +151,8 @@ def _xref_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) ->
     if not quality["rows"]:
         quality["why"] = f"no row for corpus {wanted.get('corpus')!r} in {results.relative_to(root)}"
         logger.warning("%s: %s", entry.name, quality["why"])
-    return {"summary": summary, "section": xref.card_section(summary), "quality": quality,
-            "config": xref.GRAPH_CONFIG, "data_file": f"{xref.GRAPH_CONFIG}/{xref.GRAPH_FILE}",
+    return {"summary": summary, "section": xref_graph.card_section(summary), "quality": quality,
+            "config": xref_graph.GRAPH_CONFIG, "data_file": f"{xref_graph.GRAPH_CONFIG}/{xref_graph.GRAPH_FILE}",
             "builder_only": entry.builder_only}
 
 
