@@ -117,3 +117,15 @@ def test_the_graph_file_is_read_when_present(tmp_path):
     assert g.graph == tmp_path / "xref" / "references.jsonl"
     assert [(link.surface, link.targets) for link in g.links("p-951")] == [("Rule 9.5.2", ("p-952",))]
     assert g.links("p-954") == []  # unresolved references are not links
+
+
+def test_ask_shows_the_followed_reference():
+    from rirag.cli.answers import format_answer
+    from rirag.data.obliqa import Passage
+
+    a = answerer().attach_references(graph(), {pid: Passage(pid, 1, number, text)
+                                               for pid, (number, text) in PASSAGES.items()})
+    [answer] = answer_items([("q1", QUESTION, [RetrievedPassage("p-951", CITING, 1.0, 1, "9.5.1")])], a)
+    shown = format_answer(answer, {1: "General Rulebook (GEN)"})
+    assert "followed: Rule 9.5.2 -> [2] (referred to by [1])" in shown
+    assert "[2] General Rulebook (GEN) · 9.5.2 · id p-952" in shown  # the added passage, with its rule number
