@@ -125,8 +125,9 @@ class FocusedConfig:
         "help": "A followed rule's best unit must score at least this share of the lead unit's score."})
     follow_max_targets: int = field(default=5, metadata={
         "help": "A reference resolving to more passages than this (a whole chapter) is not followed."})
-    follow_in_unit: bool = field(default=False, metadata={
-        "help": "Follow only references written inside the kept unit (else any of its passage's)."})
+    follow_in_unit: bool = field(default=True, metadata={
+        "help": "Follow only references written inside the kept unit (else any of its passage's). follow_ratio 0.5 "
+                "and in-unit: the setting chosen on ObliQA-MP validation (benchmarks/follow_references.py)."})
 
 
 @dataclass(frozen=True)
