@@ -128,6 +128,15 @@ def generator_from_args(options: AnswerOptions):
         raise DataError(str(err)) from err
 
 
+def attach_references(generator, obliqa) -> None:
+    """A focused answerer following cross-references gets the corpus's graph (read lazily from ``DATA/xref`` when
+    ``rirag data xref`` wrote it, else resolved on the fly) and passages."""
+    if getattr(getattr(generator, "config", None), "follow_references", False):
+        from rirag.generation.follow import ReferenceGraph
+
+        generator.attach_references(ReferenceGraph(obliqa.root), obliqa.corpus)
+
+
 def retriever_from_args(options: AnswerOptions, corpus):
     return build_retriever(corpus, options.retriever)
 
@@ -147,6 +156,8 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     """The generator part of a run manifest: its name and every option that changes what it writes."""
     options = {name: getattr(args, name, None) for name in _generator_option_names()
                if name not in RUNTIME_GENERATOR_OPTIONS and name not in ("generator", "strategy")}
+    if not options.get("follow_references"):  # off: the manifest of answers written before the option existed
+        options.pop("follow_references", None)
     return {"generator": args.generator, "generator_options": options}
 
 
@@ -228,6 +239,7 @@ def cmd_answer(args: Any) -> int:
         run = read_trec(args.run)
         checks.run_for_answers(run, obliqa.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
     generator = generator_from_args(options)
+    attach_references(generator, obliqa)
     with answers_run:  # a second writer is locked out; a failure before the first answer leaves --out as it was
         if args.run:
             where = str(args.run)
@@ -265,6 +277,8 @@ def format_answer(answer, titles: dict[int, str]) -> str:
         lines.append(textwrap.indent(textwrap.fill(textwrap.shorten(p.text, 400, placeholder=" …"), 96), "      "))
     for c in (answer.parsed.invalid if answer.parsed else []):
         lines.append(f"  [{c.number}] (invalid: there are only {len(answer.passages)} passages)")
+    for f in (answer.draft.followed if answer.draft is not None else []):
+        lines.append(f"followed: {f.reference} -> [{f.target}] (referred to by [{f.source}])")
     for w in answer.warnings:
         lines.append(f"note: {w}")
     # the question, the passages and what the generator made of them: escape sequences are shown, never obeyed
@@ -283,6 +297,7 @@ def cmd_ask(args: Any) -> int:
     check.k_within_corpus(args.k, len(obliqa.corpus))
     retriever = retriever_from_args(options, obliqa.corpus)
     generator = generator_from_args(options)
+    attach_references(generator, obliqa)
     timings, cpu = [], []
     for i, question in enumerate(args.question):
         t, c = time.perf_counter(), time.process_time()
@@ -344,6 +359,7 @@ def cmd_submit(args: Any) -> int:
                                companions=(out / SUBMIT_RUN_FILE, out / SUBMIT_PLAIN_ANSWERS_FILE,
                                            out / SUBMIT_SUMMARY_FILE))
     generator = generator_from_args(options)  # a bad generator/strategy is reported before anything is written
+    attach_references(generator, obliqa)
     # a second writer is locked out; a failure before the first answer leaves --out as it was
     with answers_run:
         retriever = retriever_from_args(options, obliqa.corpus)

@@ -5,7 +5,6 @@ graph (:mod:`rirag.text.xref`)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,30 +39,10 @@ def cmd_data_build(args) -> int:
 
 
 def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
-    """The corpus at ``root`` (ObliQA layout, ingested or not; question files not needed) as resolver passages, and
-    the aliases its document map gives (short codes, other titles). An ingested passage's chapter is read from its
-    heading path ("4 Format and Frequency" -> 4)."""
-    from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
-    from rirag.io import read_json
-    from rirag.text import xref_numbers
+    """The corpus at ``root`` as resolver passages and its aliases (:func:`rirag.generation.follow.xref_passages`)."""
+    from rirag.generation.follow import xref_passages as passages
 
-    titles = _load_titles(root)
-    names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    aliases = xref_numbers.aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
-                                               for k, v in names.items()})
-    passages = []
-    for path in _document_files(root):
-        for rec in _records(path, PASSAGE_FIELDS):
-            chapter = None
-            for heading in (rec.get("Headings") or [])[1:]:
-                m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
-                if m:
-                    chapter = m.group(1)
-                    break
-            doc = int(rec["DocumentID"])
-            passages.append(xref_numbers.Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
-                                         str(rec["PassageID"]), rec["Passage"], chapter=chapter))
-    return passages, aliases
+    return passages(root)
 
 
 def cmd_data_xref(args) -> int:

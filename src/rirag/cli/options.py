@@ -195,3 +195,7 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-retries", type=generator_bound("max_retries"), default=ENDPOINT_MAX_RETRIES,
                    help=f"'{ENDPOINT}': retries (with backoff) on connection errors, timeouts, 429 and 5xx")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")
+    g.add_argument("--follow-references", action="store_true",
+                   help=f"'{FOCUSED}': when a cited passage refers to another rule of the corpus whose best unit "
+                        "answers the question too, cite that unit as well (the graph of `rirag data xref` when "
+                        "written, else resolved on the fly)")

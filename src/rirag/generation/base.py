@@ -79,6 +79,8 @@ class AnswerRequest:
     passages: Sequence[str]
     scores: Sequence[float] | None = None
     strategy: str = ZERO_SHOT
+    #: The passages' corpus ids (``None``: not known); an answerer following cross-references needs them.
+    ids: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,10 @@ class Draft:
     raw: str | None = None
     written: str | None = None
     answer_line: bool = True
+    #: The cross-references the answer followed (:class:`rirag.generation.follow.Followed`), and the passages it
+    #: added to cite them (:class:`rirag.generation.follow.Added`, numbered after the given passages).
+    followed: list = field(default_factory=list)
+    added: list = field(default_factory=list)
 
 
 @runtime_checkable

@@ -39,7 +39,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -111,6 +111,17 @@ class FocusedConfig:
     cite_duplicates: bool = field(default=True, metadata={
         "help": "Cite every passage holding a near-duplicate of a kept unit (the same rule in two rulebooks) "
                 "together with it, in one sentence: '... [2][4].'"})
+    # -- following cross-references (rirag.generation.follow; needs the passages' ids and a reference graph) --
+    follow_references: bool = field(default=False, metadata={
+        "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that unit scores at "
+                "least follow_ratio of the lead unit and fits the budget (rirag.generation.follow)."})
+    follow_ratio: float = field(default=0.5, metadata={
+        "help": "A followed rule's best unit must score at least this share of the lead unit's score."})
+    follow_max_targets: int = field(default=5, metadata={
+        "help": "A reference resolving to more passages than this (a whole chapter) is not followed."})
+    follow_in_unit: bool = field(default=True, metadata={
+        "help": "Follow only references written inside the kept unit (else any of its passage's). follow_ratio 0.5 "
+                "and in-unit: the setting chosen on ObliQA-MP validation (benchmarks/follow_references.py)."})
 
 
 @dataclass(frozen=True)
@@ -146,11 +157,15 @@ class FocusedAnswer:
     #: The parts the question asks for that no kept unit states (:mod:`rirag.text.missing_parts`), each
     #: said in one sentence after the cited content.
     missing: list = field(default_factory=list)
+    #: The cross-references followed (:class:`rirag.generation.follow.Followed`) and the passages added for them.
+    followed: list = field(default_factory=list)
+    added: list = field(default_factory=list)
 
     @property
     def draft(self) -> Draft:
         """The answer as the answerer interface returns it."""
-        return Draft([_part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing))
+        return Draft([_part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing),
+                     followed=list(self.followed), added=list(self.added))
 
     @property
     def text(self) -> str:
@@ -173,8 +188,10 @@ class FocusedAnswerer:
     def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
                  config: FocusedConfig | None = None, scorer: str | dict | None = None,
                  encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
-                 split: Callable[[str], Sequence[str]] | None = None):
+                 split: Callable[[str], Sequence[str]] | None = None, follow_references: bool | None = None):
         self.config = config or FocusedConfig()
+        if follow_references is not None:  # `--follow-references` (rirag.generation.follow)
+            self.config = replace(self.config, follow_references=follow_references)
         if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir() \
                 and looks_local(classifier):  # a Hub id loads from the Hub or its cache (a Space sets one)
             raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "
@@ -403,8 +420,32 @@ class FocusedAnswerer:
     def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
         """One draft per request: the kept units as parts (passage, offsets, the passages citing them), the
         answerability and the parts of the question not covered."""
-        return [a.draft for a in self.answer_many([r.question for r in requests], [r.passages for r in requests],
-                                                  [r.scores for r in requests])]
+        answers = self.answer_many([r.question for r in requests], [r.passages for r in requests],
+                                   [r.scores for r in requests])
+        if self.config.follow_references and self.references is not None:
+            answers = [self.follow(a, r) for a, r in zip(answers, requests)]
+        return [a.draft for a in answers]
+
+    # -- following cross-references (rirag.generation.follow) ---------------------------------------------------
+    #: The corpus's reference graph and passage texts by id (:meth:`attach_references`); None: nothing followed.
+    references = None
+    corpus_texts: Mapping | None = None
+
+    def attach_references(self, graph, corpus_texts: Mapping) -> "FocusedAnswerer":
+        """Follow cross-references through ``graph`` (:class:`rirag.generation.follow.ReferenceGraph`) when the
+        config says so; ``corpus_texts``: passage id -> passage (or text), for rules outside the retrieved
+        passages."""
+        self.references, self.corpus_texts = graph, corpus_texts
+        return self
+
+    def follow(self, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+        """``answer`` with the cross-references of its cited passages followed (unchanged without ids)."""
+        from rirag.generation.follow import follow
+
+        if request.ids is None or self.references is None:
+            return answer
+        return follow(self, answer, request.passages, request.ids, request.scores, self.references,
+                      self.corpus_texts or {})
 
 
 #: A rule number as questions and rules write it ("Rule 20.2.5", "section 9.5.2(a)"): two or more dotted numbers.

@@ -116,6 +116,8 @@ class Answer:
             "RetrievedIDs": [p.id for p in self.passages],
             "Citations": citation_records(self.parsed) if self.parsed else [],
         }
+        if self.draft is not None and self.draft.followed:
+            record["Followed"] = [f.as_dict() for f in self.draft.followed]
         if self.warnings:
             record["Warnings"] = list(self.warnings)
         return record
@@ -188,7 +190,7 @@ def _answer(items: Sequence[tuple[str, str, tuple[str, list[str]], list[Retrieve
             answer.warnings.append(WARN_NO_PASSAGES)
         if text and (passages or not grounded):
             todo.append((answer, AnswerRequest(text, [p.text for p in passages], [p.score for p in passages],
-                                               strategy)))
+                                               strategy, ids=[p.id for p in passages])))
         answers.append(answer)
     drafts = generator.draft([request for _, request in todo]) if todo else []
     if len(drafts) != len(todo):
@@ -201,6 +203,8 @@ def _answer(items: Sequence[tuple[str, str, tuple[str, list[str]], list[Retrieve
 def _write(answer: Answer, draft: Draft, grounded: bool) -> None:
     """The answer's text, raw reply, citation table and warnings from its draft."""
     answer.draft = draft
+    for p in draft.added:  # passages a followed cross-reference added, numbered after the retrieved ones
+        answer.passages.append(RetrievedPassage(p.id, p.text, 0.0, p.document_id, p.passage_id))
     answer.text, markers = written(draft)
     answer.raw = draft.raw if draft.raw is not None else answer.text
     if not draft.answer_line:

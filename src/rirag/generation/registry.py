@@ -47,7 +47,11 @@ def generator_spec(name: str, model: str | None, options: Any) -> GeneratorSpec:
     """The spec of generator ``name`` (``model``: its ``--generator-model``), with the options its kind takes
     (:data:`GENERATOR_OPTIONS`) read from ``options``, an object holding every generator option as an attribute (the
     parsed arguments)."""
-    return GeneratorSpec(name, model, {k: getattr(options, k) for k in GENERATOR_OPTIONS[generator_kind(name)]})
+    kind = generator_kind(name)
+    spec = GeneratorSpec(name, model, {k: getattr(options, k) for k in GENERATOR_OPTIONS[kind]})
+    if kind == FOCUSED and getattr(options, "follow_references", False):  # only when on: specs from before stay equal
+        spec.options["follow_references"] = True
+    return spec
 
 
 def check_generator_model(spec: GeneratorSpec) -> None:

@@ -1,0 +1,244 @@
+"""Following cross-references in focused answers: when a passage the answer cites refers to another rule of the
+corpus ("subject to Rule 9.5.2") and that rule's best unit bears on the question, the answer cites that unit too.
+
+For one focused answer (:class:`~rirag.generation.focused.FocusedAnswer`) and the ids of its passages:
+
+1. each kept unit's passage's resolved references (:class:`ReferenceGraph`: the corpus's graph, read lazily from
+   ``DIR/xref/references.jsonl`` when ``rirag data xref`` wrote it, else resolved on the fly for the cited passages
+   only) name target passages; a reference resolving to more than
+   :attr:`~rirag.generation.focused.FocusedConfig.follow_max_targets` passages (a whole chapter) is not followed,
+   nor is one whose targets are cited already;
+2. the targets' units are scored by the answerer's own unit scorer against the question (targets among the given
+   passages keep their scores; a target from the rest of the corpus is scored beside them, its retrieval score
+   that of the passage citing it);
+3. the best unit that fits the answer's word budget (``max_words``) and the cap on another passage's unit
+   (``extra_unit_words``) is cited, right after the unit whose passage refers to it, when its score clears the
+   answerer's keep threshold: at least :attr:`~rirag.generation.focused.FocusedConfig.follow_ratio` times the
+   lead unit's score and ``min_score``. A target outside the given passages is added to them (numbered after
+   them).
+
+The answer records what was followed (:class:`Followed`: "Rule 9.5.2 -> [3]").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rirag.generation.base import Draft, DraftPart
+from rirag.generation.render import render
+from rirag.text import xref, xref_graph, xref_numbers
+from rirag.text.units import is_broken_unit
+
+# The focused answerer, its answers and scored units (rirag.generation.focused, which imports this module lazily)
+FocusedAnswerer = FocusedAnswer = ScoredUnit = Any
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One resolved reference of a passage: its surface, its character span in the passage and its targets."""
+
+    surface: str
+    start: int
+    end: int
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Followed:
+    """A reference the answer followed: the citing passage's and the followed passage's citation numbers
+    (1-based), the reference as written and the followed passage's id."""
+
+    source: int
+    reference: str
+    target: int
+    target_id: str
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "reference": self.reference, "target": self.target,
+                "target_id": self.target_id}
+
+    def __str__(self) -> str:
+        return f"[{self.source}] {self.reference} -> [{self.target}]"
+
+
+@dataclass(frozen=True)
+class Added:
+    """A passage of the corpus outside the given ones that the answer cites through a followed reference."""
+
+    id: str
+    text: str
+    document_id: int | None = None
+    passage_id: str | None = None
+
+
+def _text(entry) -> str:
+    """A corpus entry's text (a :class:`rirag.data.obliqa.Passage` or a plain string)."""
+    return entry if isinstance(entry, str) else entry.text
+
+
+def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
+    """The corpus at ``root`` (ObliQA layout, ingested or not; question files not needed) as resolver passages, and
+    the aliases its document map gives (short codes, other titles). An ingested passage's chapter is read from its
+    heading path ("4 Format and Frequency" -> 4)."""
+    from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
+    from rirag.io import read_json
+
+    root = Path(root)
+    titles = _load_titles(root)
+    names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
+    aliases = xref_numbers.aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
+                                               for k, v in names.items()})
+    passages = []
+    for path in _document_files(root):
+        for rec in _records(path, PASSAGE_FIELDS):
+            chapter = None
+            for heading in (rec.get("Headings") or [])[1:]:
+                m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
+                if m:
+                    chapter = m.group(1)
+                    break
+            doc = int(rec["DocumentID"])
+            passages.append(xref_numbers.Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
+                                         str(rec["PassageID"]), rec["Passage"], chapter=chapter))
+    return passages, aliases
+
+
+class ReferenceGraph:
+    """The resolved references of a corpus's passages, by passage id, loaded on first use: from ``graph`` (a
+    ``references.jsonl`` written by ``rirag data xref``; default ``ROOT/xref/references.jsonl`` when present), else
+    resolved on the fly, passage by passage as asked, over the corpus at ``root`` (or the given resolver
+    ``passages``)."""
+
+    def __init__(self, root: str | Path | None = None, graph: str | Path | None = None,
+                 passages: Sequence[xref_numbers.Passage] | None = None, aliases: Mapping[str, str] | None = None):
+        self.root = Path(root) if root is not None else None
+        if graph is None and self.root is not None:
+            default = self.root / xref_graph.GRAPH_CONFIG / xref_graph.GRAPH_FILE
+            graph = default if default.is_file() else None
+        self.graph = Path(graph) if graph is not None else None
+        if self.graph is None and self.root is None and passages is None:
+            raise ValueError("a reference graph needs a corpus folder, a graph file or resolver passages")
+        self._passages = list(passages) if passages is not None else None
+        self._aliases = dict(aliases or {})
+        self._links: dict[str, list[Link]] | None = None
+        self._resolver: xref.Resolver | None = None
+        self._by_id: dict[str, xref_numbers.Passage] | None = None
+        self._cache: dict[str, list[Link]] = {}
+
+    @property
+    def source(self) -> str:
+        """Where the references come from (for a log line or a card)."""
+        return str(self.graph) if self.graph is not None else "resolved on the fly"
+
+    def _load_graph(self) -> dict[str, list[Link]]:
+        links: dict[str, list[Link]] = {}
+        with open(self.graph, encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                if row.get("resolved") and row.get("targets"):
+                    links.setdefault(row["source_id"], []).append(
+                        Link(row["surface"], int(row["start"]), int(row["end"]), tuple(row["targets"])))
+        logger.info("cross-references of %d passages read from %s", len(links), self.graph)
+        return links
+
+    def _resolve(self, pid: str) -> list[Link]:
+        if self._resolver is None:
+            if self._passages is None:
+                self._passages, self._aliases = xref_passages(self.root)
+            self._resolver = xref.Resolver(self._passages, self._aliases)
+            self._by_id = {p.id: p for p in self._passages}
+        p = self._by_id.get(pid)
+        if p is None:
+            return []
+        return [Link(r.surface, r.start, r.end, r.targets) for r in self._resolver.references(p) if r.resolved]
+
+    def links(self, pid: str) -> list[Link]:
+        """The resolved references of passage ``pid`` (none when it refers to nothing or is not in the corpus)."""
+        if self.graph is not None:
+            if self._links is None:
+                self._links = self._load_graph()
+            return self._links.get(pid, [])
+        if pid not in self._cache:
+            self._cache[pid] = self._resolve(pid)
+        return self._cache[pid]
+
+
+def follow(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[str], ids: Sequence[str],
+           scores: Sequence[float] | None, graph: ReferenceGraph, corpus: Mapping) -> FocusedAnswer:
+    """``answer`` citing, after each kept unit, the best unit of a passage its passage refers to (see the module);
+    ``corpus`` maps passage ids to passages or texts (for targets outside ``passages``). Unchanged when nothing is
+    followed."""
+    cfg = answerer.config
+    if not answer.kept or len(ids) != len(passages):
+        return answer
+    threshold = max(answerer._option("min_score"), cfg.follow_ratio * answer.kept[0].score)
+    max_words, extra_words = answerer._option("max_words"), answerer._extra_unit_words()
+    words = sum(k.unit.words for k in answer.kept)
+    cited = {n - 1 for k in answer.kept for n in k.numbers}
+    index = {pid: i for i, pid in enumerate(ids)}
+    added: list[Added] = []
+    followed: list[Followed] = []
+    kept: list[ScoredUnit] = []
+    for k in answer.kept:
+        kept.append(k)
+        for link in graph.links(ids[k.unit.passage]):
+            if cfg.follow_in_unit and not (k.unit.start <= link.start and link.end <= k.unit.end):
+                continue
+            if len(link.targets) > cfg.follow_max_targets:
+                continue
+            targets = [t for t in link.targets if index.get(t) not in cited and (t in index or t in corpus)]
+            if not targets:
+                continue
+            candidates = _target_units(answerer, answer, passages, scores, k, targets, index, corpus)
+            usable = [s for s in candidates if s.score >= threshold and s.unit.words <= cfg.max_unit_words
+                      and s.unit.words <= extra_words and words + s.unit.words <= max_words
+                      and not is_broken_unit(s.unit.text)]
+            if not usable:
+                continue
+            best = max(usable, key=lambda s: s.score)
+            tid = targets[best.unit.passage - len(passages)] if best.unit.passage >= len(passages) \
+                else ids[best.unit.passage]
+            if tid not in index:  # a passage of the rest of the corpus: numbered after the given ones
+                index[tid] = len(passages) + len(added)
+                entry = corpus[tid]
+                added.append(Added(tid, _text(entry), getattr(entry, "document_id", None),
+                                   getattr(entry, "passage_id", None)))
+            target = index[tid]
+            unit = replace(best.unit, passage=target)
+            kept.append(replace(best, unit=unit, also=()))
+            cited.add(target)
+            words += best.unit.words
+            followed.append(Followed(k.unit.passage + 1, link.surface, target + 1, tid))
+    if not followed:
+        return answer
+    parts = [DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end)
+             for s in kept]  # as rirag.generation.focused writes a kept unit
+    draft = Draft(parts, answer.addressed, answer.answerability, list(answer.missing))
+    return replace(answer, kept=kept, text=render(draft), followed=followed, added=added)
+
+
+def _target_units(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[str],
+                  scores: Sequence[float] | None, source: ScoredUnit, targets: list[str], index: Mapping[str, int],
+                  corpus: Mapping) -> list[ScoredUnit]:
+    """The scored units of ``targets``: those among the given passages as the answer scored them; the others
+    scored beside the given passages (their units numbered ``len(passages) + j`` for the ``j``-th of ``targets``),
+    with the citing passage's retrieval score."""
+    given = {index[t] for t in targets if index.get(t, len(passages)) < len(passages)}
+    out = [s for s in answer.scored if s.unit.passage in given]
+    outside = [(j, t) for j, t in enumerate(targets) if t not in index or index[t] >= len(passages)]
+    if not outside:
+        return out
+    extended = [*passages, *(_text(corpus[t]) if j in dict(outside) else "" for j, t in enumerate(targets))]
+    base = list(scores) if scores is not None and len(scores) == len(passages) else [1.0] * len(passages)
+    units, x, _ = answerer.features(answer.question, extended, [*base, *[source.passage_score] * len(targets)])
+    if not units:
+        return out
+    scored = answerer.scored_units(units, x, answer.question)
+    return out + [s for s in scored if s.unit.passage >= len(passages)]
