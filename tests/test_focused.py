@@ -172,7 +172,7 @@ def test_the_answer_is_the_third_unit_of_the_second_passage():
 
 def _scored(*rows):
     """ScoredUnits from (passage, index, words, unit score, passage retrieval score) rows."""
-    from rirag.generation.focused import ScoredUnit
+    from rirag.generation.focused_scorer import ScoredUnit
     from rirag.text.units import Unit
 
     return [ScoredUnit(Unit(" ".join(f"p{p}u{i}w{k}" for k in range(n)), p, i, 0, 1), score, retrieval)
@@ -383,7 +383,8 @@ def test_a_twin_rule_is_quoted_from_the_rulebook_naming_the_rule_the_question_na
 
 def test_a_section_title_shared_by_the_quoted_passages_is_quoted_once(real_data_dir):
     # the demo's answer (PRU APP2 Guidance 10 and 14): every sentence came after the same section title
-    from rirag.generation.focused import ScoredUnit, drop_repeated_titles
+    from rirag.generation.focused import drop_repeated_titles
+    from rirag.generation.focused_scorer import ScoredUnit
 
     title = "Adjustment to the current valuation of less liquid positions for regulatory capital purposes."
     passages = [_real_passage(real_data_dir, 13, "797907ec-e171-4584-9a32-336ec1b734b4"),

@@ -53,6 +53,7 @@ from rirag.generation.focused_scorer import (
     SCORER_FILE,
     EncodeFn,
     ObligationFn,
+    ScoredUnit,
     _logistic,
     load_scorer,
     unit_features,
@@ -122,26 +123,6 @@ class FocusedConfig:
     follow_in_unit: bool = field(default=True, metadata={
         "help": "Follow only references written inside the kept unit (else any of its passage's). follow_ratio 0.5 "
                 "and in-unit: the setting chosen on ObliQA-MP validation (benchmarks/follow_references.py)."})
-
-
-@dataclass(frozen=True)
-class ScoredUnit:
-    unit: Unit
-    score: float
-    #: The normalised retrieval score of the unit's passage (what the passage gate adds to the unit score).
-    passage_score: float = 1.0
-    #: Citation numbers of other passages that state the same unit (near-duplicates), cited with it.
-    also: tuple[int, ...] = ()
-
-    @property
-    def number(self) -> int:
-        """The citation number of the unit's passage (1-based)."""
-        return self.unit.passage + 1
-
-    @property
-    def numbers(self) -> tuple[int, ...]:
-        """Every citation number of the unit: its passage's, then its near-duplicates'."""
-        return (self.number, *self.also)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -95,3 +96,23 @@ def unit_features(question: str, units: Sequence[Unit], scores: Sequence[float],
     answerability = np.array([cos.max(), lex["query_coverage"].max(), lex["idf_coverage"].max(),
                               lex["bigram_coverage"].max(), math.log1p(float(bm25.max())), float(top3.mean())])
     return x, answerability
+
+
+@dataclass(frozen=True)
+class ScoredUnit:
+    unit: Unit
+    score: float
+    #: The normalised retrieval score of the unit's passage (what the passage gate adds to the unit score).
+    passage_score: float = 1.0
+    #: Citation numbers of other passages that state the same unit (near-duplicates), cited with it.
+    also: tuple[int, ...] = ()
+
+    @property
+    def number(self) -> int:
+        """The citation number of the unit's passage (1-based)."""
+        return self.unit.passage + 1
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        """Every citation number of the unit: its passage's, then its near-duplicates'."""
+        return (self.number, *self.also)

@@ -29,13 +29,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rirag.generation.base import Draft, DraftPart
-from rirag.generation.render import render
+from rirag.generation.focused_scorer import ScoredUnit
 from rirag.text import xref, xref_graph, xref_numbers
 from rirag.text.units import is_broken_unit
 
-# The focused answerer, its answers and scored units (rirag.generation.focused, which imports this module lazily)
-FocusedAnswerer = FocusedAnswer = ScoredUnit = Any
+# The focused answerer and its answers (rirag.generation.focused imports this module lazily, so it is not imported here)
+FocusedAnswerer = FocusedAnswer = Any
 
 logger = logging.getLogger(__name__)
 
@@ -218,10 +217,7 @@ def follow(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[
             followed.append(Followed(k.unit.passage + 1, link.surface, target + 1, tid))
     if not followed:
         return answer
-    parts = [DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end)
-             for s in kept]  # as rirag.generation.focused writes a kept unit
-    draft = Draft(parts, answer.addressed, answer.answerability, list(answer.missing))
-    return replace(answer, kept=kept, text=render(draft), followed=followed, added=added)
+    return replace(answer, kept=kept, followed=followed, added=added)  # its text is rendered from the kept units
 
 
 def _target_units(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[str],
