@@ -291,7 +291,7 @@ def run_set(config: TransferConfig, name: str, rows: list[str]) -> tuple[list[di
                                                                             if r in ("hybrid-tuned", "rrf-tuned")]
     for row in order:
         if row in ("hybrid-tuned", "rrf-tuned") and tuned_best is None:
-            measured = [r for r in results if r["row"] in TUNED]
+            measured = [r for r in results if r["row"] in TUNED and r["status"] == "ok"]
             if measured:
                 tuned_best = max(measured, key=lambda r: (r["all@10"], r["recall@10"]))["row"]
         label, spec, why = row_spec(config, row, tuned_best)
