@@ -24,7 +24,8 @@ this is Both@10, and one-only@10 / Neither@10 come from :func:`rirag.retrieval.m
 ``bootstrap_interval``), and for each tuned row the paired difference from its zero-shot counterpart with its paired
 95 % interval: a tuned part *transfers* where that interval lies above 0, *hurts* where it lies below, and shows no
 clear difference otherwise. Then the focused answerer (the default generator) answers every question from the best
-row's top 10 (RIRAG score filtering, as ``rirag answer``): gold-citation precision and recall
+row's top 10 as retrieved (``answers``) and after the RIRAG score filter that ``rirag answer`` applies by default
+(``answers_filtered``; on a fused run it often keeps one passage): gold-citation precision and recall
 (:func:`rirag.scoring.answer_quality.answer_quality`, as ``benchmarks/generation.py``) and the cite-all share
 (answers citing every gold passage; cite-both on ukfin), with bootstrap intervals.
 
@@ -230,9 +231,10 @@ def verdict(interval: list[float]) -> str:
 # -- answers ----------------------------------------------------------------------------------------------------
 
 
-def answer_set(config: TransferConfig, data: QuestionSetData, run: dict) -> dict:
-    """The focused answerer over the run's top passages (RIRAG-filtered, as ``rirag answer``): gold-citation
-    precision / recall and the cite-all share, with bootstrap intervals."""
+def answer_set(config: TransferConfig, data: QuestionSetData, run: dict, filtered: bool) -> dict:
+    """The focused answerer over the run's top :data:`EVAL_K` passages (``filtered``: after the RIRAG score filter,
+    as ``rirag answer`` does by default): gold-citation precision / recall and the cite-all share, with bootstrap
+    intervals."""
     from rirag.generation.base import FOCUSED, GeneratorSpec
     from rirag.generation.pipeline import answer_items, select_passages
     from rirag.generation.prompts import ZERO_SHOT
@@ -242,7 +244,7 @@ def answer_set(config: TransferConfig, data: QuestionSetData, run: dict) -> dict
     model = config.obligation_model or str(Path(config.models_root).resolve() / "artifacts/obligation_classifier")
     generator = build_generator(GeneratorSpec(FOCUSED, model))
     start = time.perf_counter()
-    items = [(q, text, select_passages(run.get(q, {}), data.corpus, EVAL_K, True, where=f"{data.name}, {q}"))
+    items = [(q, text, select_passages(run.get(q, {}), data.corpus, EVAL_K, filtered, where=f"{data.name}, {q}"))
              for q, text in data.questions.items()]
     answers = []
     for i in range(0, len(items), 32):
@@ -259,8 +261,9 @@ def answer_set(config: TransferConfig, data: QuestionSetData, run: dict) -> dict
                                     for a, t, i in zip(answers, texts, ids)]),
               "context_all_gold": np.array([float(set(data.gold[a.question_id]) <= set(i))
                                             for a, i in zip(answers, ids)])}
-    out = {"generator": f"{FOCUSED} (obligation classifier {model})", "context": f"top {EVAL_K}, RIRAG score "
-           "filtering", "answers": len(answers), **summarise(values, config),
+    context = f"top {EVAL_K}, " + ("RIRAG score filtering" if filtered else "unfiltered")
+    out = {"generator": f"{FOCUSED} (obligation classifier {model})", "context": context, "answers": len(answers),
+           **summarise(values, config),
            "cites_two_or_more": round(float(quality["cites_two_or_more"]), 4),
            "flag_rate": round(float(quality["flag_rate"]), 4), "words_median": quality["words_median"],
            "seconds_per_answer": round(seconds / max(len(answers), 1), 3)}
@@ -339,8 +342,10 @@ def run_set(config: TransferConfig, name: str, rows: list[str]) -> tuple[list[di
         best["best"] = True
         summary["best_row"] = best["row"]
         summary["best_row_chosen_by"] = "All@10, then R@10, then MAP@10 on these questions (optimistic)"
-        if config.answers:
-            summary["answers"] = {"row": best["row"], **answer_set(config, data, runs[best["row"]])}
+        if config.answers:  # answered after every set's retrieval rows are written (answering is the slow part)
+            summary["answers"] = lambda: {"row": best["row"], **answer_set(config, data, runs[best["row"]], False)}
+            summary["answers_filtered"] = lambda: {"row": best["row"],
+                                                   **answer_set(config, data, runs[best["row"]], True)}
     return results, summary
 
 
@@ -357,19 +362,30 @@ def main(config: TransferConfig) -> dict:
 
         config.data = str(resolve_data_dir(None))
     all_rows, summaries = [], {}
-    for name in sets:
-        rows_of_set, summaries[name] = run_set(config, name, rows)
-        all_rows += rows_of_set
     facts = machine()
-    for r in all_rows:
-        r.update(facts)
     regnlp = {"source": "../shared/data/ukfin_xref/SOURCE.md (their passages, not ours: ours are whole rules)",
               "BM25": {"recall@10": 0.719, "both@10": 0.562}, "E5": {"recall@10": 0.881, "both@10": 0.775},
               "BM25+E5 RRF": {"recall@10": 0.887, "both@10": 0.800}}
     prov = provenance() | facts
-    result = merge_results_file(config.out, all_rows, ("questions", "row"), prov,
-                                new_file={"benchmark": "benchmarks/transfer.py"},
-                                summaries={**_old_summaries(config.out), **summaries}, regnlp_ukfin=regnlp)
+
+    def write(rows_now: list[dict]) -> dict:
+        done = {name: {k: v for k, v in s.items() if not callable(v)} for name, s in summaries.items()}
+        return merge_results_file(config.out, rows_now, ("questions", "row"), prov,
+                                  new_file={"benchmark": "benchmarks/transfer.py"},
+                                  summaries={**_old_summaries(config.out), **done}, regnlp_ukfin=regnlp)
+
+    for name in sets:
+        rows_of_set, summaries[name] = run_set(config, name, rows)
+        for r in rows_of_set:
+            r.update(facts)
+        all_rows += rows_of_set
+        result = write(rows_of_set)
+    for name in sets:
+        for key in ("answers_filtered", "answers"):  # the filtered context is small: fast
+            pending = summaries[name].get(key)
+            if callable(pending):
+                summaries[name][key] = pending()
+                result = write([])
     return result
 
 

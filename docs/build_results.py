@@ -255,14 +255,14 @@ def render_transfer(name: str, data: dict) -> str:
                 [f"{r['label']} ({r['status']})" for r in skipped]
                 + ([f"{', '.join(not_run)} (not run: {summary.get('rows_not_run_because', 'left out of --rows')})"]
                    if not_run else [])) + ".")
-        answers = summary.get("answers")
-        if answers:
+        for answers in [summary[k] for k in ("answers", "answers_filtered") if isinstance(summary.get(k), dict)]:
             parts.append(f"Focused answers over the best row ({answers['row']}, {answers.get('context')}), "
                          f"{answers.get('answers')} questions: gold-citation precision "
                          f"{_with_ci(answers, 'gold_citation_precision')}, recall "
                          f"{_with_ci(answers, 'gold_citation_recall')}, share citing every gold passage "
                          f"{_with_ci(answers, 'cite_all')} (every gold passage given to the answerer: "
-                         f"{_with_ci(answers, 'context_all_gold')}).")
+                         f"{_with_ci(answers, 'context_all_gold')}; answers citing two or more passages: "
+                         f"{fmt(answers.get('cites_two_or_more'), 'cites_two_or_more')}).")
         verdicts = [f"{r['label']}: {r.get('all@10 verdict')} on All@10 ({_transfer_delta(r, 'all@10')}), "
                     f"{r.get('recall@10 verdict')} on R@10 ({_transfer_delta(r, 'recall@10')})"
                     for r in ok if r.get("compared_with")]

@@ -61,7 +61,9 @@ def test_the_results_page_prints_the_table_verdicts_answers_and_regnlp():
     data = {"command": "python benchmarks/transfer.py", "rows": [row, skipped],
             "summaries": {"ukfin": {"questions": 80, "mapping": {"passages": 9, "gold_mapped": 160, "gold_items": 160},
                                     "answers": {"row": "et", "answers": 80, "cite_all": 0.25,
-                                                "cite_all 95% CI": [0.15, 0.35]}}},
+                                                "cite_all 95% CI": [0.15, 0.35]},
+                                    "answers_filtered": {"row": "et", "answers": 80, "cite_all": 0.0,
+                                                         "context": "top 10, RIRAG score filtering"}}},
             "regnlp_ukfin": {"source": "SOURCE.md", "BM25": {"recall@10": 0.719, "both@10": 0.562},
                              "E5": {"recall@10": 0.881, "both@10": 0.775},
                              "BM25+E5 RRF": {"recall@10": 0.887, "both@10": 0.8}}}
@@ -69,4 +71,5 @@ def test_the_results_page_prints_the_table_verdicts_answers_and_regnlp():
     assert "## Transfer" in text and "| dense ET (best) | 0.6123 (0.5000–0.7000) |" in text
     assert "dense ET: hurts on All@10 (-0.0500 (-0.1000–-0.0100): hurts)" in text
     assert "dense CT (skipped: not built)" in text
+    assert "(et, top 10, RIRAG score filtering), 80 questions" in text  # both answer contexts are printed
     assert "0.2500 (0.1500–0.3500)" in text and "BM25+E5 RRF 0.8000 / 0.8870" in text
