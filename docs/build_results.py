@@ -255,6 +255,8 @@ def render_transfer(name: str, data: dict) -> str:
                 [f"{r['label']} ({r['status']})" for r in skipped]
                 + ([f"{', '.join(not_run)} (not run: {summary.get('rows_not_run_because', 'left out of --rows')})"]
                    if not_run else [])) + ".")
+        if isinstance(summary.get("answers_filtered"), dict) and not isinstance(summary.get("answers"), dict):
+            parts.append("Focused answers over the best row's unfiltered top 10: not measured.")
         for answers in [summary[k] for k in ("answers", "answers_filtered") if isinstance(summary.get(k), dict)]:
             parts.append(f"Focused answers over the best row ({answers['row']}, {answers.get('context')}), "
                          f"{answers.get('answers')} questions: gold-citation precision "
@@ -267,7 +269,13 @@ def render_transfer(name: str, data: dict) -> str:
                     f"{r.get('recall@10 verdict')} on R@10 ({_transfer_delta(r, 'recall@10')})"
                     for r in ok if r.get("compared_with")]
         if verdicts:
-            parts.append("Which ADGM-tuned parts transfer here (each against its untuned counterpart):\n\n"
+            tuned = [r for r in ok if r.get("compared_with")]
+            said = {w: ", ".join(r["label"] for r in tuned
+                                 if w in (r.get("all@10 verdict"), r.get("recall@10 verdict"))) or "none"
+                    for w in ("transfers", "hurts")}
+            parts.append("Which ADGM-tuned parts transfer here (each against its untuned counterpart; transfers on "
+                         f"All@10 or R@10: {said['transfers']}; hurts on either: {said['hurts']}; not measured: "
+                         f"{', '.join(r['label'] for r in skipped) or 'none'}):\n\n"
                          + "\n".join(f"- {v}" for v in verdicts))
         regnlp = data.get("regnlp_ukfin")
         if qs == "ukfin" and ok and regnlp:
