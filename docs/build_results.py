@@ -32,7 +32,7 @@ METRICS = ("recall@10", "map@10", "mrr@10")
 METRIC_NAMES = {"recall@10": "R@10", "map@10": "MAP@10", "mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
 #: Keys whose float values are scores (printed with 4 decimals); other floats print with 6 significant digits.
 METRIC_KEY = re.compile(r"@|accuracy|^f1$|precision|recall|score|share|entailment|contradiction|coverage|repass|ratio"
-                        r"|flag_rate|cites_two_or_more|gold_below_rank1_cited|missing_part_rate")
+                        r"|flag_rate|cites_two_or_more|gold_below_rank1_cited|missing_part_rate|cite_all|context_all_gold")
 
 #: The README's headline rows: (label, split, row of retrieval.json or "best", command that reproduces the number;
 #: what it writes goes under out/, which .gitignore covers).
@@ -205,6 +205,92 @@ def render_headline(data: dict) -> str:
     return table(out, ["retriever", "split", "questions", *METRICS, "command"])
 
 
+def _with_ci(row: dict, metric: str) -> str:
+    """``0.8125 (0.7250–0.8875)``: a metric with its 95 % bootstrap interval."""
+    value, ci = row.get(metric), row.get(f"{metric} 95% CI")
+    if value is None:
+        return ""
+    return fmt(value, metric) + (f" ({fmt(ci[0], metric)}–{fmt(ci[1], metric)})" if ci else "")
+
+
+def _transfer_delta(row: dict, metric: str) -> str:
+    base = row.get("compared_with")
+    d, ci = row.get(f"{metric} − {base}"), row.get(f"{metric} − {base} 95% CI")
+    if d is None:
+        return ""
+    return f"{d:+.4f} ({ci[0]:+.4f}–{ci[1]:+.4f}): {row.get(f'{metric} verdict')}"
+
+
+TRANSFER_SETS = {"ukfin": "PRA Rulebook: the 80 ukfin_xref questions (two gold passages each; All@10 = Both@10)",
+                 "obliqa-mp": "ADGM: ObliQA-MP validation (2-6 gold passages each)"}
+
+
+def render_transfer(name: str, data: dict) -> str:
+    """The transfer table of each question set (metrics with 95 % intervals, paired differences from the untuned
+    counterpart with their verdicts, skipped rows), the focused answers over the best row, which ADGM-tuned parts
+    transfer, and the best PRA row against RegNLP's numbers."""
+    parts = [f"Command: {fmt(data.get('command'), 'command')} ({fmt(data.get('date'))}, {fmt(data.get('cpu_cores'))} "
+             f"cores, CPU capability {fmt(data.get('cpu_capability'))}). Intervals: 95 % bootstrap over questions "
+             "(seeded); a difference is paired (the same resampled questions) and taken against the same method "
+             "without ADGM tuning (`compared_with`): it *transfers* where its interval lies above 0, *hurts* where "
+             "it lies below."]
+    summaries = data.get("summaries", {})
+    for qs in [s for s in TRANSFER_SETS if any(r.get("questions") == s for r in data.get("rows", []))]:
+        rows = [r for r in data["rows"] if r.get("questions") == qs]
+        summary = summaries.get(qs, {})
+        mapping = summary.get("mapping", {})
+        parts.append(f"**{TRANSFER_SETS[qs]}**: {fmt(summary.get('questions'))} questions over "
+                     f"{fmt(mapping.get('passages'))} passages; gold passages mapped: "
+                     f"{fmt(mapping.get('gold_mapped'))} of {fmt(mapping.get('gold_items'))}.")
+        ok = [r for r in rows if r.get("status") == "ok"]
+        parts.append(table([{"row": r["label"] + (" (best)" if r.get("best") else ""),
+                             "R@10": _with_ci(r, "recall@10"), "MAP@10": _with_ci(r, "map@10"),
+                             "All@10": _with_ci(r, "all@10"),
+                             "R@10 vs untuned": _transfer_delta(r, "recall@10"),
+                             "All@10 vs untuned": _transfer_delta(r, "all@10")} for r in ok]))
+        skipped = [r for r in rows if r.get("status") != "ok"]
+        not_run = summary.get("rows_not_run") or []
+        if skipped or not_run:
+            parts.append("Not measured: " + "; ".join(
+                [f"{r['label']} ({r['status']})" for r in skipped]
+                + ([f"{', '.join(not_run)} (not run: {summary.get('rows_not_run_because', 'left out of --rows')})"]
+                   if not_run else [])) + ".")
+        if isinstance(summary.get("answers_filtered"), dict) and not isinstance(summary.get("answers"), dict):
+            parts.append("Focused answers over the best row's unfiltered top 10: not measured.")
+        for answers in [summary[k] for k in ("answers", "answers_filtered") if isinstance(summary.get(k), dict)]:
+            parts.append(f"Focused answers over the best row ({answers['row']}, {answers.get('context')}), "
+                         f"{answers.get('answers')} questions: gold-citation precision "
+                         f"{_with_ci(answers, 'gold_citation_precision')}, recall "
+                         f"{_with_ci(answers, 'gold_citation_recall')}, share citing every gold passage "
+                         f"{_with_ci(answers, 'cite_all')} (every gold passage given to the answerer: "
+                         f"{_with_ci(answers, 'context_all_gold')}; answers citing two or more passages: "
+                         f"{fmt(answers.get('cites_two_or_more'), 'cites_two_or_more')}).")
+        verdicts = [f"{r['label']}: {r.get('all@10 verdict')} on All@10 ({_transfer_delta(r, 'all@10')}), "
+                    f"{r.get('recall@10 verdict')} on R@10 ({_transfer_delta(r, 'recall@10')})"
+                    for r in ok if r.get("compared_with")]
+        if verdicts:
+            tuned = [r for r in ok if r.get("compared_with")]
+            said = {w: ", ".join(r["label"] for r in tuned
+                                 if w in (r.get("all@10 verdict"), r.get("recall@10 verdict"))) or "none"
+                    for w in ("transfers", "hurts")}
+            parts.append("Which ADGM-tuned parts transfer here (each against its untuned counterpart; transfers on "
+                         f"All@10 or R@10: {said['transfers']}; hurts on either: {said['hurts']}; not measured: "
+                         f"{', '.join(r['label'] for r in skipped) or 'none'}):\n\n"
+                         + "\n".join(f"- {v}" for v in verdicts))
+        regnlp = data.get("regnlp_ukfin")
+        if qs == "ukfin" and ok and regnlp:
+            best = next((r for r in ok if r.get("best")), None)
+            if best:
+                parts.append(f"Against RegNLP on the same 80 questions ({regnlp['source']}): our best row "
+                             f"({best['label']}) Both@10 {fmt(best.get('all@10'), 'all@10')}, R@10 "
+                             f"{fmt(best.get('recall@10'), 'recall@10')}; theirs: BM25 "
+                             f"{fmt(regnlp['BM25']['both@10'], 'both@10')} / {fmt(regnlp['BM25']['recall@10'], 'r@')}, "
+                             f"E5 {fmt(regnlp['E5']['both@10'], 'both@10')} / {fmt(regnlp['E5']['recall@10'], 'r@')}, "
+                             f"BM25+E5 RRF {fmt(regnlp['BM25+E5 RRF']['both@10'], 'both@10')} / "
+                             f"{fmt(regnlp['BM25+E5 RRF']['recall@10'], 'r@')} (Both@10 / R@10).")
+    return "\n\n".join(parts)
+
+
 def mark_unrecorded_signatures(data: Any) -> Any:
     """``rows`` where a RePASs score stored without a signature (scored before results carried one) says
     ``signature not recorded`` instead of having an invented one (a copy; other layouts unchanged)."""
@@ -240,6 +326,7 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "xref.json": ("Cross-reference resolver on the labelled sample (ADGM and PRA)", render_generic),
     "xref_expansion.json": ("Cross-reference links between needed passages, and expansion of BM25 runs",
                             render_generic),
+    "transfer.json": ("Transfer: ADGM-tuned parts on the PRA Rulebook and on ObliQA-MP", render_transfer),
 }
 
 
