@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import re
 import tempfile
 from pathlib import Path
 
@@ -195,3 +197,13 @@ def tiny_relative_deberta(name: str, id2label: tuple = NLI_LABELS, seed: int = 4
 def all_obligations_model() -> str:
     """An obligation classifier that marks every sentence as an obligation (index 0 here, by id2label)."""
     return tiny_bert("obl_all", ((0, "obligation"), (1, "non-obligation")), bias=(9.0, -9.0), head_scale=0.0)
+
+
+def bag_of_words(texts: list[str]) -> np.ndarray:
+    """A deterministic stand-in encoder: hashed word counts, L2-normalised (cosine = word overlap)."""
+    out = np.zeros((len(texts), 512))
+    for i, text in enumerate(texts):
+        for w in re.findall(r"\w+", text.lower()):
+            if len(w) > 3:
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 512] += 1
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)

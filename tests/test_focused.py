@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 
-import numpy as np
 import pytest
 
+from _scoring_fixtures import bag_of_words
 from rirag.generation.focused import FEATURES, FocusedAnswerer, FocusedConfig
 from rirag.scoring.answer_quality import (
     answer_quality,
@@ -20,16 +18,6 @@ from rirag.scoring.answer_quality import (
     words,
 )
 from rirag.text.units import NOT_ADDRESSED, answer_units, is_broken_unit, split_units
-
-
-def bag_of_words(texts: list[str]) -> np.ndarray:
-    """A deterministic stand-in encoder: hashed word counts, L2-normalised (cosine = word overlap)."""
-    out = np.zeros((len(texts), 512))
-    for i, text in enumerate(texts):
-        for w in re.findall(r"\w+", text.lower()):
-            if len(w) > 3:
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 512] += 1
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 def no_obligations(texts):

@@ -4,12 +4,9 @@ not need, or one outside the corpus, is not."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 
-import numpy as np
-
+from _scoring_fixtures import bag_of_words
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused import FocusedAnswerer, FocusedConfig
 from rirag.generation.follow import Followed, ReferenceGraph
@@ -30,15 +27,6 @@ QUESTION = ("Within how many business days must an Authorised Person notify the 
 
 PASSAGES = {"p-951": ("9.5.1", CITING), "p-952": ("9.5.2", TARGET), "p-311": ("3.1.1", UNRELATED),
             "p-953": ("9.5.3", CITING_UNNEEDED), "p-954": ("9.5.4", CITING_OUTSIDE)}
-
-
-def bag_of_words(texts: list[str]) -> np.ndarray:
-    out = np.zeros((len(texts), 512))
-    for i, text in enumerate(texts):
-        for w in re.findall(r"\w+", text.lower()):
-            if len(w) > 3:
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 512] += 1
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 def graph() -> ReferenceGraph:
