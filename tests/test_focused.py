@@ -406,3 +406,44 @@ def test_the_selection_breaks_a_near_tie_of_f2_by_recall():
     # a clear F2 lead (more than one question's worth) is kept whatever the recall
     precise, loose = setting(3, 0.75, 0.73), setting(5, 0.55, 0.74)
     assert module.choose_recall_first([loose, precise], 2.0, 471) is precise
+
+
+def _long_list(items: int) -> str:
+    lines = [f"({i + 1}) the Fund Manager keeps record number {i} of its Unitholders;" for i in range(items)]
+    return "A Fund Manager must keep the following records:\n" + "\n".join(lines)
+
+
+def test_a_rule_longer_than_the_unit_limit_is_quoted_up_to_its_last_item_that_fits_and_marked_cut():
+    from rirag.text.units import ELISION, clip_unit, split_units
+
+    passage = _long_list(60)  # one list unit of about 600 words, the only unit its passage offers
+    (unit,) = split_units(passage)
+    assert unit.words > 300
+    clipped = clip_unit(unit, passage, 300)
+    assert clipped.clipped and 290 <= clipped.words <= 300  # 10-word items: cut at the last whole item that fits
+    assert clipped.text.endswith(";") and unit.text.startswith(clipped.text)
+    assert normalise_ws(passage[clipped.start:clipped.end]).endswith(normalise_ws(clipped.text)[-40:])
+    assert clip_unit(clipped, passage, 300) is clipped  # within the limit: unchanged
+    result = answerer(max_words=160).answer("Which records must a Fund Manager keep of its Unitholders?", [passage])
+    quoted = result.text.removeprefix(NOT_ADDRESSED).split(ELISION)[0]  # the flag line comes on top
+    assert ELISION in result.text and words(quoted) <= 300 and result.kept[0].unit.clipped
+    assert result.text.rstrip(".").endswith(f"{ELISION} [1]")
+
+
+def test_no_answer_quotes_more_than_the_budget_or_one_rule_within_the_unit_limit():
+    from rirag.generation.focused import within_bound
+    from rirag.text.units import Unit
+
+    passages = [_long_list(60), "short " * 50, "other " * 100]
+    first = ScoredUnit_(Unit(_long_list(60).replace("\n", " "), 0, 0, 0, len(passages[0])), 0.9)
+    kept = within_bound([first, ScoredUnit_(Unit("short " * 50, 1, 0, 0, 300), 0.8)], passages, 160, 300)
+    assert [k.unit.passage for k in kept] == [0] and kept[0].unit.words <= 300  # a cut rule stands alone
+    small = [ScoredUnit_(Unit("w " * 100, 2, 0, 0, 200), 0.9), ScoredUnit_(Unit("v " * 50, 1, 0, 0, 100), 0.8),
+             ScoredUnit_(Unit("u " * 70, 1, 1, 0, 140), 0.7)]
+    assert [k.unit.words for k in within_bound(small, passages, 160, 300)] == [100, 50]  # 220 would pass 160
+
+
+def ScoredUnit_(unit, score):
+    from rirag.generation.focused_scorer import ScoredUnit
+
+    return ScoredUnit(unit, score)

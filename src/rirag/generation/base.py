@@ -94,6 +94,8 @@ class DraftPart:
     passage: int | None = None
     start: int | None = None
     end: int | None = None
+    #: The span is the start of a longer unit cut to the word limit: written with an elision mark after it.
+    clipped: bool = False
 
 
 @dataclass

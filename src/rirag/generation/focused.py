@@ -62,7 +62,15 @@ from rirag.generation.render import render
 from rirag.models import looks_local
 from rirag.retrieval.dense import shared_encoder
 from rirag.text.missing_parts import missing_parts
-from rirag.text.units import Unit, is_broken_unit, leading_title, names_row, split_units, without_title
+from rirag.text.units import (
+    Unit,
+    clip_unit,
+    is_broken_unit,
+    leading_title,
+    names_row,
+    split_units,
+    without_title,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -390,6 +398,7 @@ class FocusedAnswerer:
             addressed = answerability >= self._option("answerable_threshold")
             kept = prefer_named_twin(question, self.select(scored), scored, self.config.dedup_min_ratio)
             kept = drop_repeated_titles(kept, passages, self._split)
+            kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words)
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
@@ -481,6 +490,26 @@ def drop_repeated_titles(kept: list[ScoredUnit], passages: Sequence[str],
     return out
 
 
+def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: float,
+                 max_unit_words: int) -> list[ScoredUnit]:
+    """The length bound every focused answer keeps, whatever chose its units: no unit quotes more than
+    ``max_unit_words`` words (a longer one, the only unit a passage offers, is cut at its last item or sentence
+    that fits: :func:`rirag.text.units.clip_unit`), and the units after the first are kept only while the quoted
+    words stay within ``max_words``, or within the first unit's length when that alone is longer (one whole rule
+    stands alone)."""
+    out: list[ScoredUnit] = []
+    words = 0
+    for k in kept:
+        if k.unit.words > max_unit_words and k.unit.passage < len(passages):
+            k = replace(k, unit=clip_unit(k.unit, passages[k.unit.passage], max_unit_words))
+        if out and words + k.unit.words > max(max_words, out[0].unit.words):
+            continue
+        out.append(k)
+        words += k.unit.words
+    return out
+
+
 def _part(s: ScoredUnit) -> DraftPart:
     """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins'."""
-    return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end)
+    return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end,
+                     clipped=s.unit.clipped)

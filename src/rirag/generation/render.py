@@ -4,6 +4,8 @@ the answer text and refuses closed-book for the answerers that compose from the 
 * a part cites passage index ``i`` as ``[i + 1]``, before its closing full stop; a part citing several passages
   (the same rule in two rulebooks) gets adjacent markers, ``... [2][4].``
   (:func:`rirag.text.citations.with_citation`);
+* a part cut to the word limit (:func:`rirag.text.units.clip_unit`) ends with :data:`rirag.text.units.ELISION`
+  before its marker;
 * each part of the question not covered adds one sentence after the cited content
   (:func:`rirag.text.missing_parts.statement`);
 * a draft whose passages do not address the question opens with :data:`rirag.text.units.NOT_ADDRESSED`; one that
@@ -17,7 +19,7 @@ from rirag.generation.base import Draft, DraftPart
 from rirag.generation.prompts import GROUNDED_STRATEGIES
 from rirag.text.citations import NO_ANSWER, placed_citation
 from rirag.text.missing_parts import statement
-from rirag.text.units import NOT_ADDRESSED
+from rirag.text.units import ELISION, NOT_ADDRESSED
 
 
 def numbers(part: DraftPart) -> tuple[int, ...]:
@@ -41,7 +43,7 @@ def written(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
     pieces, markers = [], []
     at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
     for p in draft.parts:
-        piece, offset = placed_citation(p.text, numbers(p))
+        piece, offset = placed_citation(f"{p.text} {ELISION}" if p.clipped else p.text, numbers(p))
         for n in numbers(p):  # adjacent markers, [2][4]
             markers.append((at + offset, n))
             offset += len(f"[{n}]")

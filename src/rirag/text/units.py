@@ -82,6 +82,8 @@ class Unit:
     is_table: bool = False
     #: A table row's label (its first cell, "Chapter 9: Marketing of Domestic Funds ..."); empty otherwise.
     label: str = ""
+    #: The unit was cut to a word limit (:func:`clip_unit`); its quote ends with :data:`ELISION`.
+    clipped: bool = False
 
     @property
     def words(self) -> int:
@@ -153,6 +155,32 @@ def without_title(unit: Unit, passage: str, title: str) -> Unit:
     rest = unit.text[len(title):].strip() if unit.text.startswith(title) else ""
     found = _locate(passage, rest, unit.start) if len(rest.split()) >= MIN_UNIT_WORDS else None
     return replace(unit, text=rest, start=found[0], end=found[1]) if found else unit
+
+
+#: Where a clipped unit may end: after a list item's or a sentence's closing punctuation, before the next one.
+_CUT_POINT = re.compile(r"(?<=[.;:])\s+(?=\S)")
+#: What a clipped quote ends with, so that nobody reads a cut list as the whole rule.
+ELISION = "[…]"
+
+
+def clip_unit(unit: Unit, passage: str, max_words: int) -> Unit:
+    """``unit`` cut to at most ``max_words`` words (:attr:`Unit.clipped`): its text up to the last item or sentence
+    end that fits (a verbatim prefix, offsets pointing at it in ``passage``), else its first ``max_words`` words.
+    A unit within the limit comes back as it is."""
+    if unit.words <= max_words:
+        return unit
+    words_before = 0
+    cut = None
+    for match in _CUT_POINT.finditer(unit.text):
+        words_before = len(unit.text[:match.start()].split())
+        if words_before > max_words:
+            break
+        if words_before >= MIN_UNIT_WORDS:
+            cut = match.start()
+    text = unit.text[:cut] if cut is not None else " ".join(unit.text.split()[:max_words])
+    found = _locate(passage, text, unit.start)
+    start, end = found if found else (unit.start, unit.start + len(text))
+    return replace(unit, text=text, start=start, end=end, clipped=True)
 
 
 def _sentences(text: str, split: Splitter) -> list[str]:
