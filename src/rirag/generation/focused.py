@@ -482,5 +482,7 @@ def drop_repeated_titles(kept: list[ScoredUnit], passages: Sequence[str],
 
 
 def _part(s: ScoredUnit) -> DraftPart:
-    """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins'."""
-    return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end)
+    """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins' (and,
+    inline, the passages its followed references lead to)."""
+    return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end,
+                     s.inline)
