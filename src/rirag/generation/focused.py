@@ -510,6 +510,7 @@ def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: flo
 
 
 def _part(s: ScoredUnit) -> DraftPart:
-    """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins'."""
+    """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins' (and,
+    inline, the passages its followed references lead to)."""
     return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end,
-                     clipped=s.unit.clipped)
+                     inline=s.inline, clipped=s.unit.clipped)

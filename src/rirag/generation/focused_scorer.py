@@ -106,6 +106,9 @@ class ScoredUnit:
     passage_score: float = 1.0
     #: Citation numbers of other passages that state the same unit (near-duplicates), cited with it.
     also: tuple[int, ...] = ()
+    #: Inline markers of followed cross-references (:mod:`rirag.generation.follow`): (offset in the unit's text
+    #: right after the reference, 0-based index of the passage it was followed to).
+    inline: tuple[tuple[int, int], ...] = ()
 
     @property
     def number(self) -> int:

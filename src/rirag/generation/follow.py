@@ -17,7 +17,12 @@ For one focused answer (:class:`~rirag.generation.focused.FocusedAnswer`) and th
    lead unit's score and ``min_score``. A target outside the given passages is added to them (numbered after
    them).
 
-The answer records what was followed (:class:`Followed`: "Rule 9.5.2 -> [3]").
+The answer records what was followed (:class:`Followed`: "Rule 9.5.2 -> [3]"), and the citing unit carries an
+*inline marker* for it: the followed passage's number placed right after the reference as the unit's text writes it
+("... subject to Rule 9.5.2 [3], ... [1]."; :func:`inline_offset`), written out by
+:func:`rirag.generation.render.written`. A reference whose surface is not found inside the quoted unit text (one
+outside the unit, followed with ``follow_in_unit`` off; a table row whose text is rebuilt) gets none: the unit is
+quoted as it is, and the followed unit after it still cites its passage.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any, Mapping, Sequence
 
 from rirag.generation.focused_scorer import ScoredUnit
 from rirag.text import xref, xref_graph, xref_numbers
-from rirag.text.units import is_broken_unit
+from rirag.text.units import Unit, is_broken_unit
 
 # The focused answerer and its answers (rirag.generation.focused imports this module lazily, so it is not imported here)
 FocusedAnswerer = FocusedAnswer = Any
@@ -169,6 +174,26 @@ class ReferenceGraph:
         return self._cache[pid]
 
 
+def inline_offset(unit: Unit, passage: str, link: Link) -> int | None:
+    """Where, in ``unit.text``, the reference ``link`` of ``passage`` ends (the offset right after its surface as
+    the unit's text writes it), or ``None`` when the reference is not inside the quoted text.
+
+    A unit's text is its span of the passage with whitespace normalised (and perhaps without a paragraph label), so
+    the surface is searched in it, whitespace-insensitively and as whole words; of several occurrences the one with
+    as many non-space characters before it as the passage has between the unit's start and the reference (give or
+    take a dropped label) is taken."""
+    if not (unit.start <= link.start and link.end <= unit.end):
+        return None
+    words = passage[link.start:link.end].split()
+    if not words:
+        return None
+    pattern = re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)")
+    expected = len("".join(passage[unit.start:link.start].split()))
+    found = [(abs(len("".join(unit.text[:m.start()].split())) - expected), m.end())
+             for m in pattern.finditer(unit.text)]
+    return min(found)[1] if found else None
+
+
 def follow(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[str], ids: Sequence[str],
            scores: Sequence[float] | None, graph: ReferenceGraph, corpus: Mapping) -> FocusedAnswer:
     """``answer`` citing, after each kept unit, the best unit of a passage its passage refers to (see the module);
@@ -186,6 +211,7 @@ def follow(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[
     followed: list[Followed] = []
     kept: list[ScoredUnit] = []
     for k in answer.kept:
+        source = len(kept)  # where the citing unit is in ``kept`` (its inline markers are added there)
         kept.append(k)
         for link in graph.links(ids[k.unit.passage]):
             if cfg.follow_in_unit and not (k.unit.start <= link.start and link.end <= k.unit.end):
@@ -211,7 +237,10 @@ def follow(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[
                                    getattr(entry, "passage_id", None)))
             target = index[tid]
             unit = replace(best.unit, passage=target)
-            kept.append(replace(best, unit=unit, also=()))
+            kept.append(replace(best, unit=unit, also=(), inline=()))
+            offset = inline_offset(k.unit, passages[k.unit.passage], link)
+            if offset is not None:  # the followed passage's marker right after the reference, in the citing unit
+                kept[source] = replace(kept[source], inline=(*kept[source].inline, (offset, target)))
             cited.add(target)
             words += best.unit.words
             followed.append(Followed(k.unit.passage + 1, link.surface, target + 1, tid))

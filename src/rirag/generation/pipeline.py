@@ -101,9 +101,16 @@ class Answer:
 
     @property
     def cited(self) -> list[RetrievedPassage]:
-        """The cited passages (valid citations), each once, in order of first citation."""
+        """The cited passages (valid citations), each once, in order of first citation; for an answer written from
+        its draft's parts, in the order the parts cite them, so that a followed passage's inline marker ("subject to
+        Rule 9.5.2 [3]") does not list it before the passage whose text refers to it."""
         by_id = {p.id: p for p in self.passages}
-        return [by_id[i] for i in (self.parsed.cited_ids if self.parsed else [])]
+        ids = self.parsed.cited_ids if self.parsed else []
+        if ids and self.draft is not None and self.draft.written is None:
+            valid = set(ids)
+            own = [self.passages[i].id for part in self.draft.parts for i in part.cited if 0 <= i < len(self.passages)]
+            ids = list(dict.fromkeys([*(i for i in own if i in valid), *ids]))
+        return [by_id[i] for i in ids]
 
     def to_record(self) -> dict:
         """The shared-task answer record (QuestionID, Question, RetrievedPassages, Answer, RetrievedIDs) plus

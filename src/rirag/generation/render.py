@@ -6,6 +6,8 @@ the answer text and refuses closed-book for the answerers that compose from the 
   (:func:`rirag.text.citations.with_citation`);
 * a part cut to the word limit (:func:`rirag.text.units.clip_unit`) ends with :data:`rirag.text.units.ELISION`
   before its marker;
+* a part quoting a reference the answer followed (:mod:`rirag.generation.follow`) also cites the followed passage
+  inline, right after the reference: ``... subject to Rule 9.5.2 [3], ... [1].`` (:func:`placed`);
 * each part of the question not covered adds one sentence after the cited content
   (:func:`rirag.text.missing_parts.statement`);
 * a draft whose passages do not address the question opens with :data:`rirag.text.units.NOT_ADDRESSED`; one that
@@ -34,8 +36,8 @@ def render(draft: Draft) -> str:
 
 def written(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
     """The answer text of ``draft`` and, for a draft written from its parts, where its markers went: ``(offset in the
-    text, citation number)`` for each number each part cites, in order (``None`` for a language model's answer, whose
-    markers are its own)."""
+    text, citation number)`` for every marker, in text order: a part's inline markers (:func:`placed`), then the
+    numbers it cites (``None`` for a language model's answer, whose markers are its own)."""
     if draft.written is not None:
         return draft.written, None
     if not draft.parts and not draft.missing:
@@ -43,14 +45,39 @@ def written(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
     pieces, markers = [], []
     at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
     for p in draft.parts:
-        piece, offset = placed_citation(f"{p.text} {ELISION}" if p.clipped else p.text, numbers(p))
-        for n in numbers(p):  # adjacent markers, [2][4]
-            markers.append((at + offset, n))
-            offset += len(f"[{n}]")
+        piece, offsets = placed(p)
+        markers.extend((at + offset, n) for offset, n in offsets)
         pieces.append(piece)
         at += len(piece) + 1
     body = " ".join([" ".join(pieces), *(statement(m) for m in draft.missing)])
     return (body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()), markers
+
+
+def placed(part: DraftPart) -> tuple[str, list[tuple[int, int]]]:
+    """A part's text with its markers, and where each went (offset in that text, citation number), in text order.
+
+    Its own numbers go before its closing full stop (:func:`rirag.text.citations.placed_citation`); each inline
+    marker (:attr:`DraftPart.inline`: a followed cross-reference) goes right after its reference, a space before it
+    (several at one place are adjacent): "... subject to Rule 9.5.2 [3], ... [1].". An inline marker whose offset does
+    not fall inside the text before the closing marker (nor right after a non-space character) is not written."""
+    own = numbers(part)
+    piece, offset = placed_citation(f"{part.text} {ELISION}" if part.clipped else part.text, own)
+    head = offset - 1  # piece[:head] is the part's (normalised) text before its own marker
+    inline = sorted(dict.fromkeys((len(" ".join(part.text[:at].split())), i + 1) for at, i in part.inline
+                                  if 0 < at <= len(part.text) and not part.text[at - 1].isspace()))
+    inline = [(at, n) for at, n in inline if at <= head]
+    out, offsets, last = "", [], None
+    for at, n in inline:
+        out += piece[last or 0:at] + ("" if at == last else " ")
+        offsets.append((len(out), n))
+        out += f"[{n}]"
+        last = at
+    shift = len(out) - (last or 0)
+    out += piece[last or 0:]
+    for n in own:  # adjacent markers, [2][4]
+        offsets.append((offset + shift, n))
+        offset += len(f"[{n}]")
+    return out, offsets
 
 
 def check_strategy(name: str, needs_passages: bool, strategy: str) -> None:

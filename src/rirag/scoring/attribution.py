@@ -9,7 +9,12 @@ NLI judge sees the cited passage as premise and the sentence without its markers
   outside the passage list cannot support anything and counts as not supporting); undefined without citations.
   The premises of a cited passage are the passage itself (a passage longer than :data:`PREMISE_MAX_CHARS` in
   windows of whole sentences) and each of its sentences; any premise entailing the sentence is enough (a small NLI
-  judge often answers "neutral" for a long premise that contains the hypothesis word for word);
+  judge often answers "neutral" for a long premise that contains the hypothesis word for word). An inline marker
+  inside a sentence (the focused answerer's ``--follow-references``: "... subject to Rule 9.5.2 [3], ... [1].") is
+  a citation of that sentence like any other (:mod:`rirag.text.citations`): the followed passage is judged against
+  the sentence that refers to it, which it entails only when it states what the sentence says, so such a marker
+  usually counts as not supporting and lowers precision (the followed passage is also quoted after it with its own
+  marker, judged against its own text); it may also make a sentence cited, or supported, that was not;
 * ``citation_recall``: share of sentences with at least one supporting citation;
 * ``uncited_share``: share of sentences without any citation;
 * ``invalid_citations``: number of citations outside the passage list;

@@ -6,7 +6,11 @@ read and write answers.
 Accepted forms: ``[1]``, ``[1, 2]`` (also ``;`` as separator) and adjacent markers ``[1][3]``. Numbers are
 1-based positions in the prompt's passage list. A number outside the list is kept as an *invalid* citation
 (``passage_id`` is ``None``), never dropped. A marker at the very start of a sentence (``... rule. [2] Next``)
-belongs to the previous sentence, as writers put it after the full stop.
+belongs to the previous sentence, as writers put it after the full stop. A marker inside a sentence, such as the
+focused answerer's inline marker of a followed cross-reference (``... subject to Rule 9.5.2 [3], a firm must ...
+[1].``), is a citation of the sentence holding it like any other: that sentence cites the followed passage and its
+own, in the order written. Scorers that judge a sentence against each passage it cites (the NLI citation precision
+of :mod:`rirag.scoring.attribution`) therefore judge the followed passage against the citing sentence too.
 """
 
 from __future__ import annotations
@@ -117,8 +121,8 @@ def placed_citations(answer: str, markers: Sequence[tuple[int, int]], passage_id
                      split: Callable[[str], Sequence[str]] | None = None) -> ParsedAnswer:
     """:func:`parse_citations` for a text whose markers the caller placed itself (``markers``: each cited number
     with the offset of its marker in ``answer``, in order): the sentences are split as :func:`parse_citations`
-    splits them, and each number is attached to the sentence holding its marker; no marker is read from the
-    text."""
+    splits them, and each number is attached to the sentence holding its marker (an inline marker: the sentence it
+    sits in, as :func:`parse_citations` reads it); no marker is read from the text."""
     sentences, starts = _sentences(answer, split)
     numbers: list[list[int]] = [[] for _ in sentences]
     for offset, number in markers:

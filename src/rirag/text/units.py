@@ -422,7 +422,9 @@ _MARKER_GROUP = re.compile(rf"(?:\s*{CITATION_PATTERN.pattern})+")
 
 def answer_units(answer: str) -> list[str]:
     """An answer's units as written: the text up to and including each citation marker group (and the punctuation
-    that closes it); text after the last marker is one more unit. Markers are removed from the returned texts."""
+    that closes it); text after the last marker is one more unit. Markers are removed from the returned texts. A
+    marker inside a sentence (an inline marker after a followed reference, "subject to Rule 9.5.2 [3], ...") ends a
+    unit too: the piece before it ends on the reference, the piece after it opens with what follows the reference."""
     pieces, at = [], 0
     for m in _MARKER_GROUP.finditer(answer or ""):
         end = m.end()

@@ -1,0 +1,200 @@
+"""A followed cross-reference is cited inline (issue 38, point 3): the citing unit's text carries the followed
+passage's marker right after the reference as written ("... subject to Rule 9.5.2 [2] [1]."), a citation of that
+passage wherever citations are read (the record's Citations, the scorers' parsing); a reference outside the quoted
+unit gets none, and a draft without inline markers is written exactly as before."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _rendering_cases import CASES
+from _scoring_fixtures import bag_of_words
+from rirag.generation.base import AnswerRequest, Draft, DraftPart
+from rirag.generation.extractive import MODAL_CUES, ExtractiveComposer
+from rirag.generation.focused import FocusedAnswerer, FocusedConfig
+from rirag.generation.follow import Link, ReferenceGraph, inline_offset
+from rirag.generation.pipeline import RetrievedPassage, answer_items
+from rirag.generation.render import placed, render, written
+from rirag.text import xref_numbers
+from rirag.text.citations import NO_ANSWER, parse_citations, placed_citation, placed_citations
+from rirag.text.missing_parts import statement
+from rirag.text.units import NOT_ADDRESSED, Unit
+from test_follow import CITING, PASSAGES, QUESTION, answerer, draft
+
+
+def _written_before(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
+    """``rirag.generation.render.written`` as it was before inline markers (main at 4cc1fe3), kept verbatim as the
+    reference a draft without inline markers must still be written by."""
+    if draft.written is not None:
+        return draft.written, None
+    if not draft.parts and not draft.missing:
+        return ("" if draft.addressed else NO_ANSWER), []
+    pieces, markers = [], []
+    at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
+    for p in draft.parts:
+        nums = tuple(i + 1 for i in p.cited)
+        piece, offset = placed_citation(p.text, nums)
+        for n in nums:
+            markers.append((at + offset, n))
+            offset += len(f"[{n}]")
+        pieces.append(piece)
+        at += len(piece) + 1
+    body = " ".join([" ".join(pieces), *(statement(m) for m in draft.missing)])
+    return (body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()), markers
+
+
+def _slices(text: str, markers) -> list[str]:
+    return [text[o:o + len(f"[{n}]")] for o, n in markers]
+
+
+# -- the answerer's draft and its text --------------------------------------------------------------------------
+
+
+def test_the_followed_passage_is_cited_right_after_the_reference():
+    d = draft(answerer(), ["p-951"])
+    assert d.followed and d.followed[0].reference == "Rule 9.5.2"
+    citing = d.parts[0]
+    (offset, index), = citing.inline
+    assert citing.text[:offset].endswith("subject to Rule 9.5.2") and index == d.followed[0].target - 1
+    text, markers = written(d)
+    assert "subject to Rule 9.5.2 [2] [1]. The notification of a breach" in text
+    assert _slices(text, markers) == [f"[{n}]" for _, n in markers]  # every offset slices to its marker
+    assert [n for _, n in markers] == [2, 1, 2]  # inline [2], the part's own [1], the followed unit's [2]
+    assert text[:markers[0][0]].rstrip().endswith("Rule 9.5.2")
+
+
+def test_a_reference_mid_sentence_keeps_the_sentence_around_its_marker():
+    passage = "A firm must, subject to Rule 9.5.2, notify the Regulator in writing within ten days."
+    start = passage.index("Rule 9.5.2")
+    unit = Unit(passage, 0, 0, 0, len(passage))
+    offset = inline_offset(unit, passage, Link("Rule 9.5.2", start, start + len("Rule 9.5.2"), ("t",)))
+    text, markers = written(Draft([DraftPart(passage, (0,), 0, 0, len(passage), ((offset, 2),))]))
+    assert text == "A firm must, subject to Rule 9.5.2 [3], notify the Regulator in writing within ten days [1]."
+    assert _slices(text, markers) == ["[3]", "[1]"]
+
+
+def test_a_reference_outside_the_quoted_unit_gets_no_inline_marker():
+    citing = ("An Authorised Person must notify the Regulator in writing of any breach of its capital requirements. "
+              "Guidance on this notice is given under Rule 9.5.2 for firms.")
+    a = answerer(follow_in_unit=False, keep_ratio=1.01)  # only the best unit is kept: the reference lies outside it
+    a.attach_references(graph_with("p-951", citing), {**{p: t for p, (_, t) in PASSAGES.items()}, "p-951": citing})
+    d = a.draft([_request(citing)])[0]
+    assert d.followed and "Rule 9.5.2" not in d.parts[0].text
+    assert all(p.inline == () for p in d.parts)
+    text, markers = written(d)
+    assert [n for _, n in markers] == [1, 2] and text.count("[2]") == 1
+
+
+def test_a_draft_without_inline_markers_is_written_as_before():
+    drafts = []
+    for question, passages, scores, config in CASES:  # the golden rendering cases (tests/_rendering_cases.py)
+        focused = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda t: [False] * len(t),
+                                  config=FocusedConfig(**config))
+        for generator in (focused, ExtractiveComposer(classifier=MODAL_CUES)):
+            drafts += generator.draft([AnswerRequest(question, passages, scores)])
+    off = answerer()
+    off.config.follow_references = False
+    drafts.append(off.draft([_request(CITING)])[0])
+    followed = draft(answerer(), ["p-951"])
+    drafts.append(Draft([DraftPart(p.text, p.cited, p.passage, p.start, p.end) for p in followed.parts],
+                        followed=followed.followed))  # followed, its inline markers dropped
+    drafts.append(Draft([DraftPart("Rules apply", (0, 2))], addressed=False, missing=[]))
+    assert len(drafts) > 10 and any(not d.addressed for d in drafts)
+    for d in drafts:
+        assert written(d) == _written_before(d)
+    assert written(followed) != _written_before(followed)  # the inline marker is the only difference
+    assert render(followed).replace(" [2] [1].", " [1].", 1) == _written_before(followed)[0]
+
+
+# -- where the markers go ---------------------------------------------------------------------------------------
+
+
+def test_markers_slice_and_adjacent_inline_markers():
+    text = "A firm must comply with Rules 9.5.2 and 9.5.3 of the rulebook."
+    a, b = text.index("9.5.2") + 5, text.index("9.5.3") + 5
+    part = DraftPart(text, (0,), inline=((b, 2), (a, 1), (a, 3)))  # given out of order; two at one place
+    piece, offsets = placed(part)
+    assert piece == "A firm must comply with Rules 9.5.2 [2][4] and 9.5.3 [3] of the rulebook [1]."
+    assert [(piece[o:o + 3], n) for o, n in offsets] == [("[2]", 2), ("[4]", 4), ("[3]", 3), ("[1]", 1)]
+    d = Draft([DraftPart("Records must be kept.", (1,)), part], addressed=False)
+    full, markers = written(d)
+    assert full.startswith(NOT_ADDRESSED) and _slices(full, markers) == [f"[{n}]" for _, n in markers]
+    assert [n for _, n in markers] == [2, 2, 4, 3, 1]
+
+
+def test_offsets_into_unnormalised_text_and_offsets_that_cannot_hold_a_marker():
+    text = "A firm  must comply\nwith Rule 9.5.2, and keep records."
+    at = text.index("9.5.2") + 5
+    piece, offsets = placed(DraftPart(text, (0,), inline=((at, 1),)))
+    assert piece == "A firm must comply with Rule 9.5.2 [2], and keep records [1]."
+    assert [piece[o:o + 3] for o, _ in offsets] == ["[2]", "[1]"]
+    for bad in (0, len(text), len(text) + 5, text.index("with")):  # the start, after the full stop, past the end,
+        piece, offsets = placed(DraftPart(text, (0,), inline=((bad, 1),)))  # after a line break
+        assert piece == "A firm must comply with Rule 9.5.2, and keep records [1]." and len(offsets) == 1
+
+
+@pytest.mark.parametrize("passage, unit_text, expected", [
+    ("Rule 9.5.2 applies. A firm must follow Rule 9.5.2 here.", "A firm must follow Rule 9.5.2 here.",
+     "A firm must follow Rule 9.5.2"),  # a unit starting inside its passage
+    ("(a)\tA firm must,\n  under  Rule 9.5.2, act.", "A firm must, under Rule 9.5.2, act.",
+     "A firm must, under Rule 9.5.2"),  # a dropped label and odd whitespace
+    ("See Rule 9.5.2 and Rule 9.5.2 again.", "See Rule 9.5.2 and Rule 9.5.2 again.", "See Rule 9.5.2 and Rule 9.5.2"),
+])
+def test_the_offset_is_that_of_the_reference_as_the_unit_writes_it(passage, unit_text, expected):
+    start = passage.rindex("Rule 9.5.2")
+    unit_start = passage.index(unit_text.split()[0])
+    unit = Unit(unit_text, 0, 0, unit_start, len(passage))
+    link = Link("Rule 9.5.2", start, start + len("Rule 9.5.2"), ("t",))
+    assert unit_text[:inline_offset(unit, passage, link)] == expected
+
+
+def test_no_offset_when_the_reference_is_not_in_the_quoted_text():
+    passage = "A firm must act. See Rule 9.5.2."
+    link = Link("Rule 9.5.2", passage.index("Rule"), passage.index("Rule") + 10, ("t",))
+    assert inline_offset(Unit("A firm must act.", 0, 0, 0, 16), passage, link) is None  # outside the unit
+    row = Unit("Rule: 9 dot 5 dot 2 | Duty: act", 0, 0, 0, len(passage), is_table=True)  # text rebuilt from cells
+    assert inline_offset(row, passage, link) is None
+
+
+# -- the record and the scorers read it as a citation -----------------------------------------------------------
+
+
+def test_the_answers_record_cites_the_target_in_the_citing_sentence():
+    [answer] = answer_items([("q1", QUESTION, [RetrievedPassage("p-951", CITING, 1.0, 1, "9.5.1")])], answerer())
+    record = json.loads(json.dumps(answer.to_record()))
+    first = [c for c in record["Citations"] if c["sentence"] == 0]
+    assert [(c["n"], c["ID"]) for c in first] == [(2, "p-952"), (1, "p-951")]
+    ids = record["RetrievedIDs"]
+    assert parse_citations(record["Answer"], ids) == placed_citations(*written(answer.draft), ids)
+    assert [p.id for p in answer.cited] == ["p-951", "p-952"]  # the citing rule first, as the parts cite them
+
+
+def test_scorers_count_the_inline_marker_as_a_citation_of_its_sentence():
+    from rirag.scoring.answers import input_checks
+    from rirag.scoring.attribution import AttributionScorer
+
+    [answer] = answer_items([("q1", QUESTION, [RetrievedPassage("p-951", CITING, 1.0, 1, "9.5.1")])], answerer())
+    record = answer.to_record()
+    assert input_checks([record])["markers_out_of_range"] == 0
+
+    def entails(pairs):  # a passage supports a sentence it contains
+        return [claim.rstrip(".") in premise for premise, claim in pairs]
+
+    result = AttributionScorer(entails=entails).score([record["Answer"]], [record["RetrievedPassages"]])
+    # sentence 1 cites [2] (inline: the followed rule does not state it) and [1]; sentence 2 cites [2]
+    assert result["per_item"]["citation_precision"] == [pytest.approx(2 / 3)]
+    assert result["per_item"]["citation_recall"][0] == pytest.approx(2 / 3)  # the missing-part line cites nothing
+
+
+def graph_with(pid: str, text: str) -> ReferenceGraph:
+    """The fixture corpus's reference graph with passage ``pid``'s text replaced by ``text``."""
+    texts = {**{p: (n, t) for p, (n, t) in PASSAGES.items()}, pid: (PASSAGES[pid][0], text)}
+    return ReferenceGraph(passages=[xref_numbers.Passage(p, "1", "General Rulebook (GEN)", n, t)
+                                    for p, (n, t) in texts.items()])
+
+
+def _request(text: str) -> AnswerRequest:
+    """The fixture question over one passage, ``text``, as passage p-951."""
+    return AnswerRequest(QUESTION, [text], [1.0], ids=["p-951"])
