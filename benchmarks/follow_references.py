@@ -42,10 +42,11 @@ from rapidfuzz import fuzz
 from rirag.constants import RUN_DEPTH
 from rirag.data.obliqa import load_obliqa, resolve_data_dir
 from rirag.generation.focused import FocusedAnswerer
-from rirag.generation.follow import ReferenceGraph, follow
+from rirag.generation.follow import follow
 from rirag.generation.pipeline import select_passages
 from rirag.io import atomic_write_json
 from rirag.retrieval.bm25 import BM25Index
+from rirag.retrieval.references import ReferenceGraph
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = [(ratio, in_unit, scope) for scope in ("retrieved", "corpus") for in_unit in (False, True)

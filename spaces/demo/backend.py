@@ -129,6 +129,7 @@ class Backend:
         self._retriever, self._generator = retriever, generator
         self._lock = threading.Lock()
         self._options = None
+        self._root = None  # the corpus folder (the cross-reference graph of xref_expand), when loaded here
 
     @property
     def options(self):
@@ -142,7 +143,7 @@ class Backend:
         from rirag.data.obliqa import load_obliqa
 
         obliqa = load_obliqa(self.settings.data)
-        self._corpus = obliqa.corpus
+        self._corpus, self._root = obliqa.corpus, obliqa.root
         self._title = obliqa.title
         if self._examples is None:
             self._examples = [q.text for q in obliqa.splits.get("test", [])[:4]] + [q.text for q in obliqa.unseen[:2]]
@@ -160,7 +161,7 @@ class Backend:
             if self._retriever is None:
                 from rirag.retrieval.registry import build_retriever
 
-                self._retriever = build_retriever(self._corpus, self.options.retriever)
+                self._retriever = build_retriever(self._corpus, self.options.retriever, root=self._root)
             if self._generator is None:
                 from rirag.generation.registry import build_generator
 
