@@ -7,7 +7,7 @@ answer`` does) as the retrieval:
 * ``obliqa-mp``: ObliQA-MP validation (2-6 gold passages, qrels by passage id) over ObliQA, with the graph
   ``rirag data xref --data ../shared/data/obliqa --out DIR`` wrote (``--mp-graph DIR``);
 * ``ukfin``: the 80 PRA questions of ``../shared/data/ukfin_xref`` (a rule and the rule it cross-references, given
-  as text, mapped to the ingested corpus as ``benchmarks/xref_expansion.py`` maps them) over ``--pra`` with its
+  as text, mapped to the passage of the named page holding it, fuzzy partial match ≥ 90) over ``--pra`` with its
   graph ``PRA/xref``.
 
 Per question, the cited passages C against the gold G: precision |C & G| / |C| (mean over answers citing
