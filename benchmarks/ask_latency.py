@@ -81,7 +81,7 @@ def _probe(question: str) -> dict:
     obliqa = load_obliqa(args.data)
     mark("data")
     options = cli_answers.answer_options(args)
-    retriever = cli_answers.retriever_from_args(options, obliqa.corpus)
+    retriever = cli_answers.retriever_from_args(options, obliqa)
     for part in [retriever, *vars(retriever).values()]:  # the cached passage embeddings of a dense side
         if callable(getattr(part, "cache_path", None)):
             part.passage_embeddings()

@@ -7,7 +7,7 @@ answer`` does) as the retrieval:
 * ``obliqa-mp``: ObliQA-MP validation (2-6 gold passages, qrels by passage id) over ObliQA, with the graph
   ``rirag data xref --data ../shared/data/obliqa --out DIR`` wrote (``--mp-graph DIR``);
 * ``ukfin``: the 80 PRA questions of ``../shared/data/ukfin_xref`` (a rule and the rule it cross-references, given
-  as text, mapped to the ingested corpus as ``benchmarks/xref_expansion.py`` maps them) over ``--pra`` with its
+  as text, mapped to the passage of the named page holding it, fuzzy partial match ≥ 90) over ``--pra`` with its
   graph ``PRA/xref``.
 
 Per question, the cited passages C against the gold G: precision |C & G| / |C| (mean over answers citing
@@ -42,10 +42,11 @@ from rapidfuzz import fuzz
 from rirag.constants import RUN_DEPTH
 from rirag.data.obliqa import load_obliqa, resolve_data_dir
 from rirag.generation.focused import FocusedAnswerer
-from rirag.generation.follow import ReferenceGraph, follow
+from rirag.generation.follow import follow
 from rirag.generation.pipeline import select_passages
 from rirag.io import atomic_write_json
 from rirag.retrieval.bm25 import BM25Index
+from rirag.retrieval.references import ReferenceGraph
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = [(ratio, in_unit, scope) for scope in ("retrieved", "corpus") for in_unit in (False, True)

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from rirag.cli.data import xref_passages
 from rirag.io import atomic_write_json
+from rirag.retrieval.references import xref_passages
 from rirag.text.xref import Resolver
 from rirag.text.xref_numbers import Passage, aliases_from_names, parse_number
 

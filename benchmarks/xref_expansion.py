@@ -5,14 +5,18 @@ Two question sets whose questions need more than one passage:
 
 * ``ukfin``: the 80 PRA questions of ``../shared/data/ukfin_xref`` (each a source passage and the passage it
   cross-references, given as text), over the ingested PRA corpus (``rirag data ingest``); gold texts are mapped to
-  the passage of the named page that holds them (fuzzy partial match >= 90);
+  the corpus by the library's question loader (:func:`rirag.data.questions.load_questions`: the passage of the named
+  page holding the text, then any passage, then fuzzy containment);
 * ``obliqa-mp``: ObliQA-MP validation (446 questions, 2-6 gold passages, qrels by passage id) over ObliQA.
 
 Reported: how many questions have a gold passage whose resolved references include another gold passage (for ukfin:
-the source refers to the target; split by whether the target is a footnote), and BM25 against BM25 + expansion
-(each of the top ``n`` passages adds the targets of its references that resolve to at most ``m`` passages, scored
-``w`` times the citing passage's score, kept if higher) over a small grid. The grid is read on the same questions,
-so a gain would be optimistic; a grid with no gain says expansion does not help BM25 here.
+the source refers to the target; split by whether the target is a footnote), and BM25 (the registry's) against BM25 +
+expansion over a small grid. Expansion is the retriever option ``--option xref_expand=n`` with ``xref_weight=w`` and
+``xref_max_targets=m`` (:class:`rirag.retrieval.references.XrefExpansion`: each of the top ``n`` passages adds the
+targets of its references that resolve to at most ``m`` passages, scored ``w`` times the citing passage's score, kept
+if higher), applied to one BM25 run of depth 100; the graph is the corpus folder's (``xref/references.jsonl`` when
+``rirag data xref`` wrote it, else resolved on the fly). The grid is read on the same questions, so a gain would be
+optimistic; a grid with no gain says expansion does not help BM25 here.
 
 Usage:
 
@@ -24,119 +28,86 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from rapidfuzz import fuzz
-
-from rirag.cli.data import xref_passages
-from rirag.data.obliqa import resolve_data_dir
+from rirag.constants import RUN_DEPTH
+from rirag.data.obliqa import load_obliqa, resolve_data_dir
+from rirag.data.questions import load_questions
+from rirag.data.runs import ranked
 from rirag.io import atomic_write_json
-from rirag.retrieval.bm25 import BM25Index
 from rirag.retrieval.metrics import evaluate_run
-from rirag.text.xref import Resolver
+from rirag.retrieval.references import XrefExpansion, corpus_graph
+from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = [(n, w, m) for n in (1, 3, 5, 10) for w in (0.5, 0.8, 0.95, 0.999) for m in (1, 5)]
 
 
-def _norm(s: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"\s+([,.;:)])", r"\1", s)).strip().lower()
-
-
-def graph(root: Path):
-    passages, aliases = xref_passages(root)
-    resolver = Resolver(passages, aliases)
-    texts = {p.id: p for p in passages if p.text.strip()}
-    refs = {pid: [r for r in resolver.references(p) if r.resolved] for pid, p in texts.items()}
-    return texts, refs
-
-
-def expand(run: dict, refs: dict, top: int, weight: float, max_targets: int) -> dict:
-    out = {}
-    for q, res in run.items():
-        new = dict(res)
-        for pid, score in sorted(res.items(), key=lambda kv: -kv[1])[:top]:
-            for r in refs.get(pid, []):
-                if len(r.targets) <= max_targets:
-                    for t in r.targets:
-                        if t != pid:
-                            new[t] = max(new.get(t, 0.0), score * weight)
-        out[q] = new
-    return out
+def grid_rows(base, run: dict, graph, corpus, score) -> list[dict]:
+    """BM25's row, then one row per grid cell: the run expanded by the library's wrapper, scored by ``score``."""
+    rows = [{"run": "bm25", **score(run)}]
+    for n, w, m in GRID:
+        expanded = XrefExpansion(base, graph, n, w, m, corpus).expand(run)
+        rows.append({"run": f"bm25 + xref (top {n}, w {w}, <= {m} targets)", **score(expanded)})
+    return rows
 
 
 def pair_metrics(run: dict, gold: dict[str, tuple[str, str]]) -> dict:
-    both = one = 0
+    both = one = found = 0
     for q, pair in gold.items():
-        top = [d for d, _ in sorted(run[q].items(), key=lambda kv: -kv[1])[:10]]
+        top = {d for d, _ in ranked(run[q], 10)}
         hits = sum(1 for x in pair if x in top)
+        found += hits
         both += hits == 2
         one += hits == 1
     n = len(gold)
-    return {"R@10": round(sum(1 for q, pair in gold.items() for x in pair
-                                  if x in [d for d, _ in sorted(run[q].items(), key=lambda kv: -kv[1])[:10]])
-                              / (2 * n), 4),
-            "Both@10": round(both / n, 4), "one-only@10": round(one / n, 4)}
+    return {"R@10": round(found / (2 * n), 4), "Both@10": round(both / n, 4), "one-only@10": round(one / n, 4)}
 
 
 def ukfin(pra: Path, questions: Path) -> dict:
-    texts, refs = graph(pra)
-    names = json.loads((pra / "document_map.json").read_text(encoding="utf-8"))
-    page_doc = {re.sub(r"_\d\d-\d\d-\d{4}__.*$", "", v[0]): k for k, v in names.items()}
-    by_doc = defaultdict(list)
-    for p in texts.values():
-        by_doc[p.document_id].append(p)
-
-    def find(g: dict) -> str | None:
-        want = _norm(g["text"])[:200]
-        best = max(by_doc.get(page_doc.get(g["page"]), []), default=None,
-                   key=lambda p: fuzz.partial_ratio(want, _norm(p.text)))
-        return best.id if best is not None and fuzz.partial_ratio(want, _norm(best.text)) >= 90 else None
-
-    qs = json.loads(questions.read_text(encoding="utf-8"))
-    gold = {}
-    for q in qs:
-        roles = {g["role"]: find(g) for g in q["Gold"]}
-        if roles.get("src") and roles.get("tgt"):
-            gold[q["QuestionID"]] = (roles["src"], roles["tgt"])
+    data = load_obliqa(pra)
+    corpus = data.corpus
+    mapped = load_questions(questions, data)
+    roles: dict[str, dict[str, str | None]] = defaultdict(dict)
+    for m in mapped.mappings:
+        roles[m.question_id][m.role] = m.passage_id
+    gold = {q.id: (roles[q.id]["src"], roles[q.id]["tgt"]) for q in mapped.questions
+            if roles[q.id].get("src") and roles[q.id].get("tgt") and roles[q.id]["src"] != roles[q.id]["tgt"]}
+    graph = corpus_graph(pra)
     links: Counter = Counter()
     for src, tgt in gold.values():
-        linked = any(tgt in r.targets for r in refs.get(src, []))
-        kind = "footnote" if texts[tgt].number.startswith("footnote") else "provision"
+        linked = any(tgt in link.targets for link in graph.links(src))
+        kind = "footnote" if corpus[tgt].passage_id.startswith("footnote") else "provision"
         links[f"{kind} target, {'linked' if linked else 'not linked'}"] += 1
-    index = BM25Index().index(list(texts), [p.text for p in texts.values()], log=False)
-    run = index.search({q["QuestionID"]: q["Question"] for q in qs if q["QuestionID"] in gold}, k=100)
-    rows = [{"run": "bm25", **pair_metrics(run, gold)}]
-    for n, w, m in GRID:
-        rows.append({"run": f"bm25 + xref (top {n}, w {w}, <= {m} targets)",
-                     **pair_metrics(expand(run, refs, n, w, m), gold)})
-    return {"questions": len(qs), "gold pairs mapped": len(gold), "source -> target links": dict(sorted(links.items())),
-            "rows": rows}
+    base = build_retriever(corpus, RetrieverSpec("bm25"))
+    run = base.search({q.id: q.text for q in mapped.questions if q.id in gold}, k=RUN_DEPTH)
+    return {"questions": len(mapped.questions), "gold pairs mapped": len(gold),
+            "gold passages mapped by": mapped.report()["by"],
+            "source -> target links": dict(sorted(links.items())),
+            "rows": grid_rows(base, run, graph, corpus, lambda r: pair_metrics(r, gold))}
 
 
 def obliqa_mp(data: Path, mp: Path) -> dict:
-    texts, refs = graph(data)
+    corpus = load_obliqa(data).corpus
+    graph = corpus_graph(data)
     questions = json.loads((mp / "ObliQA_MultiPassage_val.json").read_text(encoding="utf-8"))
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     for line in (mp / "qrels_val.txt").read_text(encoding="utf-8").splitlines():
         q, _, d, rel = line.split()
         qrels[q][d] = int(rel)
     linked = sum(1 for gold in qrels.values()
-                 if any(b in r.targets for a in gold for r in refs.get(a, []) for b in gold if b != a))
-    index = BM25Index().index(list(texts), [p.text for p in texts.values()], log=False)
-    run = index.search({q["QuestionID"]: q["Question"] for q in questions}, k=100)
+                 if any(b in link.targets for a in gold for link in graph.links(a) for b in gold if b != a))
+    base = build_retriever(corpus, RetrieverSpec("bm25"))
+    run = base.search({q["QuestionID"]: q["Question"] for q in questions}, k=RUN_DEPTH)
 
     def scores(r: dict) -> dict:
         m = evaluate_run(dict(qrels), r)
         return {"R@10": round(m["recall@10"], 4), "MAP@10": round(m["map@10"], 4)}
 
-    rows = [{"run": "bm25", **scores(run)}]
-    for n, w, m in GRID:
-        rows.append({"run": f"bm25 + xref (top {n}, w {w}, <= {m} targets)", **scores(expand(run, refs, n, w, m))})
-    return {"questions": len(questions), "questions with a gold passage referring to another": linked, "rows": rows}
+    return {"questions": len(questions), "questions with a gold passage referring to another": linked,
+            "rows": grid_rows(base, run, graph, corpus, scores)}
 
 
 def main(argv: list[str] | None = None) -> int:

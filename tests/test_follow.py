@@ -9,8 +9,9 @@ import json
 from _scoring_fixtures import bag_of_words
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused import FocusedAnswerer, FocusedConfig
-from rirag.generation.follow import Followed, ReferenceGraph
+from rirag.generation.follow import Followed
 from rirag.generation.pipeline import RetrievedPassage, answer_items
+from rirag.retrieval.references import ReferenceGraph
 from rirag.text import xref_graph, xref_numbers
 
 CITING = ("An Authorised Person must notify the Regulator in writing of any breach of its capital requirements, "

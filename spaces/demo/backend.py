@@ -149,6 +149,7 @@ class Backend:
         self._references, self._root = references, None
         self._lock = threading.Lock()
         self._options = None
+        self._root = None  # the corpus folder (the cross-reference graph of xref_expand), when loaded here
 
     @property
     def options(self):
@@ -180,7 +181,7 @@ class Backend:
             if self._retriever is None:
                 from rirag.retrieval.registry import build_retriever
 
-                self._retriever = build_retriever(self._corpus, self.options.retriever)
+                self._retriever = build_retriever(self._corpus, self.options.retriever, root=self._root)
             if self._generator is None:
                 from rirag.generation.registry import build_generator
 

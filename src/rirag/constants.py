@@ -57,6 +57,15 @@ RANK_FUSION_DOC_WEIGHT = 0.1
 #: Reciprocal rank fusion constant (Cormack et al. 2009).
 RRF_K = 60
 
+#: Cross-reference expansion of a run, an option of every retriever (rirag.retrieval.references.XrefExpansion), off
+#: unless ``xref_expand=N`` is given: each of the top N passages adds the targets of its references resolving to at
+#: most XREF_MAX_TARGETS passages, scored XREF_WEIGHT times the citing passage's score (kept if higher). Off by
+#: default because benchmarks/xref_expansion.py measured no clear gain (docs/results.md: on the 80 ukfin questions
+#: Both@10 0.7375 -> 0.75 at best, one question; on ObliQA-MP R@10 +0.0024 at best, MAP@10 up in no cell); these two
+#: defaults are among that grid's best cells on the ukfin questions, read on the same questions.
+XREF_WEIGHT = 0.95
+XREF_MAX_TARGETS = 1
+
 #: Post-retrieval score filtering (RIRAG / second seed paper): keep normalised scores >= min, cut the ranked list
 #: at the first consecutive drop > max_drop, always keep at least one passage.
 FILTER_MIN_SCORE = 0.7

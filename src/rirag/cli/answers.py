@@ -132,13 +132,14 @@ def attach_references(generator, obliqa) -> None:
     """A focused answerer following cross-references gets the corpus's graph (read lazily from ``DATA/xref`` when
     ``rirag data xref`` wrote it, else resolved on the fly) and passages."""
     if getattr(getattr(generator, "config", None), "follow_references", False):
-        from rirag.generation.follow import ReferenceGraph
+        from rirag.retrieval.references import ReferenceGraph
 
         generator.attach_references(ReferenceGraph(obliqa.root), obliqa.corpus)
 
 
-def retriever_from_args(options: AnswerOptions, corpus):
-    return build_retriever(corpus, options.retriever)
+def retriever_from_args(options: AnswerOptions, obliqa):
+    """The options' retriever over ``obliqa``'s corpus (its folder: the cross-reference graph of ``xref_expand``)."""
+    return build_retriever(obliqa.corpus, options.retriever, root=obliqa.root)
 
 
 #: Generator options that change how answers are produced, not what they say: left out of the run manifest.
@@ -244,7 +245,7 @@ def cmd_answer(args: Any) -> int:
         if args.run:
             where = str(args.run)
         else:
-            retriever = retriever_from_args(options, obliqa.corpus)
+            retriever = retriever_from_args(options, obliqa)
             run = retriever.search(dict(questions), k=max(options.k, EVAL_K), show_progress=True)
             where = f"retriever {options.retriever.name}"
         try:
@@ -295,7 +296,7 @@ def cmd_ask(args: Any) -> int:
     start, cpu_start = time.perf_counter(), time.process_time()
     obliqa = load_obliqa(args.data)
     check.k_within_corpus(args.k, len(obliqa.corpus))
-    retriever = retriever_from_args(options, obliqa.corpus)
+    retriever = retriever_from_args(options, obliqa)
     generator = generator_from_args(options)
     attach_references(generator, obliqa)
     timings, cpu = [], []
@@ -362,7 +363,7 @@ def cmd_submit(args: Any) -> int:
     attach_references(generator, obliqa)
     # a second writer is locked out; a failure before the first answer leaves --out as it was
     with answers_run:
-        retriever = retriever_from_args(options, obliqa.corpus)
+        retriever = retriever_from_args(options, obliqa)
         queries = {qid: prepare_question(text)[0] for qid, text in questions}
         empty = [qid for qid, text in queries.items() if not text]
         run = retriever.search({q: t for q, t in queries.items() if t}, k=max(options.k, EVAL_K), show_progress=True)

@@ -38,16 +38,10 @@ def cmd_data_build(args) -> int:
     return EXIT_OK
 
 
-def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
-    """The corpus at ``root`` as resolver passages and its aliases (:func:`rirag.generation.follow.xref_passages`)."""
-    from rirag.generation.follow import xref_passages as passages
-
-    return passages(root)
-
-
 def cmd_data_xref(args) -> int:
     """Find and resolve every passage's cross-references; write the graph beside the corpus (or to --out)."""
     from rirag.data.obliqa import resolve_data_dir
+    from rirag.retrieval.references import xref_passages
     from rirag.text import xref_graph
 
     root = resolve_data_dir(args.data)

@@ -43,7 +43,7 @@ def cmd_retrieve(args) -> int:
     estimate = checks.run_bytes([q.id for q in questions], args.k, max(map(len, obliqa.corpus), default=0), system)
     checks.run_size_within(estimate, args.max_bytes, f"--out {args.out}",
                           f"pass --max-bytes {estimate} (or more) to write it, or a smaller --k")
-    retriever = build_retriever(obliqa.corpus, spec)
+    retriever = build_retriever(obliqa.corpus, spec, root=obliqa.root)
     run = retriever.search({q.id: q.text for q in questions}, k=args.k, show_progress=True)
     write_trec(run, args.out, system=system, depth=args.k)
     sys.stdout.write(f"wrote {len(run)} queries × top {args.k} to {args.out}\n")

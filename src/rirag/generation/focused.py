@@ -422,7 +422,7 @@ class FocusedAnswerer:
     corpus_texts: Mapping | None = None
 
     def attach_references(self, graph, corpus_texts: Mapping) -> "FocusedAnswerer":
-        """Follow cross-references through ``graph`` (:class:`rirag.generation.follow.ReferenceGraph`) when the
+        """Follow cross-references through ``graph`` (:class:`rirag.retrieval.references.ReferenceGraph`) when the
         config says so; ``corpus_texts``: passage id -> passage (or text), for rules outside the retrieved
         passages."""
         self.references, self.corpus_texts = graph, corpus_texts

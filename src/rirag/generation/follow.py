@@ -3,9 +3,9 @@ corpus ("subject to Rule 9.5.2") and that rule's best unit bears on the question
 
 For one focused answer (:class:`~rirag.generation.focused.FocusedAnswer`) and the ids of its passages:
 
-1. each kept unit's passage's resolved references (:class:`ReferenceGraph`: the corpus's graph, read lazily from
-   ``DIR/xref/references.jsonl`` when ``rirag data xref`` wrote it, else resolved on the fly for the cited passages
-   only) name target passages; a reference resolving to more than
+1. each kept unit's passage's resolved references (:class:`~rirag.retrieval.references.ReferenceGraph`: the
+   corpus's graph, read lazily from ``DIR/xref/references.jsonl`` when ``rirag data xref`` wrote it, else resolved
+   on the fly for the cited passages only) name target passages; a reference resolving to more than
    :attr:`~rirag.generation.focused.FocusedConfig.follow_max_targets` passages (a whole chapter) is not followed,
    nor is one whose targets are cited already;
 2. the targets' units are scored by the answerer's own unit scorer against the question (targets among the given
@@ -27,31 +27,16 @@ quoted as it is, and the followed unit after it still cites its passage.
 
 from __future__ import annotations
 
-import json
-import logging
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rirag.generation.focused_scorer import ScoredUnit
-from rirag.text import xref, xref_graph, xref_numbers
+from rirag.retrieval.references import Link, ReferenceGraph
 from rirag.text.units import Unit, is_broken_unit
 
 # The focused answerer and its answers (rirag.generation.focused imports this module lazily, so it is not imported here)
 FocusedAnswerer = FocusedAnswer = Any
-
-logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Link:
-    """One resolved reference of a passage: its surface, its character span in the passage and its targets."""
-
-    surface: str
-    start: int
-    end: int
-    targets: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -85,93 +70,6 @@ class Added:
 def _text(entry) -> str:
     """A corpus entry's text (a :class:`rirag.data.obliqa.Passage` or a plain string)."""
     return entry if isinstance(entry, str) else entry.text
-
-
-def xref_passages(root: Path) -> tuple[list, dict[str, str]]:
-    """The corpus at ``root`` (ObliQA layout, ingested or not; question files not needed) as resolver passages, and
-    the aliases its document map gives (short codes, other titles). An ingested passage's chapter is read from its
-    heading path ("4 Format and Frequency" -> 4)."""
-    from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
-    from rirag.io import read_json
-
-    root = Path(root)
-    titles = _load_titles(root)
-    names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    aliases = xref_numbers.aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
-                                               for k, v in names.items()})
-    passages = []
-    for path in _document_files(root):
-        for rec in _records(path, PASSAGE_FIELDS):
-            chapter = None
-            for heading in (rec.get("Headings") or [])[1:]:
-                m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
-                if m:
-                    chapter = m.group(1)
-                    break
-            doc = int(rec["DocumentID"])
-            passages.append(xref_numbers.Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
-                                         str(rec["PassageID"]), rec["Passage"], chapter=chapter))
-    return passages, aliases
-
-
-class ReferenceGraph:
-    """The resolved references of a corpus's passages, by passage id, loaded on first use: from ``graph`` (a
-    ``references.jsonl`` written by ``rirag data xref``; default ``ROOT/xref/references.jsonl`` when present), else
-    resolved on the fly, passage by passage as asked, over the corpus at ``root`` (or the given resolver
-    ``passages``)."""
-
-    def __init__(self, root: str | Path | None = None, graph: str | Path | None = None,
-                 passages: Sequence[xref_numbers.Passage] | None = None, aliases: Mapping[str, str] | None = None):
-        self.root = Path(root) if root is not None else None
-        if graph is None and self.root is not None:
-            default = self.root / xref_graph.GRAPH_CONFIG / xref_graph.GRAPH_FILE
-            graph = default if default.is_file() else None
-        self.graph = Path(graph) if graph is not None else None
-        if self.graph is None and self.root is None and passages is None:
-            raise ValueError("a reference graph needs a corpus folder, a graph file or resolver passages")
-        self._passages = list(passages) if passages is not None else None
-        self._aliases = dict(aliases or {})
-        self._links: dict[str, list[Link]] | None = None
-        self._resolver: xref.Resolver | None = None
-        self._by_id: dict[str, xref_numbers.Passage] | None = None
-        self._cache: dict[str, list[Link]] = {}
-
-    @property
-    def source(self) -> str:
-        """Where the references come from (for a log line or a card)."""
-        return str(self.graph) if self.graph is not None else "resolved on the fly"
-
-    def _load_graph(self) -> dict[str, list[Link]]:
-        links: dict[str, list[Link]] = {}
-        with open(self.graph, encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                if row.get("resolved") and row.get("targets"):
-                    links.setdefault(row["source_id"], []).append(
-                        Link(row["surface"], int(row["start"]), int(row["end"]), tuple(row["targets"])))
-        logger.info("cross-references of %d passages read from %s", len(links), self.graph)
-        return links
-
-    def _resolve(self, pid: str) -> list[Link]:
-        if self._resolver is None:
-            if self._passages is None:
-                self._passages, self._aliases = xref_passages(self.root)
-            self._resolver = xref.Resolver(self._passages, self._aliases)
-            self._by_id = {p.id: p for p in self._passages}
-        p = self._by_id.get(pid)
-        if p is None:
-            return []
-        return [Link(r.surface, r.start, r.end, r.targets) for r in self._resolver.references(p) if r.resolved]
-
-    def links(self, pid: str) -> list[Link]:
-        """The resolved references of passage ``pid`` (none when it refers to nothing or is not in the corpus)."""
-        if self.graph is not None:
-            if self._links is None:
-                self._links = self._load_graph()
-            return self._links.get(pid, [])
-        if pid not in self._cache:
-            self._cache[pid] = self._resolve(pid)
-        return self._cache[pid]
 
 
 def inline_offset(unit: Unit, passage: str, link: Link) -> int | None:

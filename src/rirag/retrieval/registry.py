@@ -16,15 +16,29 @@ rerank         cross-encoder reranking of the hybrid's top ``rerank_depth`` (opt
 learned-fusion LightGBM ranker over BM25, encoders and document BM25 (options: ranker = folder from
                train/learned_fusion.py, required; encoders = comma-separated override of the saved encoder names)
 =============  ======================================================================================================
+
+Every retriever also takes the options of cross-reference expansion, :data:`XREF_OPTIONS` (off unless
+``xref_expand=N`` is given): its run is expanded by the corpus's reference graph
+(:class:`rirag.retrieval.references.XrefExpansion`), which :func:`build_retriever` reads from the corpus folder
+``root``.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
-from rirag.constants import HYBRID_ALPHA, RANK_FUSION_DOC_WEIGHT, RERANK_DEPTH, RRF_K, RUN_DEPTH
+from rirag.constants import (
+    HYBRID_ALPHA,
+    RANK_FUSION_DOC_WEIGHT,
+    RERANK_DEPTH,
+    RRF_K,
+    RUN_DEPTH,
+    XREF_MAX_TARGETS,
+    XREF_WEIGHT,
+)
 from rirag.data.obliqa import Passage
 from rirag.data.runs import Run
 from rirag.errors import DataError, UsageError
@@ -183,6 +197,8 @@ RETRIEVER_OPTIONS: dict[str, tuple[str, ...]] = {
     "rerank": ("reranker", "rerank_depth", "alpha", "depth", "rerank_batch_size", *_DENSE_OPTIONS),
     "learned-fusion": ("ranker", "encoders", *_DENSE_OPTIONS),
 }
+#: Options every retriever takes: cross-reference expansion of its run (off unless ``xref_expand`` is above 0).
+XREF_OPTIONS = ("xref_expand", "xref_weight", "xref_max_targets")
 #: name -> options without which it cannot run.
 REQUIRED_OPTIONS: dict[str, tuple[str, ...]] = {"rerank": ("reranker",), "learned-fusion": ("ranker",)}
 #: retrievers that need ``spec.model`` (a dense encoder).
@@ -195,14 +211,19 @@ def retriever_options(name: str, options: Mapping[str, Any] | Iterable[tuple[str
     if name not in RETRIEVER_OPTIONS:
         raise UsageError(f"unknown retriever {name!r}; choose one of: {', '.join(RETRIEVER_OPTIONS)}")
     items = options.items() if isinstance(options, Mapping) else options
+    known = sorted({*RETRIEVER_OPTIONS[name], *XREF_OPTIONS})
     out: dict[str, Any] = {}
     for key, value in items:
         if key not in OPTION_SPECS:
-            raise UsageError(f"retriever {name!r}: unknown option(s) {[key]}; known: {sorted(RETRIEVER_OPTIONS[name])}")
+            raise UsageError(f"retriever {name!r}: unknown option(s) {[key]}; known: {known}")
         out[key] = OPTION_SPECS[key].check(value, f"--option {key}")
-    unknown = sorted(set(out) - set(RETRIEVER_OPTIONS[name]))
+    unknown = sorted(set(out) - set(known))
     if unknown:
-        raise UsageError(f"retriever {name!r}: unknown option(s) {unknown}; known: {sorted(RETRIEVER_OPTIONS[name])}")
+        raise UsageError(f"retriever {name!r}: unknown option(s) {unknown}; known: {known}")
+    idle = [k for k in XREF_OPTIONS[1:] if k in out]
+    if idle and not out.get("xref_expand"):
+        raise UsageError(f"--option {idle[0]}: cross-reference expansion is off; it needs --option xref_expand=N "
+                         "(the top N passages whose references are followed)")
     missing = [k for k in REQUIRED_OPTIONS.get(name, ()) if not out.get(k)]
     if missing:
         raise UsageError(f"retriever {name!r} needs option {missing[0]}=PATH ({OPTION_SPECS[missing[0]].help})")
@@ -222,7 +243,24 @@ def retriever_spec(name: str, model: str | None,
     return RetrieverSpec(name, model, typed)
 
 
-def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec,
+                    root: str | Path | None = None) -> Retriever:
     """Check the spec's options (types, ranges, known keys; :func:`retriever_options`) before anything loads, then
-    build the retriever."""
-    return RETRIEVERS[spec.name](corpus, retriever_spec(spec.name, spec.model, spec.options))
+    build the retriever. With ``xref_expand=N``, the retriever's run is expanded by the cross-reference graph of the
+    corpus folder ``root`` (:func:`rirag.retrieval.references.corpus_graph`, checked before the retriever loads;
+    without ``root`` a :class:`DataError`); without it, the retriever itself."""
+    spec = retriever_spec(spec.name, spec.model, spec.options)
+    top = spec.options.get("xref_expand", 0)
+    graph = None
+    if top:
+        from rirag.retrieval.references import corpus_graph
+
+        graph = corpus_graph(root)
+    base = RETRIEVERS[spec.name](corpus, replace(spec, options={k: v for k, v in spec.options.items()
+                                                                if k not in XREF_OPTIONS}))
+    if graph is None:
+        return base
+    from rirag.retrieval.references import XrefExpansion
+
+    return XrefExpansion(base, graph, top, spec.options.get("xref_weight", XREF_WEIGHT),
+                         spec.options.get("xref_max_targets", XREF_MAX_TARGETS), corpus)
