@@ -11,6 +11,11 @@ over sentences; recall: matched unanswered parts over unanswered parts. Reported
 the draw-rank blocks (the cues were written reading ranks 100-249; ranks 0-99 are the held-out report), without the
 borderline parts, and by kind.
 
+The whole-answer flag (:data:`rirag.text.units.NOT_ADDRESSED`, below the answerability threshold) is scored on the
+same labels: a question is *not addressed* by its passages when none of its labelled parts is stated. Reported: the
+flag's precision and recall per block, and the same at other answerability thresholds (``flag_thresholds``), so the
+threshold's trade-off is on record (the threshold itself is chosen by ``train/focused_scorer.py``, not here).
+
 Usage:
 
     python benchmarks/missing_parts_eval.py --labels benchmarks/missing_parts/labels.jsonl
@@ -36,6 +41,8 @@ class MissingPartsEvalArguments:
     obligation_model: str | None = field(default=None, metadata={
         "help": "Obligation classifier of the answerer (default: the answerer's)."})
     tune_ranks: str = field(default="100-249", metadata={"help": "Draw ranks the cues were written on."})
+    flag_thresholds: str = field(default="0.9,0.95,0.97,0.98", metadata={
+        "help": "Answerability thresholds the flag is also scored at (besides the scorer's own)."})
     results: str = field(default="benchmarks/results/missing_parts.json", metadata={"help": "Results JSON."})
 
 
@@ -64,9 +71,26 @@ def score(records: list[dict], said: dict[str, list[str]], skip_borderline: bool
             "by_kind": {f"{k}:{v}": n for (k, v), n in sorted(by_kind.items())}}
 
 
-def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> dict[str, list[str]]:
+def not_addressed(record: dict) -> bool:
+    """Whether a labelled question's given passages state none of its parts."""
+    return not any(p["stated"] for p in record["parts"])
+
+
+def score_flag(records: list[dict], answerability: dict[str, float], threshold: float) -> dict:
+    """Precision and recall of flagging (answerability below ``threshold``) the questions whose passages state none
+    of their labelled parts."""
+    flagged = [r for r in records if answerability[r["QuestionID"]] < threshold]
+    right = sum(not_addressed(r) for r in flagged)
+    positives = sum(not_addressed(r) for r in records)
+    return {"threshold": threshold, "questions": len(records), "not_addressed": positives, "flagged": len(flagged),
+            "right": right, "precision": right / len(flagged) if flagged else None,
+            "recall": right / positives if positives else None}
+
+
+def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> tuple[dict[str, list[str]], dict, float]:
     """question id -> the kinds the focused answerer's missing-part sentences name (its passages selected from the
-    run as the answer path selects them; they must be the labels' given passages)."""
+    run as the answer path selects them; they must be the labels' given passages); question id -> the answer's
+    answerability; the answerer's answerability threshold."""
     from rirag.constants import EVAL_K
     from rirag.data.obliqa import load_obliqa
     from rirag.data.runs import read_trec
@@ -85,7 +109,9 @@ def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> dic
                              f"in {args.run} differ from the labelled passage_ids")
     answers = answerer.answer_many([r["Question"] for r in records], [[p.text for p in ps] for ps in given],
                                    [[p.score for p in ps] for ps in given])
-    return {r["QuestionID"]: stated_kinds(a.text) for r, a in zip(records, answers)}
+    return ({r["QuestionID"]: stated_kinds(a.text) for r, a in zip(records, answers)},
+            {r["QuestionID"]: a.answerability for r, a in zip(records, answers)},
+            answerer._option("answerable_threshold"))
 
 
 def main(args: MissingPartsEvalArguments) -> dict:
@@ -93,7 +119,7 @@ def main(args: MissingPartsEvalArguments) -> dict:
 
     with open(args.labels, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
-    said = answer_labelled(records, args)
+    said, answerability, threshold = answer_labelled(records, args)
     low, high = (int(v) for v in args.tune_ranks.split("-"))
     tune = [r for r in records if low <= r["draw_rank"] <= high]
     held = [r for r in records if not low <= r["draw_rank"] <= high]
@@ -105,12 +131,21 @@ def main(args: MissingPartsEvalArguments) -> dict:
                "all": score(records, said), "held_out": score(held, said), "tuning_block": score(tune, said),
                "held_out_without_borderline": score(held, said, skip_borderline=True),
                "all_without_borderline": score(records, said, skip_borderline=True),
-               "answers_with_a_sentence": sum(bool(v) for v in said.values())}
+               "answers_with_a_sentence": sum(bool(v) for v in said.values()),
+               "flag_held_out": score_flag(held, answerability, threshold),
+               "flag_tuning_block": score_flag(tune, answerability, threshold),
+               "flag_held_out_at": [score_flag(held, answerability, float(t)) for t in args.flag_thresholds.split(",")]}
     atomic_write_json(args.results, results)
     for key in ("all", "held_out", "tuning_block", "held_out_without_borderline", "all_without_borderline"):
         r = results[key]
         logger.info("%-28s questions %3d  sentences %3d  right %3d  unanswered %3d  precision %s  recall %s", key,
                     r["questions"], r["sentences"], r["right"], r["unanswered_parts"],
+                    f"{r['precision']:.3f}" if r["precision"] is not None else "n/a",
+                    f"{r['recall']:.3f}" if r["recall"] is not None else "n/a")
+    for key in ("flag_held_out", "flag_tuning_block"):
+        r = results[key]
+        logger.info("%-28s threshold %.3f  not addressed %3d  flagged %3d  right %3d  precision %s  recall %s", key,
+                    r["threshold"], r["not_addressed"], r["flagged"], r["right"],
                     f"{r['precision']:.3f}" if r["precision"] is not None else "n/a",
                     f"{r['recall']:.3f}" if r["recall"] is not None else "n/a")
     return results

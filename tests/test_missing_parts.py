@@ -107,3 +107,18 @@ def test_an_unless_clause_states_the_condition():
                                     "unless the Offer is an Exempt Offer."]) == []
     assert [p.kind for p in missing_parts(question, ["This chapter applies to any Person who Offers Islamic "
                                                      "Securities in the ADGM."])] == ["circumstances"]
+
+
+def test_the_flag_is_scored_against_questions_whose_passages_state_none_of_their_parts():
+    from _scripts import load_script
+
+    module = load_script("benchmarks/missing_parts_eval.py")
+    records = [{"QuestionID": q, "parts": [{"stated": s} for s in stated]}
+               for q, stated in (("a", [False]), ("b", [False, True]), ("c", [False, False]), ("d", [True]))]
+    answerability = {"a": 0.2, "b": 0.3, "c": 0.9, "d": 0.95}
+    low = module.score_flag(records, answerability, 0.5)  # flags a (none stated) and b (one part stated)
+    assert (low["not_addressed"], low["flagged"], low["right"]) == (2, 2, 1)
+    assert low["precision"] == 0.5 and low["recall"] == 0.5
+    high = module.score_flag(records, answerability, 0.99)  # flags all: every not-addressed one is caught
+    assert high["recall"] == 1.0 and high["precision"] == 0.5
+    assert module.score_flag(records, answerability, 0.1)["precision"] is None
