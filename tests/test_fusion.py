@@ -14,6 +14,7 @@ from rirag.retrieval.fusion import (
     min_max_normalise,
     rank_fusion,
     rrf,
+    truncate,
 )
 
 
@@ -92,6 +93,22 @@ def test_fusion_retrievers_truncate_and_rank():
     # ŝ_p: a 1, b 0.875, c 0 ; ŝ_d: D1 1, D2 0
     assert out == pytest.approx({"a": 0.9, "b": 0.9 * 0.875 + 0.1, "c": 0.1})
     assert list(RRFRetriever([dense, bm25]).search({"q": "t"}, k=1)["q"]) == ["c"]
+
+
+def test_rrf_retriever_scores_are_a_share_of_the_best_possible_so_the_score_filter_keeps_agreed_passages():
+    from rirag.constants import FILTER_MAX_DROP, FILTER_MIN_SCORE
+    from rirag.retrieval.filtering import filter_ranked
+
+    dense = _Fixed({"q": {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.1}})
+    bm25 = _Fixed({"q": {"a": 9.0, "b": 5.0, "c": 4.0, "e": 1.0}})
+    out = RRFRetriever([dense, bm25], k=60).search({"q": "t"}, k=5)["q"]
+    raw = rrf([dense.run, bm25.run], k=60)["q"]
+    assert list(out) == list(truncate({"q": raw}, 5)["q"])  # the order is RRF's
+    assert out["a"] == pytest.approx(1.0) and out["c"] == pytest.approx(raw["c"] * 61 / 2)
+    assert all(0.0 < s <= 1.0 for s in out.values())
+    # the filter keeps the passages both rank high (raw RRF scores, all below 0.7, kept only the first)
+    assert list(filter_ranked(out, FILTER_MIN_SCORE, FILTER_MAX_DROP)) == ["a", "b", "c"]
+    assert list(filter_ranked(raw, FILTER_MIN_SCORE, FILTER_MAX_DROP)) == ["a"]
 
 
 @pytest.mark.slow

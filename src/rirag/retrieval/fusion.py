@@ -132,11 +132,17 @@ class RankFusionRetriever:
 
 
 class RRFRetriever:
-    """Reciprocal rank fusion of several retrievers."""
+    """Reciprocal rank fusion of several retrievers. Its scores are :func:`rrf`'s divided by the best an RRF score can
+    be (every retriever ranking the passage first: ``n / (k + 1)``), so that they lie in [0, 1] with 1 for a passage
+    all agree on, the scale the RIRAG score filter reads (:data:`rirag.constants.FILTER_MIN_SCORE`); raw RRF scores
+    (at most 2/61 for two retrievers) all fall below 0.7 and the filter kept only the first passage. The order is
+    :func:`rrf`'s."""
 
     def __init__(self, retrievers: Sequence, k: int = RRF_K, depth: int = RUN_DEPTH):
         self.retrievers, self.k, self.depth = list(retrievers), k, depth
 
     def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run:
         runs = [r.search(queries, max(k, self.depth), show_progress) for r in self.retrievers]
-        return truncate(rrf(runs, self.k, self.depth), k)
+        best = len(runs) / (self.k + 1)
+        return {q: {pid: s / best for pid, s in results.items()}
+                for q, results in truncate(rrf(runs, self.k, self.depth), k).items()}
