@@ -90,7 +90,9 @@ class DraftPart:
     when it was taken from a passage, that passage's index and the span's character offsets in it. ``inline``: the
     markers written inside its text, each (offset in ``text``, whitespace-normalised, right after a reference;
     0-based index of the passage the reference was followed to: :mod:`rirag.generation.follow`); they are
-    citations of that passage, besides ``cited``."""
+    citations of that passage, besides ``cited``. A list quoted with only some of its items
+    (:func:`rirag.text.units.focus_items`) spans from its lead-in's start to its last kept item's end, its text the
+    quoted pieces joined by elision marks."""
 
     text: str
     cited: tuple[int, ...] = ()

@@ -23,6 +23,9 @@ For one question and its retrieved (filtered) passages, in retrieval order:
 5. keep the units most relevant first (the best passage's best unit leads), each a part of the answer's draft
    (:class:`~rirag.generation.base.Draft`) citing its passage (and its near-duplicates' passages), written out by
    :func:`rirag.generation.render.render`;
+   With :attr:`FocusedConfig.focus_lists` (off by default), a kept list unit longer than
+   :attr:`FocusedConfig.focus_list_min_words` with at least three top-level items is quoted as its lead-in and only
+   the items closest to the question (:func:`focus_lists`), "[…]" where items are left out;
 6. score the question's *answerability* (a second logistic model over the best unit's question-match measures,
    learned on ``train`` from matched and mismatched question/passage pairs): below its threshold the answer
    starts with :data:`~rirag.text.units.NOT_ADDRESSED` and then gives the closest provisions, cited.
@@ -65,9 +68,12 @@ from rirag.text.missing_parts import missing_parts
 from rirag.text.units import (
     Unit,
     clip_unit,
+    focus_items,
     is_broken_unit,
     leading_title,
+    list_items,
     names_row,
+    normalise,
     split_units,
     without_title,
 )
@@ -128,9 +134,20 @@ class FocusedConfig:
         "help": "A followed rule's best unit must score at least this share of the lead unit's score."})
     follow_max_targets: int = field(default=5, metadata={
         "help": "A reference resolving to more passages than this (a whole chapter) is not followed."})
+    # -- focusing long lists on the items the question asks about (focus_lists) --
+    focus_lists: bool = field(default=False, metadata={
+        "help": "Quote a kept list unit longer than focus_list_min_words with at least 3 top-level items as its "
+                "lead-in and only the items that bear on the question, an elision mark where items are left out "
+                "(focus_lists)."})
+    focus_list_min_words: int = field(default=60, metadata={
+        "help": "With focus_lists: a list unit of at most this many words is quoted whole."})
+    focus_list_margin: float = field(default=0.1, metadata={
+        "help": "With focus_lists: keep the items whose cosine with the question is within this of the best "
+                "item's; keeping all items, or all but one, quotes the whole list."})
     follow_in_unit: bool = field(default=True, metadata={
-        "help": "Follow only references written inside the kept unit (else any of its passage's). follow_ratio 0.5 "
-                "and in-unit: the setting chosen on ObliQA-MP validation (benchmarks/follow_references.py)."})
+        "help": "Follow only references written inside the kept unit's quoted text (else any of its passage's). "
+                "follow_ratio 0.5 and in-unit: the setting chosen on ObliQA-MP validation "
+                "(benchmarks/follow_references.py)."})
 
 
 @dataclass
@@ -398,6 +415,9 @@ class FocusedAnswerer:
             addressed = answerability >= self._option("answerable_threshold")
             kept = prefer_named_twin(question, self.select(scored), scored, self.config.dedup_min_ratio)
             kept = drop_repeated_titles(kept, passages, self._split)
+            if self.config.focus_lists:
+                kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
+                                   self.config.focus_list_margin, self.config.max_unit_words)
             kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words)
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
@@ -487,6 +507,43 @@ def drop_repeated_titles(kept: list[ScoredUnit], passages: Sequence[str],
         elif title:
             seen.add(key)
         out.append(k)
+    return out
+
+
+#: A list is focused only when it has at least this many top-level items (else there is little to leave out).
+FOCUS_LIST_MIN_ITEMS = 3
+
+
+def focus_lists(question: str, kept: list[ScoredUnit], passages: Sequence[str], encode: EncodeFn,
+                min_words: int, margin: float, max_unit_words: int) -> list[ScoredUnit]:
+    """Each kept list unit longer than ``min_words`` words with at least :data:`FOCUS_LIST_MIN_ITEMS` top-level items
+    (:func:`rirag.text.units.list_items`: a nested sub-list stays with its item) quoted as its lead-in and only
+    the items whose cosine with the question (``encode``: normalised embeddings) is within ``margin`` of the best
+    item's, in passage order, an elision mark where items are left out (:func:`rirag.text.units.focus_items`).
+    Keeping all items, or all but one, leaves the unit whole (the question asks about the whole list); so does a
+    focused text longer than ``max_unit_words`` (the unit is clipped as before). Scores and citations are
+    unchanged."""
+    lists = []
+    for i, k in enumerate(kept):
+        passage = passages[k.unit.passage] if k.unit.passage < len(passages) else None
+        parts = list_items(k.unit, passage) if passage is not None and k.unit.words > min_words else None
+        if parts is not None and len(parts[1]) >= FOCUS_LIST_MIN_ITEMS:
+            lists.append((i, passage, [normalise(passage[a:b]) for a, b in parts[1]]))
+    if not lists:
+        return kept
+    emb = encode([question, *(t for _, _, texts in lists for t in texts)])
+    cosine = emb[1:] @ emb[0]
+    out = list(kept)
+    at = 0
+    for i, passage, texts in lists:
+        scores = cosine[at:at + len(texts)]
+        at += len(texts)
+        keep = [j for j, c in enumerate(scores) if c >= scores.max() - margin]
+        if len(keep) >= len(texts) - 1:
+            continue
+        unit = focus_items(out[i].unit, passage, keep)
+        if unit.words <= max_unit_words:
+            out[i] = replace(out[i], unit=unit)
     return out
 
 

@@ -22,7 +22,9 @@ The answer records what was followed (:class:`Followed`: "Rule 9.5.2 -> [3]"), a
 ("... subject to Rule 9.5.2 [3], ... [1]."; :func:`inline_offset`), written out by
 :func:`rirag.generation.render.written`. A reference whose surface is not found inside the quoted unit text (one
 outside the unit, followed with ``follow_in_unit`` off; a table row whose text is rebuilt) gets none: the unit is
-quoted as it is, and the followed unit after it still cites its passage.
+quoted as it is, and the followed unit after it still cites its passage. A list focused on some of its items
+(``focus_lists``) quotes only its lead-in and kept items (:meth:`rirag.text.units.Unit.quotes`): a reference in an
+item it leaves out is outside the quoted text (not followed with ``follow_in_unit``, and never marked inline).
 """
 
 from __future__ import annotations
@@ -78,15 +80,17 @@ def inline_offset(unit: Unit, passage: str, link: Link) -> int | None:
 
     A unit's text is its span of the passage with whitespace normalised (and perhaps without a paragraph label), so
     the surface is searched in it, whitespace-insensitively and as whole words; of several occurrences the one with
-    as many non-space characters before it as the passage has between the unit's start and the reference (give or
-    take a dropped label) is taken."""
-    if not (unit.start <= link.start and link.end <= unit.end):
+    as many non-space characters before it as the quoted text has before the reference (:meth:`Unit.chars_before`:
+    the passage's between the unit's start and the reference, give or take a dropped label; for a focused list, its
+    quoted spans' and elision marks') is taken. A reference in an item a focused list leaves out is not quoted:
+    ``None``, even when the same surface is quoted elsewhere in the unit."""
+    if not unit.quotes(link.start, link.end):
         return None
     words = passage[link.start:link.end].split()
     if not words:
         return None
     pattern = re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)")
-    expected = len("".join(passage[unit.start:link.start].split()))
+    expected = unit.chars_before(passage, link.start)
     found = [(abs(len("".join(unit.text[:m.start()].split())) - expected), m.end())
              for m in pattern.finditer(unit.text)]
     return min(found)[1] if found else None
@@ -112,7 +116,7 @@ def follow(answerer: FocusedAnswerer, answer: FocusedAnswer, passages: Sequence[
         source = len(kept)  # where the citing unit is in ``kept`` (its inline markers are added there)
         kept.append(k)
         for link in graph.links(ids[k.unit.passage]):
-            if cfg.follow_in_unit and not (k.unit.start <= link.start and link.end <= k.unit.end):
+            if cfg.follow_in_unit and not k.unit.quotes(link.start, link.end):
                 continue
             if len(link.targets) > cfg.follow_max_targets:
                 continue

@@ -5,7 +5,8 @@ the answer text and refuses closed-book for the answerers that compose from the 
   (the same rule in two rulebooks) gets adjacent markers, ``... [2][4].``
   (:func:`rirag.text.citations.with_citation`);
 * a part cut to the word limit (:func:`rirag.text.units.clip_unit`) ends with :data:`rirag.text.units.ELISION`
-  before its marker;
+  before its marker; a list focused on some of its items (:func:`rirag.text.units.focus_items`) carries its
+  elision marks in its text, and is written as it is;
 * a part quoting a reference the answer followed (:mod:`rirag.generation.follow`) also cites the followed passage
   inline, right after the reference: ``... subject to Rule 9.5.2 [3], ... [1].`` (:func:`placed`);
 * each part of the question not covered adds one sentence after the cited content
