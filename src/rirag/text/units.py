@@ -86,14 +86,15 @@ class Unit:
     clipped: bool = False
     #: A list unit focused on some of its items (:func:`focus_items`): the passage spans it quotes, in order (the
     #: lead-in and the kept items, adjacent ones merged); ``text`` is their texts joined by :data:`ELISION` (and
-    #: ends with it when the list's last items are left out), ``start``/``end`` run from the lead-in's start to the
-    #: last kept item's end. Empty: the unit quotes ``start``-``end`` whole.
+    #: ends with it and a full stop when the list's last items are left out, so that the quote ends its sentence),
+    #: ``start``/``end`` run from the lead-in's start to the last kept item's end. Empty: the unit quotes
+    #: ``start``-``end`` whole.
     spans: tuple[tuple[int, int], ...] = ()
 
     @property
     def words(self) -> int:
-        """The words the unit quotes (an elision mark is not a word)."""
-        return sum(1 for w in self.text.split() if w != ELISION)
+        """The words the unit quotes (a focused list's elision marks are not words)."""
+        return len(self.text.split()) - (self.text.count(ELISION) if self.spans else 0)
 
     @property
     def quoted(self) -> tuple[tuple[int, int], ...]:
@@ -288,10 +289,10 @@ def list_items(unit: Unit, passage: str) -> tuple[tuple[int, int], list[tuple[in
 def focus_items(unit: Unit, passage: str, keep: Sequence[int]) -> Unit:
     """``unit`` (a list with a lead-in: :func:`list_items`) quoting its lead-in and only the top-level items
     ``keep`` (0-based, in passage order), an :data:`ELISION` mark where items are left out (before the first
-    kept item, between kept items, after the last one when the list goes on): "The records required under Rule
-    17.1.6 must be: […] (d) if requested by the Regulator, …". Each quoted piece is a verbatim span of
-    ``passage`` (:attr:`Unit.spans`). The unit itself when it has no items to focus on, or ``keep`` keeps them
-    all (or none)."""
+    kept item, between kept items, after the last one when the list goes on, then closed by a full stop: "(b)
+    …; […]."): "The records required under Rule 17.1.6 must be: […] (d) if requested by the Regulator, …". Each
+    quoted piece is a verbatim span of ``passage`` (:attr:`Unit.spans`). The unit itself when it has no items to
+    focus on, or ``keep`` keeps them all (or none)."""
     parts = list_items(unit, passage)
     keep = sorted(set(keep))
     if parts is None or not keep or len(keep) == len(parts[1]) or keep[0] < 0 or keep[-1] >= len(parts[1]):
@@ -306,7 +307,7 @@ def focus_items(unit: Unit, passage: str, keep: Sequence[int]) -> Unit:
             spans.append(list(items[i]))
         taken = i
     pieces = [normalise(passage[a:b]) for a, b in spans]
-    text = f" {ELISION} ".join(pieces) + (f" {ELISION}" if keep[-1] < len(items) - 1 else "")
+    text = f" {ELISION} ".join(pieces) + (f" {ELISION}." if keep[-1] < len(items) - 1 else "")
     return replace(unit, text=text, end=spans[-1][1], spans=tuple((a, b) for a, b in spans))
 
 
