@@ -190,6 +190,14 @@ def test_the_registry_resolves_a_generator_name_once(tmp_path):
                                                              "concurrency": 2, "max_retries": 1, "max_new_tokens": 9}
     assert generator_spec("artifacts/lm", None, args).options == {"adapter": None, "load_in_4bit": False,
                                                                  "device": "cpu", "max_new_tokens": 9, "batch_size": 3}
+    on = SimpleNamespace(**vars(args), focus_lists=True, follow_references=True)
+    assert generator_spec("focused", None, on).options == {"device": "cpu", "focus_lists": True,
+                                                           "follow_references": True}
+    assert "focus_lists" not in generator_spec("extractive", "c", on).options  # the focused answerer's only
+    from rirag.generation.registry import build_generator
+
+    built = build_generator(generator_spec("focused", None, on))
+    assert built.config.focus_lists and built.config.follow_references
     check_generator_model(GeneratorSpec("endpoint", "m"))  # needs no local model
     check_generator_model(GeneratorSpec("focused"))  # the default classifier, or deontic cues
     missing = str(tmp_path / "no_classifier")

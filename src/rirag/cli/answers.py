@@ -157,8 +157,9 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     """The generator part of a run manifest: its name and every option that changes what it writes."""
     options = {name: getattr(args, name, None) for name in _generator_option_names()
                if name not in RUNTIME_GENERATOR_OPTIONS and name not in ("generator", "strategy")}
-    if not options.get("follow_references"):  # off: the manifest of answers written before the option existed
-        options.pop("follow_references", None)
+    for flag in ("follow_references", "focus_lists"):  # off: the manifest of answers written before the option
+        if not options.get(flag):
+            options.pop(flag, None)
     return {"generator": args.generator, "generator_options": options}
 
 

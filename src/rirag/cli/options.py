@@ -199,3 +199,7 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
                    help=f"'{FOCUSED}': when a cited passage refers to another rule of the corpus whose best unit "
                         "answers the question too, cite that unit as well (the graph of `rirag data xref` when "
                         "written, else resolved on the fly)")
+    g.add_argument("--focus-lists", action="store_true",
+                   help=f"'{FOCUSED}': quote a long list as its lead-in and only the items that bear on the "
+                        "question, '[…]' where items are left out (off by default until its RePASs is measured; "
+                        "docs/cli.md)")

@@ -194,10 +194,13 @@ class FocusedAnswerer:
     def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
                  config: FocusedConfig | None = None, scorer: str | dict | None = None,
                  encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
-                 split: Callable[[str], Sequence[str]] | None = None, follow_references: bool | None = None):
+                 split: Callable[[str], Sequence[str]] | None = None, follow_references: bool | None = None,
+                 focus_lists: bool | None = None):
         self.config = config or FocusedConfig()
         if follow_references is not None:  # `--follow-references` (rirag.generation.follow)
             self.config = replace(self.config, follow_references=follow_references)
+        if focus_lists is not None:  # `--focus-lists`
+            self.config = replace(self.config, focus_lists=focus_lists)
         if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir() \
                 and looks_local(classifier):  # a Hub id loads from the Hub or its cache (a Space sets one)
             raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "

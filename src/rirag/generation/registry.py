@@ -49,8 +49,9 @@ def generator_spec(name: str, model: str | None, options: Any) -> GeneratorSpec:
     parsed arguments)."""
     kind = generator_kind(name)
     spec = GeneratorSpec(name, model, {k: getattr(options, k) for k in GENERATOR_OPTIONS[kind]})
-    if kind == FOCUSED and getattr(options, "follow_references", False):  # only when on: specs from before stay equal
-        spec.options["follow_references"] = True
+    for flag in ("follow_references", "focus_lists"):  # only when on: specs from before stay equal
+        if kind == FOCUSED and getattr(options, flag, False):
+            spec.options[flag] = True
     return spec
 
 

@@ -4,9 +4,9 @@ the answer text and refuses closed-book for the answerers that compose from the 
 * a part cites passage index ``i`` as ``[i + 1]``, before its closing full stop; a part citing several passages
   (the same rule in two rulebooks) gets adjacent markers, ``... [2][4].``
   (:func:`rirag.text.citations.with_citation`);
-* a part cut to the word limit (:func:`rirag.text.units.clip_unit`) ends with :data:`rirag.text.units.ELISION`
-  before its marker; a list focused on some of its items (:func:`rirag.text.units.focus_items`) carries its
-  elision marks in its text, and is written as it is;
+* a part cut to the word limit (:func:`rirag.text.units.clip_unit`) ends with :data:`rirag.text.units.ELISION`, its
+  marker and a full stop (``... […] [1].``), so that it closes its sentence; a list focused on some of its items
+  (:func:`rirag.text.units.focus_items`) carries its elision marks in its text, and is written as it is;
 * a part quoting a reference the answer followed (:mod:`rirag.generation.follow`) also cites the followed passage
   inline, right after the reference: ``... subject to Rule 9.5.2 [3], ... [1].`` (:func:`placed`);
 * each part of the question not covered adds one sentence after the cited content
@@ -62,7 +62,7 @@ def placed(part: DraftPart) -> tuple[str, list[tuple[int, int]]]:
     (several at one place are adjacent): "... subject to Rule 9.5.2 [3], ... [1].". An inline marker whose offset does
     not fall inside the text before the closing marker (nor right after a non-space character) is not written."""
     own = numbers(part)
-    piece, offset = placed_citation(f"{part.text} {ELISION}" if part.clipped else part.text, own)
+    piece, offset = placed_citation(f"{part.text} {ELISION}." if part.clipped else part.text, own)
     head = offset - 1  # piece[:head] is the part's (normalised) text before its own marker
     inline = sorted(dict.fromkeys((len(" ".join(part.text[:at].split())), i + 1) for at, i in part.inline
                                   if 0 < at <= len(part.text) and not part.text[at - 1].isspace()))
