@@ -59,6 +59,7 @@ logger = logging.getLogger(__name__)
 #: question-blind "all obligations" baseline.
 SYSTEMS: dict[str, tuple[str, str]] = {
     "focused": (FOCUSED, ZERO_SHOT),
+    "focused-lists": (FOCUSED, ZERO_SHOT),
     "extractive": (EXTRACTIVE, ZERO_SHOT),
     "zero-shot": ("base", ZERO_SHOT),
     "few-shot": ("base", FEW_SHOT),
@@ -67,6 +68,8 @@ SYSTEMS: dict[str, tuple[str, str]] = {
     "zero-shot-closed-book": ("base", CLOSED_BOOK),
     "raft-closed-book": ("raft", CLOSED_BOOK),
 }
+#: Generator options of a row beyond its model's defaults (as the CLI flag of the same name sets them).
+ROW_GENERATOR_OPTIONS: dict[str, dict] = {"focused-lists": {"focus_lists": True}}
 #: Metric keys every scored row carries: RePASs and its parts (local judge), NLI citation support, copying.
 QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", "citation_precision",
                 "citation_recall", "copy_ratio")
@@ -159,7 +162,7 @@ def row_options(args: GenerationBenchArguments, row: str):
 
     model, strategy = SYSTEMS[row]
     if model in PASSAGE_GENERATORS:
-        spec = GeneratorSpec(model, args.obligation_model)
+        spec = GeneratorSpec(model, args.obligation_model, dict(ROW_GENERATOR_OPTIONS.get(row, {})))
     else:
         options = {"max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
         if model == "raft":
