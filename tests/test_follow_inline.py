@@ -9,40 +9,14 @@ import json
 
 import pytest
 
-from _rendering_cases import CASES
-from _scoring_fixtures import bag_of_words
 from rirag.generation.base import AnswerRequest, Draft, DraftPart
-from rirag.generation.extractive import MODAL_CUES, ExtractiveComposer
-from rirag.generation.focused import FocusedAnswerer, FocusedConfig
 from rirag.generation.follow import Link, ReferenceGraph, inline_offset
 from rirag.generation.pipeline import RetrievedPassage, answer_items
 from rirag.generation.render import placed, render, written
 from rirag.text import xref_numbers
-from rirag.text.citations import NO_ANSWER, parse_citations, placed_citation, placed_citations
-from rirag.text.missing_parts import statement
+from rirag.text.citations import parse_citations, placed_citations
 from rirag.text.units import NOT_ADDRESSED, Unit
 from test_follow import CITING, PASSAGES, QUESTION, answerer, draft
-
-
-def _written_before(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
-    """``rirag.generation.render.written`` as it was before inline markers (main at 4cc1fe3), kept verbatim as the
-    reference a draft without inline markers must still be written by."""
-    if draft.written is not None:
-        return draft.written, None
-    if not draft.parts and not draft.missing:
-        return ("" if draft.addressed else NO_ANSWER), []
-    pieces, markers = [], []
-    at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
-    for p in draft.parts:
-        nums = tuple(i + 1 for i in p.cited)
-        piece, offset = placed_citation(p.text, nums)
-        for n in nums:
-            markers.append((at + offset, n))
-            offset += len(f"[{n}]")
-        pieces.append(piece)
-        at += len(piece) + 1
-    body = " ".join([" ".join(pieces), *(statement(m) for m in draft.missing)])
-    return (body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()), markers
 
 
 def _slices(text: str, markers) -> list[str]:
@@ -87,25 +61,18 @@ def test_a_reference_outside_the_quoted_unit_gets_no_inline_marker():
     assert [n for _, n in markers] == [1, 2] and text.count("[2]") == 1
 
 
-def test_a_draft_without_inline_markers_is_written_as_before():
-    drafts = []
-    for question, passages, scores, config in CASES:  # the golden rendering cases (tests/_rendering_cases.py)
-        focused = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda t: [False] * len(t),
-                                  config=FocusedConfig(**config))
-        for generator in (focused, ExtractiveComposer(classifier=MODAL_CUES)):
-            drafts += generator.draft([AnswerRequest(question, passages, scores)])
-    off = answerer()
-    off.config.follow_references = False
-    drafts.append(off.draft([_request(CITING)])[0])
+def test_an_inline_marker_is_the_only_difference_a_followed_reference_makes():
+    # drafts without inline markers are frozen by the golden rendering cases (tests/test_answerer_interface.py)
+    from dataclasses import replace
+
     followed = draft(answerer(), ["p-951"])
-    drafts.append(Draft([DraftPart(p.text, p.cited, p.passage, p.start, p.end) for p in followed.parts],
-                        followed=followed.followed))  # followed, its inline markers dropped
-    drafts.append(Draft([DraftPart("Rules apply", (0, 2))], addressed=False, missing=[]))
-    assert len(drafts) > 10 and any(not d.addressed for d in drafts)
-    for d in drafts:
-        assert written(d) == _written_before(d)
-    assert written(followed) != _written_before(followed)  # the inline marker is the only difference
-    assert render(followed).replace(" [2] [1].", " [1].", 1) == _written_before(followed)[0]
+    dropped = replace(followed, parts=[replace(p, inline=()) for p in followed.parts])
+    assert any(p.inline for p in followed.parts)
+    assert render(followed) != render(dropped)
+    assert render(followed).replace(" [2] [1].", " [1].", 1) == render(dropped)
+    for d in (followed, dropped):
+        text, markers = written(d)
+        assert _slices(text, markers) == [f"[{n}]" for _, n in markers]
 
 
 # -- where the markers go ---------------------------------------------------------------------------------------
