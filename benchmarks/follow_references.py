@@ -7,8 +7,8 @@ answer`` does) as the retrieval:
 * ``obliqa-mp``: ObliQA-MP validation (2-6 gold passages, qrels by passage id) over ObliQA, with the graph
   ``rirag data xref --data ../shared/data/obliqa --out DIR`` wrote (``--mp-graph DIR``);
 * ``ukfin``: the 80 PRA questions of ``../shared/data/ukfin_xref`` (a rule and the rule it cross-references, given
-  as text, mapped to the passage of the named page holding it, fuzzy partial match ≥ 90) over ``--pra`` with its
-  graph ``PRA/xref``.
+  as text, mapped by the library's question loader, :func:`rirag.data.questions.load_questions`) over ``--pra``
+  with its graph ``PRA/xref``.
 
 Per question, the cited passages C against the gold G: precision |C & G| / |C| (mean over answers citing
 something), recall |C & G| / |G| and cite-all (G within C: cite-both for the PRA pairs; "ret-all": G within the
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections import defaultdict
@@ -37,10 +36,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from rapidfuzz import fuzz
 
 from rirag.constants import RUN_DEPTH
 from rirag.data.obliqa import load_obliqa, resolve_data_dir
+from rirag.data.questions import load_questions
 from rirag.generation.focused import FocusedAnswerer
 from rirag.generation.follow import follow
 from rirag.generation.pipeline import select_passages
@@ -54,33 +53,13 @@ GRID = [(ratio, in_unit, scope) for scope in ("retrieved", "corpus") for in_unit
 PRECISION_SLACK = 0.02
 
 
-def _norm(s: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"\s+([,.;:)])", r"\1", s)).strip().lower()
-
-
-def ukfin_gold(pra: Path, questions: Path, corpus) -> tuple[list[tuple[str, str]], dict[str, set[str]]]:
-    """The PRA questions and their (source, target) gold passage ids, mapped by text within the named page."""
-    names = json.loads((pra / "document_map.json").read_text(encoding="utf-8"))
-    page_doc = {re.sub(r"_\d\d-\d\d-\d{4}__.*$", "", v[0]): int(k) for k, v in names.items()}
-    by_doc = defaultdict(list)
-    for p in corpus.values():
-        if p.text.strip():
-            by_doc[p.document_id].append(p)
-
-    def find(g: dict) -> str | None:
-        want = _norm(g["text"])[:200]
-        best = max(by_doc.get(page_doc.get(g["page"]), []), default=None,
-                   key=lambda p: fuzz.partial_ratio(want, _norm(p.text)))
-        return best.id if best is not None and fuzz.partial_ratio(want, _norm(best.text)) >= 90 else None
-
-    qs = json.loads(questions.read_text(encoding="utf-8"))
-    gold, out = {}, []
-    for q in qs:
-        roles = {g["role"]: find(g) for g in q["Gold"]}
-        if roles.get("src") and roles.get("tgt"):
-            gold[q["QuestionID"]] = {roles["src"], roles["tgt"]}
-            out.append((q["QuestionID"], q["Question"]))
-    return out, gold
+def ukfin_gold(pra: Path, questions: Path) -> tuple[list[tuple[str, str]], dict[str, set[str]]]:
+    """The PRA questions and their (source, target) gold passage ids, mapped by the library's question loader
+    (:func:`rirag.data.questions.load_questions`: the passage of the named page holding the text, then any passage,
+    then fuzzy containment), as ``benchmarks/xref_expansion.py`` and ``benchmarks/transfer.py`` map them."""
+    mapped = load_questions(questions, load_obliqa(pra))
+    pairs = mapped.role_pairs("src", "tgt")
+    return [(q.id, q.text) for q in mapped.questions if q.id in pairs], {q: set(p) for q, p in pairs.items()}
 
 
 def mp_gold(mp: Path) -> tuple[list[tuple[str, str]], dict[str, set[str]]]:
@@ -207,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = choose(parts["obliqa-mp validation"]["rows"])
     pra = Path(args.pra)
     corpus = load_obliqa(pra).corpus
-    qs, gold = ukfin_gold(pra, Path(args.ukfin), corpus)
+    qs, gold = ukfin_gold(pra, Path(args.ukfin))
     parts["ukfin (PRA)"] = evaluate("ukfin", qs[:args.limit], gold, corpus, ReferenceGraph(pra),
                                           not args.no_filter)
     result = {"benchmark": "benchmarks/follow_references.py",

@@ -70,11 +70,7 @@ def ukfin(pra: Path, questions: Path) -> dict:
     data = load_obliqa(pra)
     corpus = data.corpus
     mapped = load_questions(questions, data)
-    roles: dict[str, dict[str, str | None]] = defaultdict(dict)
-    for m in mapped.mappings:
-        roles[m.question_id][m.role] = m.passage_id
-    gold = {q.id: (roles[q.id]["src"], roles[q.id]["tgt"]) for q in mapped.questions
-            if roles[q.id].get("src") and roles[q.id].get("tgt") and roles[q.id]["src"] != roles[q.id]["tgt"]}
+    gold = mapped.role_pairs("src", "tgt")
     graph = corpus_graph(pra)
     links: Counter = Counter()
     for src, tgt in gold.values():

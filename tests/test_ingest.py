@@ -293,3 +293,25 @@ def test_retrieve_and_evaluate_on_an_ingested_corpus_with_a_questions_file(pages
     assert main(["retrieve", "--data", str(out), "--split", "original-dev", "--retriever", "bm25",
                  "--out", str(tmp_path / "r2.trec")]) == 2
     assert main(["retrieve", "--data", str(out), "--retriever", "bm25", "--out", str(tmp_path / "r3.trec")]) == 2
+
+
+def test_role_pairs_are_the_two_role_tagged_gold_passages_of_a_question(pages, tmp_path):
+    from rirag.data.questions import load_questions
+
+    out = tmp_path / "corpus"
+    ingest(pages, out)
+    auditors = _by_rule(out, "auditors")
+    page = "www.example.org_pra-rules_auditors"
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([
+        {"QuestionID": "q1", "Question": "Who must appoint an auditor?", "Gold": [
+            {"role": "src", "page": page, "text": "A firm must appoint an auditor in accordance with 1.1"},
+            {"role": "tgt", "page": page, "text": "(2) the external auditor of such a firm ."}]},
+        {"QuestionID": "q2", "Question": "One missing", "Gold": [
+            {"role": "src", "page": page, "text": "A firm must appoint an auditor in accordance with 1.1"},
+            {"role": "tgt", "text": "A sentence that is nowhere in the rulebook at all, in any page."}]},
+        {"QuestionID": "q3", "Question": "Both on one passage", "Gold": [
+            {"role": "src", "page": page, "text": "A firm must appoint an auditor in accordance with 1.1"},
+            {"role": "tgt", "page": page, "text": "A firm must appoint an auditor"}]}]), "utf-8")
+    pairs = load_questions(questions, load_obliqa(out)).role_pairs("src", "tgt")
+    assert pairs == {"q1": (auditors["2.1"]["ID"], auditors["1.1"]["ID"])}  # q2 unmapped, q3 on one passage

@@ -66,6 +66,16 @@ class QuestionSet:
     items: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
     mappings: list[GoldMapping] = field(default_factory=list)
 
+    def role_pairs(self, first: str = "src", second: str = "tgt") -> dict[str, tuple[str, str]]:
+        """question id -> (passage of its ``first`` gold item, passage of its ``second``), by the items' ``role``
+        (ukfin_xref: the rule and the rule it cites), for the questions whose two items both mapped, to two
+        different passages."""
+        roles: dict[str, dict[str | None, str | None]] = {}
+        for m in self.mappings:
+            roles.setdefault(m.question_id, {})[m.role] = m.passage_id
+        return {q: (r[first], r[second]) for q, r in roles.items()
+                if r.get(first) and r.get(second) and r[first] != r[second]}
+
     def report(self) -> dict:
         hows = Counter(m.how for m in self.mappings)
         total = len(self.mappings)
