@@ -78,15 +78,15 @@ def _probe(question: str) -> dict:
 
     args = build_parser().parse_args(["ask", question])
     mark("imports")
-    obliqa = load_obliqa(args.data)
+    session = cli_answers.session_from_args(args).load()
+    obliqa, options = session.obliqa, session.options
     mark("data")
-    options = cli_answers.answer_options(args)
-    retriever = cli_answers.retriever_from_args(options, obliqa)
+    retriever = session.retriever
     for part in [retriever, *vars(retriever).values()]:  # the cached passage embeddings of a dense side
         if callable(getattr(part, "cache_path", None)):
             part.passage_embeddings()
     mark("index")
-    generator = cli_answers.generator_from_args(options)
+    generator = session.open().generator
     generator.encode(["warm up"])  # torch and the encoder's weights
     mark("encoder")
     results = retriever.search({"ask-1": question}, k=100)["ask-1"]

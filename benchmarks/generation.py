@@ -10,7 +10,7 @@ paper's section 4.5).
 Stages, each resumable and restartable per row:
 
 * ``generate``: answers every sampled question not yet answered (each answer flushed as written, see
-  ``rirag.generation.pipeline.AnswersFile``) into ``benchmarks/answers/<row>.json.gz`` (the shared-task layout plus
+  ``rirag.data.answers.AnswersFile``) into ``benchmarks/answers/<row>.json.gz`` (the shared-task layout plus
   ``Citations``) and records seconds per answer and generated tokens/s;
 * ``quality``: the answer metrics that copying cannot game (``rirag.scoring.answer_quality``: gold-citation
   precision and recall against the questions' qrels, words, answers shared by questions with different gold, broken
@@ -126,7 +126,7 @@ def answers_path(args: GenerationBenchArguments, row: str) -> Path:
 
 def read_answers(args: GenerationBenchArguments, row: str) -> list[dict]:
     """The row's answer records (gzipped file, or the plain file / journal of an interrupted run)."""
-    from rirag.generation.pipeline import AnswersFile
+    from rirag.data.answers import AnswersFile
 
     plain, packed = answers_path(args, row), Path(f"{answers_path(args, row)}.gz")
     if packed.exists() and not plain.exists():
@@ -184,7 +184,8 @@ def build_row_generator(args: GenerationBenchArguments, row: str):
 
 def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict, corpus, generator=None) -> dict:
     """Answer the row's missing questions (resumable); returns the generation stats of this call."""
-    from rirag.generation.pipeline import answer_all
+    from rirag.data.answers import AnswersFile
+    from rirag.generation.pipeline import answer_all, prepare_questions
 
     options = row_options(args, row)
     plain = answers_path(args, row)
@@ -198,8 +199,9 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
         load_seconds = round(time.time() - start, 2)
     tokens_before = getattr(generator, "generated_tokens", None)
     start = time.time()
-    summary = answer_all([(q.id, q.text) for q in questions], run, corpus, generator, options.strategy, plain,
-                         k=options.k, filtered=options.filtered, batch_size=args.batch_size, where=args.run)
+    summary = answer_all(prepare_questions((q.id, q.text) for q in questions), run, corpus, generator,
+                         options.strategy, AnswersFile(plain), k=options.k, filtered=options.filtered,
+                         batch_size=args.batch_size, where=args.run)
     seconds = time.time() - start
     _pack(plain)
     stats = {"answered_now": summary["answered"], "generate_seconds_now": round(seconds, 2),

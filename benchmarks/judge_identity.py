@@ -41,7 +41,8 @@ def main(config: Config) -> dict:
     import numpy as np
     import torch
 
-    from rirag.scoring.answers import read_answers, repass_text
+    from rirag.data.answers import read_answers
+    from rirag.scoring.answers import repass_text
     from rirag.scoring.constants import CONTRADICTION, ENTAILMENT
     from rirag.scoring.models import label_index
     from rirag.scoring.repass import RePASsConfig, RePASsScorer

@@ -112,13 +112,13 @@ def test_an_empty_question_is_refused_before_the_data_loads(tiny_data_dir, tmp_p
             "bm25", "--generator", "extractive", "--generator-model", str(classifier)]
     line = _refused(argv, work, tiny_data_dir)
     assert "questions.json: record 1 (QuestionID 'x2'): field 'Question' is empty" in line
-    import rirag.cli.answers as commands
+    import rirag.generation.session as session
 
     def no_load(*args, **kwargs):
         raise AssertionError("the data loaded before the questions were checked")
 
     with monkeypatch.context() as m:  # in-process: refused before the data loads (so before any index is built)
-        m.setattr(commands, "load_obliqa", no_load)
+        m.setattr(session, "load_obliqa", no_load)
         assert main(argv) == 2
     records[1]["Question"] = "What may the Regulator require?"
     questions.write_text(json.dumps(records))
@@ -154,7 +154,7 @@ def test_a_manifest_alone_never_blocks_a_rerun(tiny_data_dir, tmp_path, classifi
 def test_a_failure_before_the_first_answer_leaves_out_as_it_was(tiny_data_dir, tmp_path, classifier, monkeypatch):
     """Whatever fails after the checks and before the first answer (here the generator), --out is left as it was,
     the manifest of the run before included; the rerun then resumes nothing and needs no --overwrite."""
-    import rirag.cli.answers as commands
+    import rirag.generation.session as session
 
     good = _bm25_run(tiny_data_dir, tmp_path / "good.trec")
     work = tmp_path / "work"
@@ -162,17 +162,17 @@ def test_a_failure_before_the_first_answer_leaves_out_as_it_was(tiny_data_dir, t
     old_manifest = work / "a.json.manifest.json"
     old_manifest.write_text('{"format": 1, "k": 3}')  # a manifest alone, of another run
     before = _tree(work)
-    real = commands.answer_all
+    real = session.answer_all
 
     def failing(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(commands, "answer_all", failing)
+    monkeypatch.setattr(session, "answer_all", failing)
     assert main(_answer(tiny_data_dir, good, work / "a.json", classifier)) == 2
     assert _tree(work) == before
     assert main(_answer(tiny_data_dir, good, work / "sub" / "a.json", classifier)) == 2
     assert _tree(work) == before  # the folder it made for --out is gone too
-    monkeypatch.setattr(commands, "answer_all", real)
+    monkeypatch.setattr(session, "answer_all", real)
     assert main(_answer(tiny_data_dir, good, work / "a.json", classifier)) == 0
 
 

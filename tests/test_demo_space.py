@@ -170,11 +170,11 @@ def test_following_references_is_a_setting_off_by_default(tmp_path):
         DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "sometimes"})
     root = write_tiny_obliqa(tmp_path / "obliqa")  # the data loaded: the graph is the corpus's, as `rirag ask` reads it
     backend = Backend(DemoSettings(retriever="bm25", data=str(root), follow_references=True))
-    backend._ensure()  # builds the retriever and the generator; no model loads
-    assert backend._generator.config.follow_references and backend._generator.references.root == root
+    generator = backend.session.open().generator  # builds the generator (rirag's session); no model loads
+    assert generator.config.follow_references and generator.references.root == root
     off = Backend(DemoSettings(retriever="bm25", data=str(root)))
-    off._ensure()
-    assert off._generator.config.follow_references is False and off._generator.references is None
+    generator = off.session.open().generator
+    assert generator.config.follow_references is False and generator.references is None
 
 
 def _hostile_answer(base: str) -> str:
@@ -397,8 +397,8 @@ def test_a_hostile_answer_makes_the_browser_fetch_nothing(page):
         def generate(self, batch):
             return [_hostile_answer(server.base)]
 
-    saved = page.backend._generator
-    page.backend._generator = Hostile()
+    saved = page.backend.session.generator
+    page.backend.session.generator = Hostile()
     try:
         urllib_check = __import__("urllib.request").request.urlopen(server.base + "/probe", timeout=10).read()
         assert urllib_check and server.requests == ["/probe"]  # the server records what reaches it
@@ -419,5 +419,5 @@ def test_a_hostile_answer_makes_the_browser_fetch_nothing(page):
             server.base)
         assert fetched == []
     finally:
-        page.backend._generator = saved
+        page.backend.session.generator = saved
         server.close()

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from rirag.cli import main
+from rirag.data.answers import AnswersFile
 from rirag.data.runs import read_trec, write_trec
 from rirag.generation import pipeline
 from rirag.generation.base import PromptedAnswerer
@@ -19,7 +20,6 @@ from rirag.generation.pipeline import (
     WARN_EMPTY,
     WARN_EMPTY_QUESTION,
     WARN_NO_CITATIONS,
-    AnswersFile,
     answer_items,
     answer_question,
 )
@@ -62,7 +62,7 @@ def test_answer_writes_the_shared_task_json_with_citations(tiny_data_dir, bm25_r
         assert r["Citations"] and all(c["valid"] and c["ID"] in r["RetrievedIDs"] for c in r["Citations"])
     assert not (tmp_path / "answers.json.partial.jsonl").exists()
     # RePASs' reader accepts the file
-    from rirag.scoring.answers import read_answers
+    from rirag.data.answers import read_answers
 
     assert len(read_answers(str(out))) == len(records)
 

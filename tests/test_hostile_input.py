@@ -69,7 +69,7 @@ def test_submit_refuses_question_ids_a_run_cannot_hold(name, tiny_data_dir, work
 
 def test_ids_are_checked_wherever_a_run_or_answers_file_is_written(tmp_path):
     """The library refuses too (a caller that builds its own run): nothing is written."""
-    from rirag.generation.pipeline import AnswersFile
+    from rirag.data.answers import AnswersFile
 
     path = tmp_path / "run.trec"
     for bad in ("q 1", "q\n1", "", "q\x00"):
@@ -261,10 +261,27 @@ def test_a_question_of_nul_characters_is_refused_as_a_blank_one(tiny_data_dir, w
     questions = _questions(work / "q.json", [{"QuestionID": "x1", "Question": "What records must be kept?"},
                                              {"QuestionID": "x2", "Question": "\x00\x00\x00"}])
     line = _refused(_submit(tiny_data_dir, questions, work / "submission"), work, tiny_data_dir)
-    assert "q.json: record 1 (QuestionID 'x2'): field 'Question' is empty (control characters only)" in line
+    assert ("q.json: record 1 (QuestionID 'x2'): field 'Question' is empty (control or invisible characters "
+            "only)") in line
     line = _refused(["ask", "\x01\x02\x1b", "--data", str(tiny_data_dir), "--retriever", "bm25", "--generator",
                      "extractive", "--generator-model", "modal-cues"], work, tiny_data_dir)
     assert "record 0 (QuestionID 'ask-1'): field 'Question' is empty" in line
+
+
+def test_a_question_of_invisible_characters_is_refused_as_a_blank_one(tiny_data_dir, work):
+    invisible = "\u200b\u2060\ufeff\u00ad \u200d"  # zero-width space, word joiner, BOM, soft hyphen, zero-width joiner
+    questions = _questions(work / "q.json", [{"QuestionID": "x1", "Question": "What records must be kept?"},
+                                             {"QuestionID": "x2", "Question": invisible}])
+    line = _refused(_submit(tiny_data_dir, questions, work / "submission"), work, tiny_data_dir)
+    assert ("q.json: record 1 (QuestionID 'x2'): field 'Question' is empty (control or invisible characters "
+            "only)") in line
+    line = _refused(["ask", invisible, "--data", str(tiny_data_dir), "--retriever", "bm25", "--generator",
+                     "extractive", "--generator-model", "modal-cues"], work, tiny_data_dir)
+    assert "record 0 (QuestionID 'ask-1'): field 'Question' is empty" in line
+    from rirag.generation.pipeline import WARN_EMPTY_QUESTION, prepare_question
+
+    assert prepare_question(invisible) == ("", [WARN_EMPTY_QUESTION])  # never sent on, whatever the path
+    assert prepare_question("\u200bWhat records?") == ("\u200bWhat records?", [])  # a real question keeps its text
 
 
 def test_ask_never_echoes_escape_sequences(tiny_data_dir, work):
@@ -283,19 +300,16 @@ def test_ask_never_echoes_escape_sequences(tiny_data_dir, work):
 
 # -- SIGTERM -------------------------------------------------------------------------------------------------------
 
-#: `rirag submit` whose answering stops after the first answer until a signal arrives.
+#: `rirag submit` whose answering stops once the first answer is written, until a signal arrives.
 _SLOW_SUBMIT = """
 import sys, time
-import rirag.generation.pipeline as pipeline
-real = pipeline.answer_items
-calls = []
-def slow(items, *args, **kwargs):
-    if calls:
-        print("ready", flush=True)
-        time.sleep(120)
-    calls.append(1)
-    return real(items, *args, **kwargs)
-pipeline.answer_items = slow
+from rirag.data.answers import AnswersFile
+real = AnswersFile.write
+def slow(self, record):
+    real(self, record)
+    print("ready", flush=True)
+    time.sleep(120)
+AnswersFile.write = slow
 from rirag.cli import main
 raise SystemExit(main(sys.argv[1:]))
 """

@@ -138,27 +138,27 @@ class Heavy(BaseException):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_checks_come_before_retrieval_and_models(case, tiny_data_dir, tmp_path, classifier, patch_everywhere):
-    import rirag.cli.answers as commands
     import rirag.data.runs
+    import rirag.generation.session as session
 
     argv, _ = CASES[case](tmp_path, tiny_data_dir, classifier)
 
     def heavy(*args, **kwargs):
         raise Heavy("heavy work before the check")
 
-    for module, name in ((commands, "generator_from_args"), (commands, "retriever_from_args"),
+    for module, name in ((session, "build_generator"), (session, "build_retriever"),
                          (rirag.data.runs, "read_trec")):  # read_trec: the commands' own binding too
         patch_everywhere(module, name, heavy)
     assert main(argv) == 2
 
 
 def test_the_sentinel_does_fire(tiny_data_dir, tmp_path, classifier, monkeypatch):
-    import rirag.cli.answers as commands
+    import rirag.generation.session as session
 
     def heavy(*args, **kwargs):
         raise Heavy("reached")
 
-    monkeypatch.setattr(commands, "retriever_from_args", heavy)
+    monkeypatch.setattr(session, "build_retriever", heavy)
     with pytest.raises(Heavy):
         main(["submit", "--data", str(tiny_data_dir), "--out", str(tmp_path / "s"), "--retriever", "bm25",
               *_generator(classifier)])
@@ -174,7 +174,7 @@ def test_two_writers_at_once(tiny_data_dir, tmp_path, classifier):
     argv = ["answer", "--data", str(tiny_data_dir), "--split", "original-dev", "--run", str(run), "--out", str(out),
             *_generator(classifier)]
     # the first writer: a real rirag process, held inside its answering loop until the test lets it go
-    script = ("import sys, time, pathlib, rirag.cli.answers as c, rirag.cli\n"
+    script = ("import sys, time, pathlib, rirag.generation.session as c, rirag.cli\n"
               "real = c.answer_all\n"
               "def held(*a, **k):\n"
               "    pathlib.Path(sys.argv[1]).write_text('inside')\n"
@@ -218,7 +218,7 @@ def rirag_read_trec(path):
 
 
 def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatch):
-    import rirag.cli.answers as commands
+    import rirag.generation.session as session
     from rirag.errors import DataError
 
     out = tmp_path / "submission"
@@ -230,16 +230,16 @@ def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatc
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["old-1"]
     # --overwrite, then a failure before the first answer: the folder is left as it was (the old run put back,
     # its manifest too), nothing of the failed run beside it
-    real = commands.retriever_from_args
+    real = session.build_retriever
 
     def failing(*args, **kwargs):
         raise DataError("the retriever failed")
 
     before = _snapshot(out)
-    monkeypatch.setattr(commands, "retriever_from_args", failing)
+    monkeypatch.setattr(session, "build_retriever", failing)
     assert main([*base, "--retriever", "rank-fusion", "--overwrite"]) == 2
     assert _snapshot(out) == before and "answers.json.manifest.json" in before
-    monkeypatch.setattr(commands, "retriever_from_args", real)
+    monkeypatch.setattr(session, "build_retriever", real)
     assert main([*base, "--retriever", "rank-fusion", "--overwrite"]) == 0
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["u1"]  # no old record
     manifest = json.loads((out / "answers.json.manifest.json").read_text())

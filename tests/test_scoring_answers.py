@@ -9,6 +9,7 @@ import pytest
 
 from _scoring_fixtures import fake_scorer
 from rirag.cli import evaluate as evaluate_cli
+from rirag.data.answers import read_answers
 from rirag.scoring import answers as answers_mod
 from rirag.scoring.constants import CSV_COLUMNS
 
@@ -76,23 +77,23 @@ def test_bad_answer_files_name_record_and_field(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": ["p"]}]))
     with pytest.raises(ValueError, match=r"bad.json: record 0 .*'Answer'"):
-        answers_mod.read_answers(str(bad))
+        read_answers(str(bad))
     bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": [1], "Answer": "a"}]))
     with pytest.raises(ValueError, match="RetrievedPassages"):
-        answers_mod.read_answers(str(bad))
+        read_answers(str(bad))
     bad.write_text(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p", "Answer": "a"}] * 2))
     with pytest.raises(ValueError, match="duplicate"):
-        answers_mod.read_answers(str(bad))
+        read_answers(str(bad))
     import gzip
 
     packed = tmp_path / "answers.json.gz"  # the benchmarks commit their answers gzipped
     packed.write_bytes(gzip.compress(json.dumps([{"QuestionID": "q1", "RetrievedPassages": "p",
                                                   "Answer": "a"}]).encode()))
-    assert [r["QuestionID"] for r in answers_mod.read_answers(str(packed))] == ["q1"]
+    assert [r["QuestionID"] for r in read_answers(str(packed))] == ["q1"]
     not_gzip = tmp_path / "plain.json.gz"
     not_gzip.write_text("[]")
     with pytest.raises(ValueError, match="plain.json.gz: cannot decompress"):  # read with a bound (issue 39)
-        answers_mod.read_answers(str(not_gzip))
+        read_answers(str(not_gzip))
 
 
 def test_cli_parser_and_local_judge_label(tmp_path, monkeypatch, capsys):

@@ -1,9 +1,9 @@
 """The demo's engine: question -> retrieved ObliQA passages -> cited answer, configured by environment variables.
 
-Everything heavy (the corpus, the index, models) is built on first use, once. The retriever comes from
-``rirag.retrieval.registry`` and the generator from ``rirag.generation.registry`` (any name they know, any Hub model by
-configuration); the answer from rirag's pipeline (:func:`rirag.generation.pipeline.answer_question`: retrieve,
-RIRAG score filter, generate, parse the citations), as ``rirag ask`` does.
+The settings become rirag's :class:`~rirag.generation.pipeline.AnswerOptions` and the answering is rirag's own
+session (:class:`rirag.generation.session.AnsweringSession`: the corpus, the retriever and the generator built on
+first use, once; cross-references attached when followed; retrieve, RIRAG score filter, generate, cite), the one
+``rirag ask`` uses. This module only reads the settings and shapes the answer for the page.
 """
 
 from __future__ import annotations
@@ -144,85 +144,46 @@ class Backend:
                  title: Callable[[int], str] | None = None, examples: Sequence[str] | None = None,
                  retriever=None, generator=None, references=None):
         self.settings = settings or DemoSettings.from_env()
-        self._corpus, self._title, self._examples = corpus, title, list(examples) if examples else None
-        self._retriever, self._generator = retriever, generator
-        self._references, self._root = references, None
+        self._parts = {"corpus": corpus, "title": title, "retriever": retriever, "generator": generator,
+                       "references": references}
+        self._examples = list(examples) if examples else None
+        self._session = None
         self._lock = threading.Lock()
-        self._options = None
-        self._root = None  # the corpus folder (the cross-reference graph of xref_expand), when loaded here
 
     @property
     def options(self):
         """The settings resolved once (:meth:`DemoSettings.answer_options`)."""
-        if self._options is None:
-            self._options = self.settings.answer_options()
-        return self._options
+        return self.session.options
 
-    # -- lazy parts -------------------------------------------------------------------------------
-    def _load_data(self) -> None:
-        from rirag.data.obliqa import load_obliqa
+    @property
+    def session(self):
+        """rirag's answering session over the settings (nothing loads until it is opened)."""
+        with self._lock:
+            if self._session is None:
+                from rirag.generation.session import AnsweringSession
 
-        obliqa = load_obliqa(self.settings.data)
-        self._corpus, self._root = obliqa.corpus, obliqa.root
-        self._title = obliqa.title
-        if self._examples is None:
-            self._examples = [q.text for q in obliqa.splits.get("test", [])[:4]] + [q.text for q in obliqa.unseen[:2]]
+                self._session = AnsweringSession(self.settings.answer_options(), self.settings.data, **self._parts)
+        return self._session
 
     def examples(self) -> list[str]:
-        with self._lock:
-            if self._examples is None:
-                self._load_data()
-        return list(self._examples or [])
-
-    def _ensure(self) -> None:
-        with self._lock:
-            if self._corpus is None:
-                self._load_data()
-            if self._retriever is None:
-                from rirag.retrieval.registry import build_retriever
-
-                self._retriever = build_retriever(self._corpus, self.options.retriever, root=self._root)
-            if self._generator is None:
-                from rirag.generation.registry import build_generator
-
-                self._generator = build_generator(self.options.generator)
-            self._attach_references()
-
-    def _attach_references(self) -> None:
-        """A generator following cross-references gets the graph (the injected one, else the corpus's: read from
-        ``DATA/xref`` when ``rirag data xref`` wrote it, else resolved on the fly) and the corpus, once."""
-        generator = self._generator
-        if not getattr(getattr(generator, "config", None), "follow_references", False) \
-                or getattr(generator, "references", None) is not None:
-            return
-        if self._references is None and self._root is not None:
-            from rirag.generation.follow import ReferenceGraph
-
-            self._references = ReferenceGraph(self._root)
-        if self._references is None:
-            logger.warning("the generator would follow cross-references but has no corpus folder or graph to "
-                           "read them from; nothing is followed")
-            return
-        generator.attach_references(self._references, self._corpus)
+        if self._examples is None:
+            obliqa = self.session.load().obliqa
+            self._examples = ([q.text for q in obliqa.splits.get("test", [])[:4]] + [q.text for q in obliqa.unseen[:2]]
+                              if obliqa is not None else [])
+        return list(self._examples)
 
     def warm(self) -> "Backend":
         """Load the corpus, build the retriever and the generator, and load the generator's models now (a Space does
         it before serving, so that a model it cannot load stops it at start, not at the first question)."""
-        self._ensure()
-        warm = getattr(self._generator, "warm", None)
-        if callable(warm):
-            warm()
+        self.session.warm()
         return self
 
     # -- answering --------------------------------------------------------------------------------
     def answer(self, question: str | None) -> dict:
-        from rirag.generation.pipeline import answer_question
-
         text = check_question(question)
-        self._ensure()
-        result = answer_question(text, self._retriever, self._generator, self.options.strategy,
-                                 corpus=self._corpus, k=self.options.k, filtered=self.options.filtered)
-        passages = [{"number": n, "id": p.id, "document_id": p.document_id, "title": self._title(p.document_id),
+        session = self.session
+        result = session.ask(text)
+        passages = [{"number": n, "id": p.id, "document_id": p.document_id, "title": session.title(p.document_id),
                      "passage_id": p.passage_id, "score": p.score, "text": p.text}
                     for n, p in enumerate(result.passages, start=1)]
         by_id = {p["id"]: p for p in passages}

@@ -1,4 +1,6 @@
-"""``rirag answer``, ``rirag ask`` and ``rirag submit``: thin commands over :mod:`rirag.generation.pipeline`.
+"""``rirag answer``, ``rirag ask`` and ``rirag submit``: thin commands over one answering session
+(:class:`rirag.generation.session.AnsweringSession`): each parses its options, checks its outputs, hands the session
+its questions and prints what comes back.
 
     rirag answer (--run RUN.trec --split SPLIT | --questions FILE [--run RUN.trec]) --out answers.json
                  [--generator G] [--strategy S] [--k 10] [--no-filter] [--allow-missing]
@@ -14,15 +16,14 @@ same command after an interruption and only the missing questions are answered. 
 generator options, k or filter) stop the command with one line unless ``--overwrite``, and a lock keeps a second
 command off the same answers. Every check on the outputs, and the bounds of the options
 (:data:`rirag.validation.LIMITS`), come before retrieval or any model loads; every input (the run: finite scores,
-passages in the corpus, every question in it; the questions: non-empty; the generator's model: at hand) is checked
-before the manifest, the lock or any answer is written, and a command that ends before its first answer leaves
-``--out`` as it found it (:class:`~rirag.generation.runfiles.AnswersRun`).
+passages in the corpus, every question in it; the questions: :func:`rirag.data.questions.read_questions`; the
+generator's model: at hand) is checked before the manifest, the lock or any answer is written, and a command that
+ends before its first answer leaves ``--out`` as it found it (:class:`~rirag.generation.runfiles.AnswersRun`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import textwrap
@@ -43,19 +44,20 @@ from rirag.cli.options import (
     add_system_option,
 )
 from rirag.constants import EVAL_K
-from rirag.data.obliqa import load_obliqa
+from rirag.data.answers import AnswersFile, shared_task_records
+from rirag.data.questions import read_questions
 from rirag.data.runs import read_trec, write_trec
 from rirag.data.splits import split_questions
 from rirag.errors import DataError
 from rirag.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
-from rirag.generation.base import PASSAGE_GENERATORS, Answerer, GenerationError, GeneratorSpec
-from rirag.generation.pipeline import AnswerOptions, answer_all, answer_question, prepare_question, read_questions
-from rirag.generation.registry import build_generator, check_generator_model, generator_spec
-from rirag.generation.render import check_strategy
+from rirag.generation.base import GenerationError
+from rirag.generation.pipeline import AnswerOptions, prepare_questions
+from rirag.generation.registry import generator_spec
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
+from rirag.generation.session import AnsweringSession
 from rirag.io import atomic_write_json
 from rirag.retrieval.defaults import with_default_retriever
-from rirag.retrieval.registry import build_retriever, retriever_spec
+from rirag.retrieval.registry import retriever_spec
 from rirag.text.citations import strip_citations
 
 logger = logging.getLogger(__name__)
@@ -63,28 +65,17 @@ logger = logging.getLogger(__name__)
 #: File names of the shared-task deliverables written by ``rirag submit``.
 SUBMIT_RUN_FILE = "retrieval.trec"
 SUBMIT_ANSWERS_FILE = "answers.json"
-#: The shared task's answer file as its scorer reads it: its five fields, each ``Answer`` without ``[n]`` markers
-#: (the official RePASs would read them as text; the citations stay in ``answers.json``).
+#: The shared task's answer file as its scorer reads it (:func:`rirag.data.answers.shared_task_records`: its five
+#: fields, each ``Answer`` without ``[n]`` markers; the citations stay in ``answers.json``).
 SUBMIT_PLAIN_ANSWERS_FILE = "answers.shared-task.json"
 #: What ``rirag submit`` wrote and with which settings.
 SUBMIT_SUMMARY_FILE = "submission.json"
-SHARED_TASK_FIELDS = ("QuestionID", "Question", "RetrievedPassages", "Answer", "RetrievedIDs")
 #: What ``--retriever`` defaults to (said in the help): :func:`rirag.retrieval.defaults.default_retriever`.
 WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no trained model, "
                          "benchmarks/results/retrieval_cv.json")
 
 
-# -- from the parsed options to the library ----------------------------------------------------------------------
-
-
-def _strategy_fits(args: Any) -> None:
-    """Closed-book is refused for an answerer that composes from the passages before anything loads."""
-    strategy = getattr(args, "strategy", None)
-    try:
-        if strategy is not None:
-            check_strategy(args.generator, args.generator in PASSAGE_GENERATORS, strategy)
-    except ValueError as err:
-        raise DataError(str(err)) from err
+# -- from the parsed options to the session ------------------------------------------------------------------
 
 
 def _option_items(args: Any) -> list[tuple[str, Any]]:
@@ -114,32 +105,15 @@ def retriever_spec_from_args(args: Any):
 def answer_options(args: Any) -> AnswerOptions:
     """The command's options resolved once into :class:`~rirag.generation.pipeline.AnswerOptions` (checked; nothing
     loads; ``args`` unchanged). A command answering from ``--run`` has no retriever."""
-    _strategy_fits(args)
     retriever = None if getattr(args, "run", None) else retriever_spec_from_args(args)
     spec = generator_spec(args.generator, args.generator_model, args)
     return AnswerOptions(spec, retriever, args.strategy, args.k, not args.no_filter)
 
 
-def generator_from_args(options: AnswerOptions):
-    """Build the options' generator (lazily loading)."""
-    try:
-        return build_generator(options.generator)
-    except ValueError as err:
-        raise DataError(str(err)) from err
-
-
-def attach_references(generator, obliqa) -> None:
-    """A focused answerer following cross-references gets the corpus's graph (read lazily from ``DATA/xref`` when
-    ``rirag data xref`` wrote it, else resolved on the fly) and passages."""
-    if getattr(getattr(generator, "config", None), "follow_references", False):
-        from rirag.retrieval.references import ReferenceGraph
-
-        generator.attach_references(ReferenceGraph(obliqa.root), obliqa.corpus)
-
-
-def retriever_from_args(options: AnswerOptions, obliqa):
-    """The options' retriever over ``obliqa``'s corpus (its folder: the cross-reference graph of ``xref_expand``)."""
-    return build_retriever(obliqa.corpus, options.retriever, root=obliqa.root)
+def session_from_args(args: Any) -> AnsweringSession:
+    """The command's answering session, checked (the strategy fits, the generator's model is at hand); nothing
+    loads."""
+    return AnsweringSession(answer_options(args), args.data).check()
 
 
 #: Generator options that change how answers are produced, not what they say: left out of the run manifest.
@@ -163,18 +137,15 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     return {"generator": args.generator, "generator_options": options}
 
 
-def _summary(summary: dict, generator: Answerer) -> str:
+def _summary(summary: dict, session: AnsweringSession) -> str:
     lines = [f"answered {summary['answered']} questions ({summary['already_done']} already done) → {summary['out']}"
              f" ({summary['total']} records, {summary['citations']} citations in the new answers)"]
-    description = generator.describe()
+    description = session.generator.describe()
     if description:
         lines.append(f"answered by the {description}")
     for w, n in sorted(summary["warnings"].items()):
         lines.append(f"  {n} × {w}")
     return "\n".join(lines) + "\n"
-
-
-# -- rirag answer -------------------------------------------------------------------------------------------------
 
 
 def _answers_run(command: str, args: Any, options: AnswerOptions, answers: Path, questions: list[tuple[str, str]],
@@ -188,23 +159,24 @@ def _answers_run(command: str, args: Any, options: AnswerOptions, answers: Path,
     return run
 
 
-def check_generator(args: Any) -> None:
-    """The generator's model is at hand (nothing loads): the obligation classifier folder of ``extractive`` (and of
-    ``focused`` when named), a causal LM's wheel, file, folder or cached Hub id, and its adapter folder."""
-    try:
-        check_generator_model(GeneratorSpec(args.generator, args.generator_model))
-    except (ImportError, FileNotFoundError) as err:
-        raise DataError(f"--generator {args.generator}: {checks.one_line(err)}") from None
-    if getattr(args, "adapter", None) and not Path(args.adapter).expanduser().is_dir():
-        raise DataError(f"--adapter {args.adapter}: folder not found (a peft LoRA adapter folder)")
-
-
 def _questions_file(args: Any) -> list[tuple[str, str]]:
-    """The ``--questions`` file, every question with text (checked before the data loads)."""
+    """The ``--questions`` file (:func:`rirag.data.questions.read_questions`), checked before the data loads."""
     checks.input_path(args.questions, "--questions")
-    questions = read_questions(args.questions)
-    checks.question_texts(questions, str(args.questions))
-    return questions
+    return [(r["QuestionID"], r["Question"]) for r in read_questions(args.questions)]
+
+
+def _answer_questions(args: Any, session: AnsweringSession, from_file: list | None) -> tuple[list, str]:
+    """``rirag answer``'s questions (``--questions``, read as ``from_file``, or a split of the corpus) and where they
+    come from."""
+    if from_file is not None:
+        return from_file, str(args.questions)
+    questions = [(q.id, q.text) for q in split_questions(session.obliqa, args.split, args.seed)]
+    source = f"split {args.split} (seed {args.seed})"
+    checks.question_ids(questions, source)
+    return questions, source
+
+
+# -- rirag answer -------------------------------------------------------------------------------------------------
 
 
 def cmd_answer(args: Any) -> int:
@@ -217,45 +189,32 @@ def cmd_answer(args: Any) -> int:
     out = check.output_file(args.out, "--out")
     if args.run:
         checks.input_path(args.run, "--run")
-    options = answer_options(args)
-    if args.questions:
-        questions = _questions_file(args)
-    check_generator(args)
-    obliqa = load_obliqa(args.data)
-    check.k_within_corpus(args.k, len(obliqa.corpus))
-    if args.split:
-        questions = [(q.id, q.text) for q in split_questions(obliqa, args.split, args.seed)]
-        questions_from = f"split {args.split} (seed {args.seed})"
-        checks.question_ids(questions, questions_from)
-    else:
-        questions_from = str(args.questions)
-    if args.run:
-        passages = {"run": str(args.run), "run_sha256": file_sha256(args.run)}
-    else:
-        passages = options.retriever_manifest()
+    session = session_from_args(args)
+    options = session.options
+    from_file = _questions_file(args) if args.questions else None
+    session.load()
+    questions, questions_from = _answer_questions(args, session, from_file)
+    passages = {"run": str(args.run), "run_sha256": file_sha256(args.run)} if args.run \
+        else options.retriever_manifest()
     # the answers file: another run's answers are refused, before any work
     answers_run = _answers_run("answer", args, options, out, questions, questions_from, passages)
     # then every input, before the manifest and the lock are written: the run (finite scores, passages in the
     # corpus, every question in it) and the generator
     if args.run:
         run = read_trec(args.run)
-        checks.run_for_answers(run, obliqa.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
-    generator = generator_from_args(options)
-    attach_references(generator, obliqa)
+        checks.run_for_answers(run, session.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
+    session.open()
+    prepared = prepare_questions(questions)
     with answers_run:  # a second writer is locked out; a failure before the first answer leaves --out as it was
-        if args.run:
-            where = str(args.run)
-        else:
-            retriever = retriever_from_args(options, obliqa)
-            run = retriever.search(dict(questions), k=max(options.k, EVAL_K), show_progress=True)
-            where = f"retriever {options.retriever.name}"
+        if not args.run:
+            run = session.retrieve(prepared)
+        where = str(args.run) if args.run else f"retriever {options.retriever.name}"
         try:
-            summary = answer_all(questions, run, obliqa.corpus, generator, options.strategy, out, options.k,
-                                 options.filtered, args.batch_size, where)
+            summary = session.answer_all(prepared, AnswersFile(out), run, args.batch_size, where)
         except GenerationError as err:
             logger.error("%s\nanswers written so far are in %s; rerun the same command to resume", err, out)
             return EXIT_GENERATION_ERROR
-    sys.stdout.write(_summary(summary, generator))
+    sys.stdout.write(_summary(summary, session))
     return EXIT_OK
 
 
@@ -289,49 +248,65 @@ def format_answer(answer, titles: dict[int, str]) -> str:
 
 def cmd_ask(args: Any) -> int:
     checks.generator_limits(args)
-    options = answer_options(args)
+    session = session_from_args(args)
     checks.question_texts([(f"ask-{i + 1}", q) for i, q in enumerate(args.question)], "the questions given")
     if args.timings:
         check.output_file(args.timings, "--timings")
-    check_generator(args)
     start, cpu_start = time.perf_counter(), time.process_time()
-    obliqa = load_obliqa(args.data)
-    check.k_within_corpus(args.k, len(obliqa.corpus))
-    retriever = retriever_from_args(options, obliqa)
-    generator = generator_from_args(options)
-    attach_references(generator, obliqa)
+    session.open()
+    _ = session.retriever
     timings, cpu = [], []
     for i, question in enumerate(args.question):
         t, c = time.perf_counter(), time.process_time()
         try:
-            answer = answer_question(question, retriever, generator, options.strategy, corpus=obliqa.corpus,
-                                     k=options.k, filtered=options.filtered, question_id=f"ask-{i + 1}")
+            answer = session.ask(question, question_id=f"ask-{i + 1}")
         except GenerationError as err:
             raise DataError(str(err)) from err
         timings.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         if len(args.question) > 1:
             sys.stdout.write(f"\nQ: {check.printable(question)}\n")
-        sys.stdout.write(format_answer(answer, obliqa.titles))
-        description = generator.describe() if i == 0 else None
+        sys.stdout.write(format_answer(answer, session.titles))
+        description = session.generator.describe() if i == 0 else None
         if description:
             sys.stdout.write(f"(answered by the {description})\n")
         if i == 0:
             cold, cold_cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    # wall time depends on what else runs; CPU seconds (all threads of this process) less so
+    _log_timings(args, session, cold, cold_cpu, timings, cpu)
+    return EXIT_OK
+
+
+def _log_timings(args: Any, session: AnsweringSession, cold: float, cold_cpu: float, timings: list[float],
+                 cpu: list[float]) -> None:
+    """Wall time depends on what else runs; CPU seconds (all threads of this process) less so: both are logged,
+    and written to ``--timings``."""
     later, later_cpu = timings[1:], cpu[1:]
     logger.info("cold start to first answer %.1f s wall, %.1f s CPU (first answer itself %.1f s wall)%s", cold,
                 cold_cpu, timings[0], f"; later answers {sum(later) / len(later):.2f} s wall, "
                 f"{sum(later_cpu) / len(later_cpu):.2f} s CPU each over {len(later)}" if later else "")
     if args.timings:
+        options = session.options
         atomic_write_json(args.timings, {"cold_start_s": cold, "cold_start_cpu_s": cold_cpu, "answer_s": timings,
                                          "answer_cpu_s": cpu, "retriever": options.retriever.name,
-                                         "generator": generator.name, "strategy": options.strategy,
+                                         "generator": session.generator.name, "strategy": options.strategy,
                                          "max_new_tokens": args.max_new_tokens})
-    return EXIT_OK
 
 
 # -- rirag submit -------------------------------------------------------------------------------------------------
+
+
+def _submit_questions(args: Any, session: AnsweringSession, from_file: list | None) -> tuple[list, str]:
+    """``rirag submit``'s questions (``--questions``, read as ``from_file``, else the corpus's unseen questions) and
+    where they come from."""
+    if from_file is not None:
+        return from_file, str(args.questions)
+    obliqa = session.obliqa
+    if obliqa is None or not obliqa.unseen:
+        raise DataError(f"{session.root}: no RIRAG_Unseen_Questions.json; pass --questions FILE")
+    questions = [(q.id, q.text) for q in obliqa.unseen]
+    source = f"{obliqa.root}/RIRAG_Unseen_Questions.json"
+    checks.question_ids(questions, source)  # the run holds them: one word each
+    return questions, source
 
 
 def cmd_submit(args: Any) -> int:
@@ -341,55 +316,41 @@ def cmd_submit(args: Any) -> int:
     for name in (SUBMIT_RUN_FILE, SUBMIT_ANSWERS_FILE, SUBMIT_PLAIN_ANSWERS_FILE, SUBMIT_SUMMARY_FILE):
         if (out / name).is_dir():
             raise DataError(f"--out {out}: {out / name} is a folder; the submission writes a file there")
-    options = answer_options(args)
-    if args.questions:
-        questions = _questions_file(args)
-    check_generator(args)
-    obliqa = load_obliqa(args.data)
-    check.k_within_corpus(args.k, len(obliqa.corpus))
-    if args.questions:
-        questions_from = str(args.questions)
-    else:
-        if not obliqa.unseen:
-            raise DataError(f"{obliqa.root}: no RIRAG_Unseen_Questions.json; pass --questions FILE")
-        questions = [(q.id, q.text) for q in obliqa.unseen]
-        questions_from = f"{obliqa.root}/RIRAG_Unseen_Questions.json"
-        checks.question_ids(questions, questions_from)  # the run holds them: one word each
+    session = session_from_args(args)
+    options = session.options
+    from_file = _questions_file(args) if args.questions else None
+    session.load()
+    questions, questions_from = _submit_questions(args, session, from_file)
     # answers of another run in --out are refused and a second writer is locked out, before any work
     answers_run = _answers_run("submit", args, options, out / SUBMIT_ANSWERS_FILE, questions, questions_from,
                                options.retriever_manifest(), label=f"--out {out} ({SUBMIT_ANSWERS_FILE})",
                                companions=(out / SUBMIT_RUN_FILE, out / SUBMIT_PLAIN_ANSWERS_FILE,
                                            out / SUBMIT_SUMMARY_FILE))
-    generator = generator_from_args(options)  # a bad generator/strategy is reported before anything is written
-    attach_references(generator, obliqa)
+    session.open()  # a bad generator/strategy is reported before anything is written
+    prepared = prepare_questions(questions)
     # a second writer is locked out; a failure before the first answer leaves --out as it was
     with answers_run:
-        retriever = retriever_from_args(options, obliqa)
-        queries = {qid: prepare_question(text)[0] for qid, text in questions}
-        empty = [qid for qid, text in queries.items() if not text]
-        run = retriever.search({q: t for q, t in queries.items() if t}, k=max(options.k, EVAL_K), show_progress=True)
+        answers = AnswersFile(out / SUBMIT_ANSWERS_FILE)  # read once the lock is held (--overwrite set the old aside)
+        run = session.retrieve(prepared)
         try:
-            summary = answer_all(questions, run, obliqa.corpus, generator, options.strategy,
-                                 out / SUBMIT_ANSWERS_FILE, options.k, options.filtered, args.batch_size,
-                                 f"retriever {options.retriever.name}")
+            summary = session.answer_all(prepared, answers, run, args.batch_size,
+                                         f"retriever {options.retriever.name}")
         except GenerationError as err:
             logger.error("%s\nthe answers written so far are in %s; rerun to resume", err, out)
             return EXIT_GENERATION_ERROR
         # the run once the answers are all there (a rerun retrieves again, so nothing is lost before)
         system = (args.system or options.retriever.name).replace(" ", "_")
-        run_path = write_trec({q: run.get(q, {}) for q in queries}, out / SUBMIT_RUN_FILE, system=system,
+        run_path = write_trec({q.id: run.get(q.id, {}) for q in prepared}, out / SUBMIT_RUN_FILE, system=system,
                               depth=EVAL_K)
-    with open(summary["out"], encoding="utf-8") as f:
-        cited = json.load(f)
+    # the shared task's own file, from the records in memory (never read back from answers.json)
     plain_path = out / SUBMIT_PLAIN_ANSWERS_FILE
-    atomic_write_json(plain_path, [{k: (strip_citations(r.get(k) or "") if k == "Answer" else r.get(k))
-                                    for k in SHARED_TASK_FIELDS} for r in cited])
+    atomic_write_json(plain_path, shared_task_records(answers.ordered(q for q, _ in questions), strip_citations))
     atomic_write_json(out / SUBMIT_SUMMARY_FILE, {
         "questions": len(questions), "run": str(run_path), "answers": summary["out"],
         "answers_shared_task": str(plain_path),
-        **options.retriever_manifest(), "generator": generator.name, "strategy": options.strategy,
-        "run_depth": EVAL_K, "empty_questions": empty})
-    sys.stdout.write(f"wrote {len(queries)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary, generator)
+        **options.retriever_manifest(), "generator": session.generator.name, "strategy": options.strategy,
+        "run_depth": EVAL_K, "empty_questions": [q.id for q in prepared if not q.text]})
+    sys.stdout.write(f"wrote {len(prepared)} queries × top {EVAL_K} to {run_path}\n" + _summary(summary, session)
                      + f"shared-task answers (no citation markers): {plain_path}\n")
     return EXIT_OK
 

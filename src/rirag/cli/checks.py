@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rirag import models
+from rirag.data.answers import read_answers
+from rirag.data.questions import is_blank
 from rirag.errors import DataError, UsageError
 from rirag.io import check_input_size
-from rirag.text.citations import read_answers
-from rirag.validation import input_file, int_between, output_file, record_id, without_controls
+from rirag.validation import input_file, int_between, output_file, record_id
 
 logger = logging.getLogger(__name__)
 
@@ -134,16 +135,18 @@ def question_ids(questions: Iterable[tuple[str, str]], source: str) -> None:
 
 
 def question_texts(questions: Iterable[tuple[str, str]], source: str) -> None:
-    """Every question has text and an id a run can hold: a question that is blank once its control characters are
-    removed (``'   '``, ``'\\x00\\x00'``) is refused, as is a QuestionID that is empty or holds whitespace or a control
-    character (:func:`rirag.validation.record_id`: TREC is whitespace-separated), naming the file, the record and
-    its QuestionID."""
+    """Every question has text and an id a run can hold: a question that is blank once its control and invisible
+    characters are removed (``'   '``, ``'\\x00\\x00'``, ``'\\u200b'``: :func:`rirag.data.questions.is_blank`) is
+    refused, as is a QuestionID that is empty or holds whitespace or a control character
+    (:func:`rirag.validation.record_id`: TREC is whitespace-separated), naming the file, the record and its
+    QuestionID."""
     questions = list(questions)
     question_ids(questions, source)
     for i, (qid, text) in enumerate(questions):
-        if not isinstance(text, str) or not without_controls(text).strip():
+        if not isinstance(text, str) or is_blank(text):
             raise UsageError(f"{source}: record {i} (QuestionID {qid!r}): field 'Question' is empty"
-                             + (" (control characters only)" if isinstance(text, str) and text.strip() else ""))
+                             + (" (control or invisible characters only)" if isinstance(text, str) and text.strip()
+                                else ""))
 
 
 def run_for_answers(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str], qids: list[str], source: str,

@@ -127,6 +127,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     error (one line, exit 2) before anything is written.
     """
     # lazy: the scorers import numpy at their top; `rirag --help` loads no numpy (tests/test_light_imports.py)
+    from rirag.data.answers import read_answers
     from rirag.scoring.answer_quality import format_quality
     from rirag.scoring.answers import (
         answer_quality_of,
@@ -134,7 +135,6 @@ def run_answers(args: Any) -> dict[str, Any] | int:
         format_summary,
         input_warnings,
         is_official,
-        read_answers,
         score_answers_file,
     )
     from rirag.scoring.repass import RePASsConfig, RePASsScorer

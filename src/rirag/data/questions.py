@@ -1,4 +1,5 @@
-"""Question files on any corpus: gold passages given by passage id or by passage text, mapped to the corpus.
+"""Question files on any corpus: the one reader of ``--questions`` (:func:`read_questions`), and gold passages given
+by passage id or by passage text, mapped to the corpus (:func:`load_questions`).
 
 A question file is a JSON list of records ``{QuestionID, Question, Gold | Passages}``; each gold item is
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from rirag.data.ingest_html import document_key
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question
 from rirag.errors import DataError
 from rirag.io import read_json
+from rirag.validation import record_id, without_controls
 
 logger = logging.getLogger(__name__)
 
@@ -157,59 +160,98 @@ def document_names(root: str | Path) -> dict[int, list[str]]:
     return {int(k): ([v] if isinstance(v, str) else [str(x) for x in v]) for k, v in raw.items()}
 
 
-def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
-    """The questions of ``path`` with their gold (by id or by text) mapped to ``obliqa``'s corpus."""
+def is_blank(text: str) -> bool:
+    """Nothing is left of ``text`` once its control and invisible (format: zero-width space, BOM, soft hyphen)
+    characters and its white space are removed: a question that is not one."""
+    return not "".join(c for c in without_controls(text) if unicodedata.category(c) != "Cf").strip()
+
+
+def read_questions(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a questions file, checked: a non-empty JSON list of objects, each with a ``QuestionID`` that a
+    run can hold (one word: :func:`rirag.validation.record_id`), unique, and a ``Question`` that is a string and not
+    blank (:func:`is_blank`). Errors name the file, the record, its QuestionID and the field. Every command's
+    ``--questions`` is read here."""
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of question records, got {type(data).__name__}")
-    corpus = obliqa.corpus
-    mapper: TextMapper | None = None
-    result = QuestionSet(str(path), [])
+        raise DataError(f"{path}: expected a JSON list of {{QuestionID, Question}} records, got {type(data).__name__}")
     seen: set[str] = set()
     for i, rec in enumerate(data):
         where = f"{path}: record {i}"
         if not isinstance(rec, dict):
             raise DataError(f"{where}: expected an object, got {type(rec).__name__}")
         for key in ("QuestionID", "Question"):
-            if not isinstance(rec.get(key), str) or not rec[key].strip():
-                raise DataError(f"{where} (id {rec.get('QuestionID')}): field {key!r} must be a non-empty string")
-        qid = rec["QuestionID"]
+            if key not in rec:
+                raise DataError(f"{where} (id {rec.get('QuestionID')}): missing field {key!r}")
+            if not isinstance(rec[key], str):
+                raise DataError(f"{where}: field {key!r} must be a string, got {type(rec[key]).__name__}")
+        qid = record_id(rec["QuestionID"], f"{where}: field 'QuestionID'")  # a run must hold it as one word
+        if is_blank(rec["Question"]):
+            invisible = " (control or invisible characters only)" if rec["Question"].strip() else ""
+            raise DataError(f"{where} (QuestionID {qid!r}): field 'Question' is empty{invisible}")
         if qid in seen:
             raise DataError(f"{where}: QuestionID {qid!r} occurs twice")
         seen.add(qid)
+    if not data:
+        raise DataError(f"{path}: no questions")
+    return data
+
+
+class _LazyMapper:
+    """A :class:`TextMapper` of the corpus, built on the first gold text (a file of ids never builds one)."""
+
+    def __init__(self, obliqa: ObliQA):
+        self.obliqa, self._mapper = obliqa, None
+
+    def map(self, text: str, hint: Any) -> tuple[str | None, str, float | None, int]:
+        if self._mapper is None:
+            self._mapper = TextMapper(self.obliqa.corpus, document_names(self.obliqa.root))
+        return self._mapper.map(text, hint)
+
+
+def _map_gold(qid: str, j: int, item: Any, corpus: Mapping[str, Passage], mapper: _LazyMapper,
+              where: str) -> GoldMapping:
+    """Where gold item ``j`` of question ``qid`` goes: its id when the corpus has it, else its text's passage."""
+    role = item.get("role") if isinstance(item, dict) else None
+    pid = item if isinstance(item, str) else next(
+        (item[f] for f in GOLD_ID_FIELDS if isinstance(item, dict) and f in item), None)
+    text = next((item[f] for f in GOLD_TEXT_FIELDS if isinstance(item, dict) and f in item), None)
+    if pid is None and text is None:
+        raise DataError(f"{where}: neither a passage id nor a passage text ('ID' or 'text')")
+    if pid is not None and str(pid) in corpus:
+        return GoldMapping(qid, j, "id", str(pid), role=role)
+    if text is None:
+        return GoldMapping(qid, j, "unmapped", None, role=role, text=f"id {pid} (not in the corpus)")
+    if not isinstance(text, str):
+        raise DataError(f"{where}: field 'text' must be a string, got {type(text).__name__}")
+    hint = next((item[f] for f in GOLD_DOCUMENT_FIELDS if f in item), None)
+    cid, how, score, holders = mapper.map(text, hint)
+    return GoldMapping(qid, j, how, cid, score, holders, role, text)
+
+
+def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
+    """The questions of ``path`` (:func:`read_questions`) with their gold (by id or by text) mapped to ``obliqa``'s
+    corpus."""
+    path = Path(path)
+    data = read_questions(path)
+    corpus = obliqa.corpus
+    mapper = _LazyMapper(obliqa)
+    result = QuestionSet(str(path), [])
+    for i, rec in enumerate(data):
+        qid = rec["QuestionID"]
+        where = f"{path}: record {i} (id {qid})"
         gold_list = next((rec[f] for f in GOLD_LIST_FIELDS if f in rec), [])
         if not isinstance(gold_list, list):
-            raise DataError(f"{where} (id {qid}): field 'Gold' must be a list")
+            raise DataError(f"{where}: field 'Gold' must be a list")
         items: list[str | None] = []
         for j, item in enumerate(gold_list):
-            iwhere = f"{where} (id {qid}) gold {j}"
-            role = item.get("role") if isinstance(item, dict) else None
-            pid = item if isinstance(item, str) else next(
-                (item[f] for f in GOLD_ID_FIELDS if isinstance(item, dict) and f in item), None)
-            text = next((item[f] for f in GOLD_TEXT_FIELDS if isinstance(item, dict) and f in item), None)
-            if pid is None and text is None:
-                raise DataError(f"{iwhere}: neither a passage id nor a passage text ('ID' or 'text')")
-            if pid is not None and str(pid) in corpus:
-                m = GoldMapping(qid, j, "id", str(pid), role=role)
-            elif text is not None:
-                if not isinstance(text, str):
-                    raise DataError(f"{iwhere}: field 'text' must be a string, got {type(text).__name__}")
-                if mapper is None:
-                    mapper = TextMapper(corpus, document_names(obliqa.root))
-                hint = next((item[f] for f in GOLD_DOCUMENT_FIELDS if f in item), None)
-                cid, how, score, holders = mapper.map(text, hint)
-                m = GoldMapping(qid, j, how, cid, score, holders, role, text)
-            else:
-                m = GoldMapping(qid, j, "unmapped", None, role=role, text=f"id {pid} (not in the corpus)")
+            m = _map_gold(qid, j, item, corpus, mapper, f"{where} gold {j}")
             result.mappings.append(m)
             items.append(m.passage_id)
         gold = tuple(dict.fromkeys(c for c in items if c is not None))
         docs = tuple(dict.fromkeys(corpus[c].document_id for c in gold))
         result.questions.append(Question(qid, rec["Question"], gold, rec.get("Group"), docs))
         result.items[qid] = tuple(items)
-    if not result.questions:
-        raise DataError(f"{path}: no questions")
     unmapped = [m for m in result.mappings if m.how == "unmapped"]
     if unmapped:
         logger.warning("%s: %d of %d gold passages map to no passage of %s", path, len(unmapped),

@@ -3,8 +3,9 @@
 :func:`answer_question` is the one-call entry point (``rirag ask``, the Gradio demo); :func:`answer_items` answers
 a batch of questions whose passages are known (``rirag answer``/``submit``, the benchmark). Passages go through
 the RIRAG score filter (:mod:`rirag.retrieval.filtering`) on scores normalised per question (:func:`normalise`).
-:func:`answer_all` answers a list of questions into a resumable answers file (:class:`AnswersFile`), and
-:func:`read_questions` reads a questions file (the RIRAG_Unseen_Questions.json layout).
+:func:`answer_all` answers a list of prepared questions (:func:`prepare_questions`, done once, before retrieval)
+into a resumable answers file (:class:`rirag.data.answers.AnswersFile`). The session that builds the parts and calls
+these is :class:`rirag.generation.session.AnsweringSession`.
 
 Documented fallbacks, each recorded in the answer's ``warnings`` (the ``Warnings`` field of its record):
 
@@ -18,26 +19,24 @@ Documented fallbacks, each recorded in the answer's ``warnings`` (the ``Warnings
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
+from rirag.data.answers import CITATIONS_FIELD, FOLLOWED_FIELD, SHARED_TASK_FIELDS, WARNINGS_FIELD, AnswersFile
 from rirag.data.obliqa import Passage
+from rirag.data.questions import is_blank
 from rirag.data.runs import ranked
 from rirag.errors import DataError
 from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft, GeneratorSpec
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT
 from rirag.generation.render import check_strategy, written
-from rirag.io import atomic_write_json, read_json
 from rirag.retrieval.filtering import filter_ranked
 from rirag.retrieval.fusion import min_max_normalise
 from rirag.retrieval.registry import RetrieverSpec
 from rirag.text.citations import ParsedAnswer, citation_records, parse_citations, placed_citations
-from rirag.validation import record_id, without_controls
+from rirag.validation import without_controls
 
 logger = logging.getLogger(__name__)
 
@@ -113,36 +112,52 @@ class Answer:
         return [by_id[i] for i in ids]
 
     def to_record(self) -> dict:
-        """The shared-task answer record (QuestionID, Question, RetrievedPassages, Answer, RetrievedIDs) plus
-        ``Citations`` (and ``Warnings`` when a fallback applied)."""
-        record = {
-            "QuestionID": self.question_id,
-            "Question": self.question,
-            "RetrievedPassages": [p.text for p in self.passages],
-            "Answer": self.text,
-            "RetrievedIDs": [p.id for p in self.passages],
-            "Citations": citation_records(self.parsed) if self.parsed else [],
-        }
+        """The shared-task answer record (:data:`rirag.data.answers.SHARED_TASK_FIELDS`) plus ``Citations`` (and
+        ``Followed`` / ``Warnings`` when they apply)."""
+        shared = (self.question_id, self.question, [p.text for p in self.passages], self.text,
+                  [p.id for p in self.passages])
+        record = dict(zip(SHARED_TASK_FIELDS, shared))
+        record[CITATIONS_FIELD] = citation_records(self.parsed) if self.parsed else []
         if self.draft is not None and self.draft.followed:
-            record["Followed"] = [f.as_dict() for f in self.draft.followed]
+            record[FOLLOWED_FIELD] = [f.as_dict() for f in self.draft.followed]
         if self.warnings:
-            record["Warnings"] = list(self.warnings)
+            record[WARNINGS_FIELD] = list(self.warnings)
         return record
 
 
 # -- questions and passages -------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PreparedQuestion:
+    """One question as given (``question``, the record's ``Question``) and as sent on to the retriever and the
+    answerer (``text``: :func:`prepare_question`), with the warnings preparing it raised."""
+
+    id: str
+    question: str
+    text: str
+    warnings: tuple[str, ...] = ()
+
+
 def prepare_question(text: str | None) -> tuple[str, list[str]]:
     """The question as sent on (stripped, cut to :data:`MAX_QUESTION_CHARS`) and the warnings that applied."""
     if not isinstance(text, str):
         raise DataError(f"a question must be a string, got {type(text).__name__}")
-    text = without_controls(text).strip()  # NUL, ESC and the like: never sent on, never echoed
-    if not text:
+    if is_blank(text):
         return "", [WARN_EMPTY_QUESTION]
+    text = without_controls(text).strip()  # NUL, ESC and the like: never sent on, never echoed
     if len(text) > MAX_QUESTION_CHARS:
         return text[:MAX_QUESTION_CHARS], [WARN_TRUNCATED.format(n=MAX_QUESTION_CHARS, m=len(text))]
     return text, []
+
+
+def prepare_questions(questions: Iterable[tuple[str, str]]) -> list[PreparedQuestion]:
+    """``[(QuestionID, Question)]`` prepared once (:func:`prepare_question`), before retrieval."""
+    out = []
+    for qid, question in questions:
+        text, warnings = prepare_question(question)
+        out.append(PreparedQuestion(qid, question, text, tuple(warnings)))
+    return out
 
 
 def normalise(results: Mapping[str, float]) -> dict[str, float]:
@@ -177,26 +192,27 @@ def answer_items(items: Sequence[tuple[str, str, list[RetrievedPassage]]], gener
                  strategy: str = ZERO_SHOT, generator_name: str | None = None) -> list[Answer]:
     """Answer ``(question_id, question, passages)`` items in one call of the answerer (see the module's
     fallbacks)."""
-    return _answer([(qid, question, prepare_question(question), passages) for qid, question, passages in items],
-                   generator, strategy, generator_name)
+    prepared = prepare_questions((qid, question) for qid, question, _ in items)
+    return _answer([(q, passages) for q, (_, _, passages) in zip(prepared, items)], generator, strategy,
+                   generator_name)
 
 
-def _answer(items: Sequence[tuple[str, str, tuple[str, list[str]], list[RetrievedPassage]]], generator: Answerer,
+def _answer(items: Sequence[tuple[PreparedQuestion, list[RetrievedPassage]]], generator: Answerer,
             strategy: str, generator_name: str | None = None) -> list[Answer]:
-    """Answer items whose question is prepared (:func:`prepare_question`): one ``generator.draft`` call for the
-    batch, each draft written out by :func:`rirag.generation.render.written`."""
+    """Answer prepared questions (:func:`prepare_questions`) with their passages: one ``generator.draft`` call for
+    the batch, each draft written out by :func:`rirag.generation.render.written`."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown prompting strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
     name = generator_name or generator.name
     check_strategy(name, generator.needs_passages, strategy)
     grounded = strategy in GROUNDED_STRATEGIES
     answers, todo = [], []
-    for qid, question, (text, warnings), passages in items:
-        answer = Answer(qid, question, list(passages), strategy=strategy, generator=name, warnings=list(warnings))
-        if text and not passages and grounded:
+    for q, passages in items:
+        answer = Answer(q.id, q.question, list(passages), strategy=strategy, generator=name, warnings=list(q.warnings))
+        if q.text and not passages and grounded:
             answer.warnings.append(WARN_NO_PASSAGES)
-        if text and (passages or not grounded):
-            todo.append((answer, AnswerRequest(text, [p.text for p in passages], [p.score for p in passages],
+        if q.text and (passages or not grounded):
+            todo.append((answer, AnswerRequest(q.text, [p.text for p in passages], [p.score for p in passages],
                                                strategy, ids=[p.id for p in passages])))
         answers.append(answer)
     drafts = generator.draft([request for _, request in todo]) if todo else []
@@ -237,123 +253,24 @@ def answer_question(question: str, retriever, generator: Answerer, strategy: str
 
     An empty question raises :class:`~rirag.errors.DataError`; an over-long one is cut (recorded in ``warnings``).
     """
-    prepared = prepare_question(question)
-    text = prepared[0]
-    if not text:
+    prepared = prepare_questions([(question_id, question)])[0]
+    if not prepared.text:
         raise DataError("the question is empty")
     # the run's usual depth, so that min-max normalised scores (BM25) mean what they mean in a run file
-    results = retriever.search({question_id: text}, k=max(k, RUN_DEPTH)).get(question_id, {})
+    results = retriever.search({question_id: prepared.text}, k=max(k, RUN_DEPTH)).get(question_id, {})
     passages = select_passages(results, corpus, k, filtered, where="retriever") if strategy in GROUNDED_STRATEGIES \
         else []
-    return _answer([(question_id, question, prepared, passages)], generator, strategy)[0]
+    return _answer([(prepared, passages)], generator, strategy)[0]
 
 
-# -- the resumable answers file ---------------------------------------------------------------------------------
-
-#: The journal beside an answers file (``<out>.partial.jsonl``), appended to and flushed as each answer is written.
-JOURNAL_SUFFIX = ".partial.jsonl"
+# -- the shared answering loop ---------------------------------------------------------------------------------
 
 
-class AnswersFile:
-    """A shared-task answers JSON written resumably.
-
-    Each answer is appended to ``<out>.partial.jsonl`` and flushed to disk as it is written; :meth:`finalize`
-    merges the records into ``out`` atomically (in the given question order) and removes the journal. A rerun
-    reads both and skips the ids already answered, so an interruption loses at most the answer being generated.
-    """
-
-    def __init__(self, out: str | os.PathLike):
-        self.out = Path(out)
-        self.journal = self.out.with_name(self.out.name + JOURNAL_SUFFIX)
-        self.records: dict[str, dict] = {}
-        if self.out.exists():
-            data = read_json(self.out)
-            if not isinstance(data, list):
-                raise DataError(f"{self.out}: expected a JSON list of answer records, got {type(data).__name__}")
-            for i, rec in enumerate(data):
-                if not isinstance(rec, dict) or "QuestionID" not in rec:
-                    raise DataError(f"{self.out}: record {i} has no 'QuestionID'; move the file away to start over")
-                self.records[str(rec["QuestionID"])] = rec
-        if self.journal.exists():
-            self._read_journal()
-        self._fh = None
-
-    def _read_journal(self) -> None:
-        raw = self.journal.read_bytes()
-        if raw and not raw.endswith(b"\n"):  # a torn last line: the answer being written when interrupted
-            cut = raw.rfind(b"\n") + 1
-            logger.warning("%s: dropping a torn last line (%d bytes)", self.journal, len(raw) - cut)
-            raw = raw[:cut]
-            with open(self.journal, "r+b") as fh:
-                fh.truncate(cut)
-        for n, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{self.journal}: line {n} is not JSON ({err.msg})") from err
-            self.records[str(rec["QuestionID"])] = rec
-
-    def __contains__(self, question_id: str) -> bool:
-        return question_id in self.records
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def write(self, record: dict) -> None:
-        record_id(record.get("QuestionID"), f"{self.out}: field 'QuestionID'")  # the run written beside it holds it
-        if self._fh is None:
-            self.out.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.journal, "a", encoding="utf-8")
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self.records[str(record["QuestionID"])] = record
-
-    def finalize(self, order: Iterable[str] = ()) -> Path:
-        """Write every record to ``out`` (those in ``order`` first, in that order), atomically; drop the journal."""
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-        order = [q for q in dict.fromkeys(order) if q in self.records]
-        rest = [q for q in self.records if q not in set(order)]
-        atomic_write_json(self.out, [self.records[q] for q in order + rest])
-        self.journal.unlink(missing_ok=True)
-        return self.out
-
-
-# -- questions files and the shared answering loop ----------------------------------------------------------------
-
-
-def read_questions(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """``[(QuestionID, Question)]`` from a JSON list of records (the RIRAG_Unseen_Questions.json layout)."""
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of {{QuestionID, Question}} records, got {type(data).__name__}")
-    out, seen = [], set()
-    for i, rec in enumerate(data):
-        if not isinstance(rec, dict):
-            raise DataError(f"{path}: record {i}: expected an object, got {type(rec).__name__}")
-        for key in ("QuestionID", "Question"):
-            if key not in rec:
-                raise DataError(f"{path}: record {i} (id {rec.get('QuestionID')}): missing field {key!r}")
-            if not isinstance(rec[key], str):
-                raise DataError(f"{path}: record {i}: field {key!r} must be a string, got {type(rec[key]).__name__}")
-        record_id(rec["QuestionID"], f"{path}: record {i}: field 'QuestionID'")  # a run must hold it as one word
-        if rec["QuestionID"] in seen:
-            raise DataError(f"{path}: record {i}: QuestionID {rec['QuestionID']!r} occurs twice")
-        seen.add(rec["QuestionID"])
-        out.append((rec["QuestionID"], rec["Question"]))
-    if not out:
-        raise DataError(f"{path}: no questions")
-    return out
-
-
-def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, strategy: str, out: str | os.PathLike,
-               k: int = EVAL_K, filtered: bool = True, batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
-    """Answer every question not yet in ``out`` (resumable), flushing each answer; returns a summary.
+def answer_all(questions: Sequence[PreparedQuestion], run: Mapping[str, Mapping[str, float]], corpus, generator,
+               strategy: str, answers: AnswersFile, k: int = EVAL_K, filtered: bool = True,
+               batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
+    """Answer every prepared question not yet in ``answers`` (resumable), flushing each answer; finalizes the file
+    (when anything is in it) and returns a summary.
 
     A :class:`~rirag.generation.base.GenerationError` stops the loop after writing everything answered so far; it is
     re-raised.
@@ -362,11 +279,10 @@ def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, s
 
     from tqdm.auto import tqdm
 
-    answers = AnswersFile(out)
-    todo = [(qid, text) for qid, text in questions if qid not in answers]
+    todo = [q for q in questions if q.id not in answers]
     done_before = len(questions) - len(todo)
     if done_before:
-        logger.info("%s: %d of %d questions already answered; answering the other %d", out, done_before,
+        logger.info("%s: %d of %d questions already answered; answering the other %d", answers.out, done_before,
                     len(questions), len(todo))
     name = generator.name
     warnings: Counter = Counter()
@@ -375,15 +291,15 @@ def answer_all(questions: list[tuple[str, str]], run: dict, corpus, generator, s
         with tqdm(total=len(todo), desc=f"answering ({name})", unit="q") as bar:
             for start in range(0, len(todo), batch_size):
                 chunk = todo[start:start + batch_size]
-                items = [(qid, text, select_passages(run.get(qid, {}), corpus, k, filtered, where=f"{where}, {qid}"))
-                         for qid, text in chunk]
-                for answer in answer_items(items, generator, strategy):
+                items = [(q, select_passages(run.get(q.id, {}), corpus, k, filtered, where=f"{where}, {q.id}"))
+                         for q in chunk]
+                for answer in _answer(items, generator, strategy):
                     answers.write(answer.to_record())
                     warnings.update(w.split(":")[0] for w in answer.warnings)
                     n_citations += len(answer.parsed.citations) if answer.parsed else 0
                 bar.update(len(chunk))
     finally:
         if len(answers):  # nothing answered (a failure before the first answer): no empty file is left behind
-            answers.finalize([qid for qid, _ in questions])
-    return {"answered": len(todo), "already_done": done_before, "total": len(answers), "out": str(out),
+            answers.finalize([q.id for q in questions])
+    return {"answered": len(todo), "already_done": done_before, "total": len(answers), "out": str(answers.out),
             "citations": n_citations, "warnings": dict(warnings)}

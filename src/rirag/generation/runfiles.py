@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rirag import __version__
+from rirag.data.answers import JOURNAL_SUFFIX
 from rirag.errors import DataError, UsageError
-from rirag.generation.pipeline import JOURNAL_SUFFIX
 from rirag.io import atomic_write_bytes, atomic_write_json, read_json
 
 logger = logging.getLogger(__name__)

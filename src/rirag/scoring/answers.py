@@ -38,6 +38,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from rirag.data.answers import read_answers
 from rirag.data.obliqa import load_obliqa
 from rirag.io import atomic_write_json
 from rirag.scoring.answer_quality import answer_quality
@@ -47,7 +48,7 @@ from rirag.scoring.constants import (
     MAX_ANSWER_CHARS,
 )
 from rirag.scoring.signature import OFFICIAL_LABEL, is_official_judge, judge_label
-from rirag.text.citations import CITATION_PATTERN, REQUIRED_FIELDS, numbers_in, read_answers, strip_citations  # noqa: F401 - part of this module's API
+from rirag.text.citations import CITATION_PATTERN, numbers_in, strip_citations
 
 logger = logging.getLogger(__name__)
 

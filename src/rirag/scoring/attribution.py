@@ -36,11 +36,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from rirag.data.answers import read_answers
 from rirag.scoring.classifier import PAIR, Classifier
 from rirag.scoring.constants import ENTAILMENT, LOCAL_NLI_JUDGE
 from rirag.scoring.models import label_index, resolve_device
 from rirag.scoring.workers import resolve_workers
-from rirag.text.citations import NO_ANSWER, parse_citations, read_answers, strip_citations
+from rirag.text.citations import NO_ANSWER, parse_citations, strip_citations
 from rirag.text.sentences import punkt_split
 
 logger = logging.getLogger(__name__)

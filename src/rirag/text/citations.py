@@ -1,6 +1,6 @@
-"""The answer record: its required fields and reader, the no-answer reply, and citations ``[n]`` in answers (parse
-them, attach them to sentences, map them back to passage ids). Below the generation and scoring layers, which both
-read and write answers.
+"""Citations ``[n]`` in answers (parse them, attach them to sentences, map them back to passage ids) and the
+no-answer reply. Below the generation and scoring layers, which both write and read them; the answers file itself
+is :mod:`rirag.data.answers`.
 
 
 Accepted forms: ``[1]``, ``[1, 2]`` (also ``;`` as separator) and adjacent markers ``[1][3]``. Numbers are
@@ -15,19 +15,15 @@ of :mod:`rirag.scoring.attribution`) therefore judge the followed passage agains
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-from rirag.io import read_input_bytes
 from rirag.text.sentences import punkt_split
 
 #: The reply when the passages do not settle the question (worked example 3; RAFT targets without the oracle);
 #: re-exported by :mod:`rirag.generation.prompts`.
 NO_ANSWER = "The provided passages do not answer this question."
-#: Fields every answer record must have.
-REQUIRED_FIELDS = ("QuestionID", "RetrievedPassages", "Answer")
 
 #: One bracketed citation group: ``[1]``, ``[1, 2]``, ``[1; 2]``.
 CITATION_PATTERN = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
@@ -177,40 +173,5 @@ def citation_records(parsed: ParsedAnswer) -> list[dict]:
     return [c.as_dict() for c in parsed.citations]
 
 
-def read_answers(path: str) -> list[dict[str, Any]]:
-    """Load and validate the answer JSON (``.json``, or gzipped ``.json.gz`` as the benchmarks commit them); errors
-    name the file, the record and the field."""
-    raw = read_input_bytes(path)  # bounded: its size checked first; a device or an endless pipe refused
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
-    except RecursionError:
-        raise ValueError(f"{path}: not valid JSON (nested too deeply to read)") from None
-    if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a JSON list of answer records, got {type(data).__name__}")
-    seen = set()
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise ValueError(f"{path}: record {i} is not an object")
-        for key in REQUIRED_FIELDS:
-            if key not in item:
-                raise ValueError(f"{path}: record {i} (QuestionID {item.get('QuestionID')!r}) lacks field {key!r}")
-        qid = str(item["QuestionID"])
-        if qid in seen:
-            raise ValueError(f"{path}: record {i}: duplicate QuestionID {qid!r}")
-        seen.add(qid)
-        answer, passages = item["Answer"], item["RetrievedPassages"]
-        if answer is not None and not isinstance(answer, str):
-            raise ValueError(f"{path}: record {i} (QuestionID {qid!r}): field 'Answer' must be a string or null")
-        if not isinstance(passages, (str, list)) or (isinstance(passages, list)
-                                                     and not all(isinstance(p, str) for p in passages)):
-            raise ValueError(
-                f"{path}: record {i} (QuestionID {qid!r}): field 'RetrievedPassages' must be a string or a list "
-                "of strings"
-            )
-    return data
-
-
-__all__ = ["CITATION_PATTERN", "NO_ANSWER", "REQUIRED_FIELDS", "Citation", "ParsedAnswer", "citation_records",
-           "numbers_in", "parse_citations", "read_answers", "strip_citations"]
+__all__ = ["CITATION_PATTERN", "NO_ANSWER", "Citation", "ParsedAnswer", "citation_records",
+           "numbers_in", "parse_citations", "strip_citations"]
