@@ -173,21 +173,29 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     else:
         result["skipped"]["repass"] = skip
         sys.stdout.write(skip + "\n")
-    if getattr(args, "attribution", False):
-        skip = _skipped("NLI citation support (--attribution)", ATTRIBUTION_NEEDS, missing, args)
-        if skip is None:
-            try:
-                result["attribution"] = _attribution(args, out, max_chars)
-            except MissingModelError as err:
-                if require_all:
-                    logger.error("%s", err)
-                    return EXIT_USAGE
-                skip = f"skipped NLI citation support (--attribution): {checks.one_line(err)}"
-        if skip is not None:
-            result["skipped"]["attribution"] = skip
-            sys.stdout.write(skip + "\n")
+    if getattr(args, "attribution", False) and _attribution_part(args, out, max_chars, missing, result) is not None:
+        return EXIT_USAGE
     result["quality"] = {k: v for k, v in quality.items() if k != "per_question"}
     return result
+
+
+def _attribution_part(args: Any, out: str, max_chars: int | None, missing: dict[str, str],
+                      result: dict[str, Any]) -> int | None:
+    """``--attribution`` into ``result`` (its scores, or why it was skipped); :data:`EXIT_USAGE` when a model is
+    missing under ``--require-all``."""
+    skip = _skipped("NLI citation support (--attribution)", ATTRIBUTION_NEEDS, missing, args)
+    if skip is None:
+        try:
+            result["attribution"] = _attribution(args, out, max_chars)
+        except MissingModelError as err:
+            if getattr(args, "require_all", False):
+                logger.error("%s", err)
+                return EXIT_USAGE
+            skip = f"skipped NLI citation support (--attribution): {checks.one_line(err)}"
+    if skip is not None:
+        result["skipped"]["attribution"] = skip
+        sys.stdout.write(skip + "\n")
+    return None
 
 
 def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:

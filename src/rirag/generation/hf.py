@@ -75,28 +75,11 @@ class TransformersGenerator(PromptedAnswerer):
     def load(self) -> "TransformersGenerator":
         if self._model is not None:
             return self
-        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path, gguf = resolve_generator(self.model_name)
         device = resolve_device(self.device)
-        kwargs: dict = {}
-        if gguf:
-            kwargs["gguf_file"] = gguf
-        if self.dtype:
-            kwargs["dtype"] = getattr(torch, self.dtype)
-        if self.load_in_4bit:
-            if not torch.cuda.is_available():
-                logger.warning("4-bit NF4 needs CUDA (bitsandbytes); no GPU here, loading %s unquantised", path)
-            elif gguf:
-                raise ValueError(f"{self.model_name}: a GGUF file cannot be re-quantised with bitsandbytes; "
-                                 "pass a safetensors model for 4-bit loading")
-            else:
-                from transformers import BitsAndBytesConfig
-
-                kwargs["quantization_config"] = BitsAndBytesConfig(
-                    load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
-                kwargs["device_map"] = {"": device}
+        kwargs = self._load_kwargs(path, gguf, device)
         logger.info("loading generator %s%s", path, f" ({gguf})" if gguf else "")
         tokenizer = AutoTokenizer.from_pretrained(path, **({"gguf_file": gguf} if gguf else {}))
         if not tokenizer.chat_template:
@@ -105,22 +88,51 @@ class TransformersGenerator(PromptedAnswerer):
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-        if self.adapter:
-            from peft import PeftModel
-
-            if not Path(self.adapter).expanduser().exists() and self.adapter.startswith((".", "/", "~")):
-                raise FileNotFoundError(f"LoRA adapter not found: {self.adapter}")
-            model = PeftModel.from_pretrained(model, self.adapter)
-            if "quantization_config" not in kwargs and self.dtype in (None, "float32"):
-                # inference only: fold the LoRA update into the float32 weights, so decoding runs no adapter
-                # matmuls (equal to the unmerged model up to float rounding; half precision is left unmerged)
-                model = model.merge_and_unload()
+        model = self._with_adapter(AutoModelForCausalLM.from_pretrained(path, **kwargs), kwargs)
         if "device_map" not in kwargs:
             model.to(device)
         model.eval()
         self._model, self._tokenizer = model, tokenizer
         return self
+
+    def _load_kwargs(self, path, gguf: str | None, device) -> dict:
+        """``from_pretrained`` keyword arguments: the GGUF file, the dtype, 4-bit NF4 on CUDA."""
+        import torch
+
+        kwargs: dict = {}
+        if gguf:
+            kwargs["gguf_file"] = gguf
+        if self.dtype:
+            kwargs["dtype"] = getattr(torch, self.dtype)
+        if not self.load_in_4bit:
+            return kwargs
+        if not torch.cuda.is_available():
+            logger.warning("4-bit NF4 needs CUDA (bitsandbytes); no GPU here, loading %s unquantised", path)
+        elif gguf:
+            raise ValueError(f"{self.model_name}: a GGUF file cannot be re-quantised with bitsandbytes; "
+                             "pass a safetensors model for 4-bit loading")
+        else:
+            from transformers import BitsAndBytesConfig
+
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+            kwargs["device_map"] = {"": device}
+        return kwargs
+
+    def _with_adapter(self, model, kwargs: dict):
+        """The model with its LoRA adapter (merged into float32 weights for inference), or as it is."""
+        if not self.adapter:
+            return model
+        from peft import PeftModel
+
+        if not Path(self.adapter).expanduser().exists() and self.adapter.startswith((".", "/", "~")):
+            raise FileNotFoundError(f"LoRA adapter not found: {self.adapter}")
+        model = PeftModel.from_pretrained(model, self.adapter)
+        if "quantization_config" not in kwargs and self.dtype in (None, "float32"):
+            # inference only: fold the LoRA update into the float32 weights, so decoding runs no adapter
+            # matmuls (equal to the unmerged model up to float rounding; half precision is left unmerged)
+            model = model.merge_and_unload()
+        return model
 
     @property
     def tokenizer(self):

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -76,48 +76,58 @@ def _contract_nli(path) -> Iterator[tuple]:
             yield premise, hypotheses[key], ann["choice"]
 
 
+def _pairs(d: str, files, premise: str, hypothesis: str, label: str, delimiter: str = ",") -> Iterator[tuple]:
+    """(premise, hypothesis, label) of delimited files under ``d``, by their field names."""
+    return ((r[premise], r[hypothesis], r[label]) for f in files for r in _csv(os.path.join(d, f), delimiter))
+
+
+def _xnli(d: str) -> Iterator[tuple]:
+    names = {"0": "entailment", "1": "neutral", "2": "contradiction"}
+    return ((r["premise"], r["hypothesis"], names[r["label"]])
+            for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f), "\t"))
+
+
+def _jsonl_tree(d: str) -> Iterator[tuple]:
+    files = [os.path.join(dp, f) for dp, _, fs in sorted(os.walk(d)) for f in sorted(fs) if f.endswith(".jsonl")]
+    return ((r["premise"], r["hypothesis"], r["label"]) for f in files for r in _jsonl(f))
+
+
+def _nli4wills(d: str) -> Iterator[tuple]:
+    names = {"0": "refute", "1": "support", "2": "unrelated"}
+    # The label says whether the will's statement is valid under the law given the conditions: premise = the
+    # conditions then the law (conditions first, so truncation keeps them), hypothesis = the statement.
+    return ((f'{r["conditions"].strip()} {r["law"].strip()}', r["statement"], names[str(r["classification"]).strip()])
+            for state in sorted(os.listdir(d)) for f in sorted(os.listdir(os.path.join(d, state)))
+            for r in _csv(os.path.join(d, state, f), encoding="utf-8-sig"))
+
+
+#: source -> its reader: the folder -> (premise, hypothesis, label) in the source's own label words.
+READERS: dict[str, Callable[[str], Iterator[tuple]]] = {
+    "snli": lambda d: _pairs(d, sorted(os.listdir(d)), "sentence1", "sentence2", "label"),
+    "mnli": lambda d: _pairs(d, sorted(os.listdir(d)), "sentence1", "sentence2", "label"),
+    "sick": lambda d: _pairs(d, ["SICK.txt"], "sentence_A", "sentence_B", "entailment_judgment", "\t"),
+    "rte": lambda d: _pairs(d, ["train.tsv", "dev.tsv"], "sentence1", "sentence2", "label", "\t"),
+    "xnli-en": _xnli,
+    "anli": lambda d: ((r["context"], r["hypothesis"], r["label"]) for rnd in ("R1", "R2", "R3")
+                       for f in ("dev.jsonl", "test.jsonl") for r in _jsonl(os.path.join(d, rnd, f))),
+    "control": _jsonl_tree,
+    "lingnli": _jsonl_tree,
+    "breaking-nli": lambda d: ((r["sentence1"], r["sentence2"], r["gold_label"])
+                               for r in _jsonl(os.path.join(d, "dataset.jsonl"))),
+    "nli4wills": _nli4wills,
+    "contract-nli": lambda d: (x for f in ("dev.json", "test.json") for x in _contract_nli(os.path.join(d, f))),
+}
+
+
 def iter_source(root: str, source: str) -> Iterator[dict]:
-    """Yield normalised rows of one source (a folder name under ``root``)."""
+    """Yield normalised rows of one source (a folder name under ``root``; its reader in :data:`READERS`)."""
     d = os.path.join(root, source)
     if source in SOURCES and not os.path.isdir(d):
         raise FileNotFoundError(f"NLI source {source!r}: folder {d} not found (see data/nli/SOURCES.md)")
-    raw: Iterator[tuple]
-    if source in ("snli", "mnli"):
-        raw = ((r["sentence1"], r["sentence2"], r["label"])
-               for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f)))
-    elif source == "sick":
-        raw = ((r["sentence_A"], r["sentence_B"], r["entailment_judgment"])
-               for r in _csv(os.path.join(d, "SICK.txt"), "\t"))
-    elif source == "rte":
-        raw = ((r["sentence1"], r["sentence2"], r["label"])
-               for f in ("train.tsv", "dev.tsv") for r in _csv(os.path.join(d, f), "\t"))
-    elif source == "xnli-en":
-        names = {"0": "entailment", "1": "neutral", "2": "contradiction"}
-        raw = ((r["premise"], r["hypothesis"], names[r["label"]])
-               for f in sorted(os.listdir(d)) for r in _csv(os.path.join(d, f), "\t"))
-    elif source == "anli":
-        raw = ((r["context"], r["hypothesis"], r["label"])
-               for rnd in ("R1", "R2", "R3") for f in ("dev.jsonl", "test.jsonl")
-               for r in _jsonl(os.path.join(d, rnd, f)))
-    elif source in ("control", "lingnli"):
-        files = [os.path.join(dp, f) for dp, _, fs in sorted(os.walk(d)) for f in sorted(fs) if f.endswith(".jsonl")]
-        raw = ((r["premise"], r["hypothesis"], r["label"]) for f in files for r in _jsonl(f))
-    elif source == "breaking-nli":
-        raw = ((r["sentence1"], r["sentence2"], r["gold_label"]) for r in _jsonl(os.path.join(d, "dataset.jsonl")))
-    elif source == "nli4wills":
-        names = {"0": "refute", "1": "support", "2": "unrelated"}
-        # The label says whether the will's statement is valid under the law given the conditions: premise = the
-        # conditions then the law (conditions first, so truncation keeps them), hypothesis = the statement.
-        raw = ((f'{r["conditions"].strip()} {r["law"].strip()}', r["statement"],
-                names[str(r["classification"]).strip()])
-               for state in sorted(os.listdir(d)) for f in sorted(os.listdir(os.path.join(d, state)))
-               for r in _csv(os.path.join(d, state, f), encoding="utf-8-sig"))
-    elif source == "contract-nli":
-        raw = (x for f in ("dev.json", "test.json") for x in _contract_nli(os.path.join(d, f)))
-    else:
+    if source not in READERS:
         raise ValueError(f"unknown NLI source {source!r} under {root}")
     try:
-        for premise, hypothesis, label in raw:
+        for premise, hypothesis, label in READERS[source](d):
             row = _row(premise, hypothesis, label, source)
             if row is not None:
                 yield row

@@ -134,19 +134,22 @@ def normalise_inputs(predictions: Any, passages: Any) -> list[tuple[str | None, 
     for i, (answer, item_passages) in enumerate(zip(predictions, passages)):
         if answer is not None and not isinstance(answer, str):
             raise TypeError(f"predictions[{i}] must be a string (or None to skip), got {type(answer).__name__}")
-        if item_passages is None:
-            item_passages = []
-        elif isinstance(item_passages, str):
-            item_passages = [item_passages]
-        elif isinstance(item_passages, (list, tuple)):
-            for j, p in enumerate(item_passages):
-                if not isinstance(p, str):
-                    raise TypeError(f"passages[{i}][{j}] must be a string, got {type(p).__name__}")
-            item_passages = list(item_passages)
-        else:
-            raise TypeError(f"passages[{i}] must be a string or a list of strings, got {type(item_passages).__name__}")
-        items.append((answer if answer and answer.strip() else None, item_passages))
+        items.append((answer if answer and answer.strip() else None, _item_passages(i, item_passages)))
     return items
+
+
+def _item_passages(i: int, item_passages: Any) -> list[str]:
+    """Item ``i``'s passages as a new list of strings (``None``: none; one string: one passage)."""
+    if item_passages is None:
+        return []
+    if isinstance(item_passages, str):
+        return [item_passages]
+    if not isinstance(item_passages, (list, tuple)):
+        raise TypeError(f"passages[{i}] must be a string or a list of strings, got {type(item_passages).__name__}")
+    for j, p in enumerate(item_passages):
+        if not isinstance(p, str):
+            raise TypeError(f"passages[{i}][{j}] must be a string, got {type(p).__name__}")
+    return list(item_passages)
 
 
 def _truncation(classifier: Any, key: Input) -> int:

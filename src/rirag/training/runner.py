@@ -74,6 +74,85 @@ class TrainingRefused(RuntimeError):
     """A run that cannot finish within its time guard, or lacks an input artifact; the message is one line."""
 
 
+class _Estimate:
+    """The state and decisions of :func:`run_estimate`'s callback (a plain class: transformers loads only when a
+    callback is built)."""
+
+    def __init__(self, max_minutes: float | None, allow_over: bool, measure_steps: int, what: str,
+                 clock: Callable[[], float]):
+        self.max_minutes, self.allow_over, self.measure_steps, self.what, self.clock = (
+            max_minutes, allow_over, measure_steps, what, clock)
+        self.start: float | None = None
+        self.minutes: float | None = None  # the estimate, once measured (the steady one once that is)
+        self.first_minutes: float | None = None  # the first steps' estimate
+        self.refusal: str | None = None
+        self._warm: tuple[int, float] | None = None  # (step, elapsed) at the end of the warm-up
+        self._steady_at: int | None = None
+
+    def _refuse(self, control, message: str) -> None:
+        if self.allow_over:
+            logger.warning("%s; going on (allow_over_time)", message)
+            return
+        self.refusal = (f"{message}: stopped before saving anything (check the precision and the machine's load, "
+                        "or pass --allow_over_time true)")
+        logger.error("%s", self.refusal)
+        control.should_training_stop = True
+
+    def _over(self, control, total: int, per_step: float, steps: str, slack: bool = False) -> None:
+        self._refuse(control, f"{self.what}: {total} steps at {per_step:.2f} s/step ({steps}) would take about "
+                              f"{self.minutes:.0f} min, over the {self.max_minutes:g}-minute guard "
+                              f"(max_train_minutes{f' x {FIRST_STEPS_SLACK:g}' if slack else ''})")
+
+    def _first_steps(self, control, step: int, total: int, elapsed: float) -> bool:
+        """The first steps' estimate; True when it stopped the run."""
+        per_step = elapsed / max(1, step)
+        self.minutes = self.first_minutes = per_step * total / 60
+        logger.info("%s: the first %d steps took %.1f s (%.2f s/step): about %.1f min for all %d steps "
+                    "(training only)", self.what, step, elapsed, per_step, self.minutes, total)
+        self._warm = (step, elapsed)
+        # None when the run is over: nothing steady to measure
+        self._steady_at = min(total, max(3 * step, int(STEADY_SHARE * total))) if total > step else None
+        if not (self.max_minutes and self.minutes > self.max_minutes):
+            return False
+        slack = self.minutes > FIRST_STEPS_SLACK * self.max_minutes
+        if slack or self._steady_at is None:
+            self._over(control, total, per_step, f"the first {step}", slack)
+            return True
+        logger.info("%s: over the %g-minute guard by the first steps (a warm-up); it decides at step %d, on the "
+                    "steady rate", self.what, self.max_minutes, self._steady_at)
+        return False
+
+    def _steady_steps(self, control, step: int, total: int, elapsed: float) -> bool:
+        """The steady estimate; True when it stopped the run."""
+        warm_step, warm_elapsed = self._warm
+        per_step = (elapsed - warm_elapsed) / max(1, step - warm_step)
+        self.minutes = (elapsed + per_step * (total - step)) / 60
+        self._steady_at = None
+        logger.info("%s: steps %d-%d took %.2f s/step: about %.1f min for all %d steps (training only)",
+                    self.what, warm_step + 1, step, per_step, self.minutes, total)
+        if self.max_minutes and self.minutes > self.max_minutes:
+            self._over(control, total, per_step, f"steps {warm_step + 1}-{step}")
+            return True
+        return False
+
+    def step_end(self, state, control):
+        total = int(state.max_steps or 0)
+        if total <= 0 or self.refusal:
+            return control
+        step = state.global_step
+        elapsed = self.clock() - (self.start if self.start is not None else self.clock())
+        if self.first_minutes is None and step >= min(max(1, self.measure_steps), total):
+            if self._first_steps(control, step, total, elapsed):
+                return control
+        elif self._steady_at is not None and step >= self._steady_at:
+            if self._steady_steps(control, step, total, elapsed):
+                return control
+        if self.max_minutes and not self.allow_over and step < total and elapsed > self.max_minutes * 60:
+            self._refuse(control, f"{self.what}: the {self.max_minutes:g}-minute guard (max_train_minutes) was "
+                                  f"reached at step {step} of {total}")
+        return control
+
+
 def run_estimate(max_minutes: float | None = None, allow_over: bool = False, measure_steps: int = ESTIMATE_STEPS,
                  what: str = "training", clock: Callable[[], float] = time.monotonic):
     """A ``TrainerCallback`` that times the first ``measure_steps`` optimizer steps and logs how long the whole run
@@ -84,68 +163,16 @@ def run_estimate(max_minutes: float | None = None, allow_over: bool = False, mea
     nothing is meant to be saved. ``allow_over`` turns the guard into warnings."""
     from transformers import TrainerCallback
 
-    class RunEstimate(TrainerCallback):
+    class RunEstimate(_Estimate, TrainerCallback):
         def __init__(self):
-            self.start: float | None = None
-            self.minutes: float | None = None  # the estimate, once measured (the steady one once that is)
-            self.first_minutes: float | None = None  # the first steps' estimate
-            self.refusal: str | None = None
-            self._warm: tuple[int, float] | None = None  # (step, elapsed) at the end of the warm-up
-            self._steady_at: int | None = None
-
-        def _refuse(self, control, message: str) -> None:
-            if allow_over:
-                logger.warning("%s; going on (allow_over_time)", message)
-                return
-            self.refusal = (f"{message}: stopped before saving anything (check the precision and the machine's load, "
-                            "or pass --allow_over_time true)")
-            logger.error("%s", self.refusal)
-            control.should_training_stop = True
+            _Estimate.__init__(self, max_minutes, allow_over, measure_steps, what, clock)
 
         def on_train_begin(self, args, state, control, **kwargs):
-            self.start = clock()
+            self.start = self.clock()
             return control
-
-        def _over(self, control, total: int, per_step: float, steps: str, slack: bool = False) -> None:
-            self._refuse(control, f"{what}: {total} steps at {per_step:.2f} s/step ({steps}) would take about "
-                                  f"{self.minutes:.0f} min, over the {max_minutes:g}-minute guard "
-                                  f"(max_train_minutes{f' x {FIRST_STEPS_SLACK:g}' if slack else ''})")
 
         def on_step_end(self, args, state, control, **kwargs):
-            total = int(state.max_steps or 0)
-            if total <= 0 or self.refusal:
-                return control
-            step = state.global_step
-            elapsed = clock() - (self.start if self.start is not None else clock())
-            if self.first_minutes is None and step >= min(max(1, measure_steps), total):
-                per_step = elapsed / max(1, step)
-                self.minutes = self.first_minutes = per_step * total / 60
-                logger.info("%s: the first %d steps took %.1f s (%.2f s/step): about %.1f min for all %d steps "
-                            "(training only)", what, step, elapsed, per_step, self.minutes, total)
-                self._warm = (step, elapsed)
-                # None when the run is over: nothing steady to measure
-                self._steady_at = min(total, max(3 * step, int(STEADY_SHARE * total))) if total > step else None
-                if max_minutes and self.minutes > max_minutes:
-                    slack = self.minutes > FIRST_STEPS_SLACK * max_minutes
-                    if slack or self._steady_at is None:
-                        self._over(control, total, per_step, f"the first {step}", slack)
-                        return control
-                    logger.info("%s: over the %g-minute guard by the first steps (a warm-up); it decides at step %d, "
-                                "on the steady rate", what, max_minutes, self._steady_at)
-            elif self._steady_at is not None and step >= self._steady_at:
-                warm_step, warm_elapsed = self._warm
-                per_step = (elapsed - warm_elapsed) / max(1, step - warm_step)
-                self.minutes = (elapsed + per_step * (total - step)) / 60
-                self._steady_at = None
-                logger.info("%s: steps %d-%d took %.2f s/step: about %.1f min for all %d steps (training only)",
-                            what, warm_step + 1, step, per_step, self.minutes, total)
-                if max_minutes and self.minutes > max_minutes:
-                    self._over(control, total, per_step, f"steps {warm_step + 1}-{step}")
-                    return control
-            if (max_minutes and not allow_over and step < total and elapsed > max_minutes * 60):
-                self._refuse(control, f"{what}: the {max_minutes:g}-minute guard (max_train_minutes) was reached at "
-                                      f"step {step} of {total}")
-            return control
+            return self.step_end(state, control)
 
     return RunEstimate()
 
