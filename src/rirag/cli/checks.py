@@ -83,6 +83,8 @@ def answers_args(args: Any) -> None:
     score and the output CSV writable, all before any model loads; with ``--require-all``, every model present too
     (without it, a metric whose model is missing is skipped: :func:`missing_answer_models`)."""
     path = input_path(args.answers, "--answers")
+    if getattr(args, "questions", None):
+        input_path(args.questions, "--questions")
     try:
         records = read_answers(str(path))
     except UnicodeDecodeError as err:

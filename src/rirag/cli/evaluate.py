@@ -148,7 +148,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
                                        device=args.device, mode=args.mode,
                                        workers=getattr(args, "workers", 1)))
     records = read_answers(args.answers)  # bad input is reported before models load
-    quality = answer_quality_of(records, getattr(args, "data", None))
+    quality = answer_quality_of(records, getattr(args, "data", None), getattr(args, "questions", None))
     for line in input_warnings(quality["input_checks"], str(args.answers)):  # model or not
         logger.warning("%s", line)
     atomic_write_json(out + ".quality.json", quality)
@@ -223,6 +223,10 @@ def add_answers_parser(subparsers: Any) -> Any:
     p.add_argument("--out", default=None, help="CSV to write/resume (default: <answers>.repass.csv)")
     add_data_option(p, help="ObliQA folder whose gold passages give the gold-citation metrics (default: "
                             "$RIRAG_DATA_DIR; without either, those metrics are n/a)")
+    p.add_argument("--questions", default=None, metavar="FILE",
+                   help="questions whose gold passages (by id or by text) give the gold-citation and passage-set "
+                        "metrics, mapped to the corpus of --data (e.g. ukfin_xref over `rirag data ingest` output); "
+                        "default: the gold of the corpus's own splits")
     p.add_argument("--mode", choices=MODES, default="reference")
     p.add_argument("--nli-model", default=OFFICIAL_NLI_MODEL)
     p.add_argument("--coverage-model", default=OFFICIAL_COVERAGE_MODEL)

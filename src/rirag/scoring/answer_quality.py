@@ -7,6 +7,13 @@ question's qrels):
 * ``gold_citation_precision``: of the passages an answer cites (valid ``[n]`` markers, each passage once), the
   share that are gold passages of its question; an answer that cites nothing scores 0;
 * ``gold_citation_recall``: of the question's gold passages, the share the answer cites;
+* ``gold_citation_f1``: the harmonic mean of the two, per answer (0 when either is 0), averaged;
+* ``cite_all_share``: the share of answers that cite every gold passage of their question, beside its ceiling
+  ``context_all_share``, the share whose passages (``RetrievedIDs``: the context the answerer was given, after the
+  score filter) hold every gold passage, and ``context_recall``, the mean share of gold passages in the context;
+* ``cited_per_answer`` / ``gold_per_question``: passages cited and gold passages, means (an answer that cites one of
+  three scores well on precision and shows here);
+* ``words_per_cited_passage``: median of words over passages cited, among answers that cite one;
 * ``words_median`` / ``words_p95`` / ``words_max``: answer length in words, citation markers removed;
 * ``shared_answers``: answers whose text (whitespace- and case-normalised, markers removed) is also the answer to
   another question whose gold passages differ (identical answers to different questions did not read them); the
@@ -36,7 +43,9 @@ from rirag.text.citations import CITATION_PATTERN, NO_ANSWER, numbers_in
 from rirag.text.missing_parts import MISSING_PREFIX, has_missing_statement
 from rirag.text.units import NOT_ADDRESSED, answer_units, is_broken_unit
 
-METRICS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
+METRICS = ("gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",
+           "context_all_share", "context_recall", "cited_per_answer", "gold_per_question", "words_per_cited_passage",
+           "words_median", "words_p95", "words_max",
            "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate", "cites_two_or_more",
            "gold_below_rank1_cited", "gold_below_rank1_questions", "missing_part_rate")
 #: A citation marker with the space before it (the space before punctuation is kept, unlike strip_citations).
@@ -68,6 +77,10 @@ def gold_citation(cited: Sequence[str], gold: Sequence[str]) -> tuple[float, flo
         raise ValueError("gold_citation needs at least one gold passage")
     hits = len(set(cited) & set(gold))
     return (hits / len(set(cited)) if cited else 0.0), hits / len(set(gold))
+
+
+def f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def is_flagged(answer: str | None) -> bool:
@@ -150,9 +163,13 @@ def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequen
               for a, ids, g in zip(answers, retrieved_ids, golds)]
         per["gold_citation_precision"] = [p for p, _ in pr]
         per["gold_citation_recall"] = [r for _, r in pr]
-        for key in ("gold_citation_precision", "gold_citation_recall"):
+        per["gold_citation_f1"] = [None if p is None else f1(p, r) for p, r in pr]
+        per["context_recall"] = [len(set(g) & set(ids)) / len(set(g)) if g else None
+                                 for ids, g in zip(retrieved_ids, golds)]
+        for key in ("gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "context_recall"):
             values = [v for v in per[key] if v is not None]
             out[key] = float(np.mean(values)) if values else None
+        out |= _set_metrics(per, cited, golds)
         out["shared_answers"] = shared_answers(answers, golds)
     if answers:
         out |= {"words_median": float(np.median(n_words)), "words_p95": float(np.percentile(n_words, 95)),
@@ -160,10 +177,25 @@ def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequen
                 "answers_with_broken_units": int(sum(b > 0 for b in broken)),
                 "flag_rate": float(np.mean(flagged)),
                 "cites_two_or_more": float(np.mean([len(c) >= 2 for c in cited])),
-                "missing_part_rate": float(np.mean(missing))}
+                "missing_part_rate": float(np.mean(missing)),
+                "cited_per_answer": float(np.mean([len(c) for c in cited]))}
+        per_cited = [w / len(c) for w, c in zip(n_words, cited) if c]
+        out["words_per_cited_passage"] = float(np.median(per_cited)) if per_cited else None
     out["answers"] = len(answers)
     out["per_item"] = per
     return out
+
+
+def _set_metrics(per: dict[str, list], cited: Sequence[Sequence[str]], golds: Sequence[Sequence[str]]) -> dict:
+    """Whether each answer cites every gold passage, beside whether its context held them all (the ceiling)."""
+    asked = [i for i, g in enumerate(golds) if g]
+    per["cites_all_gold"] = [set(g) <= set(c) if g else None for c, g in zip(cited, golds)]
+    per["context_holds_all_gold"] = [r == 1.0 if r is not None else None for r in per["context_recall"]]
+    if not asked:
+        return {}
+    return {"cite_all_share": float(np.mean([per["cites_all_gold"][i] for i in asked])),
+            "context_all_share": float(np.mean([per["context_holds_all_gold"][i] for i in asked])),
+            "gold_per_question": float(np.mean([len(set(golds[i])) for i in asked]))}
 
 
 def format_quality(result: Mapping) -> str:
@@ -172,6 +204,12 @@ def format_quality(result: Mapping) -> str:
 
     rows = [("Gold-citation precision", cell(result.get("gold_citation_precision"))),
             ("Gold-citation recall", cell(result.get("gold_citation_recall"))),
+            ("Gold-citation F1", cell(result.get("gold_citation_f1"))),
+            ("Cite every gold passage (context holds them all)",
+             f"{cell(result.get('cite_all_share'))} ({cell(result.get('context_all_share'))})"),
+            ("Passages cited / gold passages (means)",
+             f"{cell(result.get('cited_per_answer'))} / {cell(result.get('gold_per_question'))}"),
+            ("Words per cited passage (median)", cell(result.get("words_per_cited_passage"))),
             ("Words (median / p95 / max)", f"{cell(result.get('words_median'))} / {cell(result.get('words_p95'))} / "
                                            f"{cell(result.get('words_max'))}"),
             ("Answers shared across questions", cell(result.get("shared_answers"))),

@@ -314,16 +314,24 @@ def within_length(answers_path: str, max_chars: int | None):
         yield path
 
 
-def answer_quality_of(records: list[dict[str, Any]], data: str | None = None) -> dict[str, Any]:
+def answer_quality_of(records: list[dict[str, Any]], data: str | None = None,
+                      questions: str | None = None) -> dict[str, Any]:
     """The answer metrics that copying cannot game (:mod:`rirag.scoring.answer_quality`) of answer records; the
-    gold-citation metrics and shared answers over the questions that ObliQA has gold passages for (when the data is
-    at hand: ``data`` or ``$RIRAG_DATA_DIR``), per question under ``per_question``."""
+    gold-citation and passage-set metrics and shared answers over the questions that have gold passages: those of the
+    corpus's splits (when the data is at hand: ``data`` or ``$RIRAG_DATA_DIR``), or, with ``questions``, those of a
+    questions file whose gold (by id or by text) is mapped to that corpus (:func:`rirag.data.questions.load_questions`;
+    a PRA questions file over ``rirag data ingest`` output). Per question under ``per_question``."""
     gold: dict[str, list[str]] = {}
     corpus_ids = None
-    if data or os.environ.get("RIRAG_DATA_DIR"):
+    if data or questions or os.environ.get("RIRAG_DATA_DIR"):
         obliqa = load_obliqa(data)
-        gold = {q.id: list(q.gold) for questions in obliqa.splits.values() for q in questions if q.gold}
         corpus_ids = obliqa.corpus
+        if questions:
+            from rirag.data.questions import load_questions
+
+            gold = {q.id: list(q.gold) for q in load_questions(questions, obliqa).questions if q.gold}
+        else:
+            gold = {q.id: list(q.gold) for split in obliqa.splits.values() for q in split if q.gold}
     qids = [str(r["QuestionID"]) for r in records]
     # without RetrievedIDs no citation can be mapped to a passage: the gold metrics are n/a for that answer
     golds = [gold.get(q, []) if r.get("RetrievedIDs") else [] for q, r in zip(qids, records)]
