@@ -287,7 +287,7 @@ OPTION_SPECS: dict[str, OptionSpec] = {
     "rerank_batch_size": OptionSpec(int_between(1, "encoder_batch_size"), "reranker batch size, 1 to 4096"),
     "ranker": OptionSpec(existing_path, "a folder from train/learned_fusion.py"),
     "encoders": OptionSpec(text, "comma-separated encoder names or paths"),
-    # cross-reference expansion, any retriever (rirag.retrieval.references.XrefExpansion; off unless xref_expand > 0)
+    # cross-reference expansion, any retriever (rirag.xref.expansion.XrefExpansion; off unless xref_expand > 0)
     "xref_expand": OptionSpec(int_between(0, "depth"), "add what the top N passages refer to (0: off, the default)"),
     "xref_weight": OptionSpec(weight, "a referred passage's score: this times the citing one's, in (0, 1]"),
     "xref_max_targets": OptionSpec(int_at_least(1), "follow a reference resolving to at most N passages, ≥ 1"),

@@ -132,7 +132,7 @@ def attach_references(generator, obliqa) -> None:
     """A focused answerer following cross-references gets the corpus's graph (read lazily from ``DATA/xref`` when
     ``rirag data xref`` wrote it, else resolved on the fly) and passages."""
     if getattr(getattr(generator, "config", None), "follow_references", False):
-        from rirag.retrieval.references import ReferenceGraph
+        from rirag.xref.graph import ReferenceGraph
 
         generator.attach_references(ReferenceGraph(obliqa.root), obliqa.corpus)
 

@@ -19,7 +19,7 @@ learned-fusion LightGBM ranker over BM25, encoders and document BM25 (options: r
 
 Every retriever also takes the options of cross-reference expansion, :data:`XREF_OPTIONS` (off unless
 ``xref_expand=N`` is given): its run is expanded by the corpus's reference graph
-(:class:`rirag.retrieval.references.XrefExpansion`), which :func:`build_retriever` reads from the corpus folder
+(:class:`rirag.xref.expansion.XrefExpansion`), which :func:`build_retriever` reads from the corpus folder
 ``root``.
 """
 
@@ -247,20 +247,20 @@ def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec,
                     root: str | Path | None = None) -> Retriever:
     """Check the spec's options (types, ranges, known keys; :func:`retriever_options`) before anything loads, then
     build the retriever. With ``xref_expand=N``, the retriever's run is expanded by the cross-reference graph of the
-    corpus folder ``root`` (:func:`rirag.retrieval.references.corpus_graph`, checked before the retriever loads;
+    corpus folder ``root`` (:func:`rirag.xref.expansion.corpus_graph`, checked before the retriever loads;
     without ``root`` a :class:`DataError`); without it, the retriever itself."""
     spec = retriever_spec(spec.name, spec.model, spec.options)
     top = spec.options.get("xref_expand", 0)
     graph = None
     if top:
-        from rirag.retrieval.references import corpus_graph
+        from rirag.xref.expansion import corpus_graph
 
         graph = corpus_graph(root)
     base = RETRIEVERS[spec.name](corpus, replace(spec, options={k: v for k, v in spec.options.items()
                                                                 if k not in XREF_OPTIONS}))
     if graph is None:
         return base
-    from rirag.retrieval.references import XrefExpansion
+    from rirag.xref.expansion import XrefExpansion
 
     return XrefExpansion(base, graph, top, spec.options.get("xref_weight", XREF_WEIGHT),
                          spec.options.get("xref_max_targets", XREF_MAX_TARGETS), corpus)

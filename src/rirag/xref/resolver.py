@@ -1,13 +1,14 @@
 """Cross-references between the passages of one corpus: find each passage's references to other rules and
 resolve them to passage ids of the same corpus.
 
-Pure text: regular expressions over plain passage text (never HTML); no other rirag package.
+Pure text: regular expressions over plain passage text (never HTML); the package's records, numbers and corpus index
+only.
 
 A passage is a :class:`Passage` record (id, document id, document title, number, text). Its ``number`` is the
 rule or paragraph number the corpus gives it: ObliQA's PassageID (``"3.2.1"``, ``"3.2.1.(a)"``,
 ``"3.2.1.Guidance.2."``, ``"APP2.A2.1.1"``, ``"Part 4.38.(6)"`` for section 38(6) of a regulation,
 ``"Schedule 1.Part 2.Chapter 1.4."`` for paragraph 4 of Schedule 1) or a PRA rule (``"2.1"``) or CRR article
-paragraph (``"273.(1)"``). :func:`rirag.text.xref_numbers.parse_number` reads it into containers (Part, Chapter,
+paragraph (``"273.(1)"``). :func:`rirag.xref.numbers.parse_number` reads it into containers (Part, Chapter,
 Schedule, Appendix), a main number, a paragraph path and a guidance flag; references are looked up on those.
 
 Forms found: "Rule 9.5.2", "Rules 9.5.2 and 9.5.3", "Rules 6.1.1 to 6.1.4", "GEN 3.3.31", "PRU 6.8",
@@ -40,17 +41,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
-from rirag.text.xref_numbers import (
-    _EXTERNAL_NAME,
-    _KIND_OF_WORD,
-    _NOT_CODES,
-    _WORD_NUMBER,
-    CorpusIndex,
-    Passage,
-    Reference,
-    _norm_name,
-    _split,
-)
+from rirag.xref.index import CorpusIndex
+from rirag.xref.numbers import EXTERNAL_NAME, KIND_OF_WORD, NOT_CODES, WORD_NUMBER, norm_name, split_number
+from rirag.xref.records import Passage, Reference
 
 
 class Resolver(CorpusIndex):
@@ -109,7 +102,7 @@ class Resolver(CorpusIndex):
         self._this_re = re.compile(r"\s*,?\s*(?:of|in|under|to)\s+(?:this|these)\s+\w+")
         self._qual_re = re.compile(
             rf"\s*,?\s*(?:of|in)\s+(?:the\s+)?(?P<k>Part|Chapter|Schedule|Section|Appendix|App|Article|Title|"
-            rf"paragraph|Annex)\s+(?P<v>\d+[A-Za-z]?(?:\s?\(\d+\))?|{_WORD_NUMBER})(?![\w.])")
+            rf"paragraph|Annex)\s+(?P<v>\d+[A-Za-z]?(?:\s?\(\d+\))?|{WORD_NUMBER})(?![\w.])")
 
     # ---------------------------------------------------------------- finding
 
@@ -144,7 +137,7 @@ class Resolver(CorpusIndex):
             pos = reached if m.start() < reached < m.end() else m.end()
         for m in self._ext_code_re.finditer(text):
             code, n = m.group("code"), m.group("num")
-            if _norm_name(code) in self.alias or code in _NOT_CODES or not free(m.start(), m.end()):
+            if norm_name(code) in self.alias or code in NOT_CODES or not free(m.start(), m.end()):
                 continue
             if "." in n or re.search(r"\d[A-Z]$", n):
                 add([Reference(passage.id, m.start(), m.end(), m.group(0), "rule", None, n, reason="external")])
@@ -190,7 +183,7 @@ class Resolver(CorpusIndex):
             q = self._qual_re.match(text, end)
         if "annex" in quals:
             return "annex", None, quals, end  # an annex's instructions or templates: not a rule
-        if "title" in quals or re.fullmatch(_WORD_NUMBER, quals.get("part", "0")):
+        if "title" in quals or re.fullmatch(WORD_NUMBER, quals.get("part", "0")):
             return "external", None, quals, end  # "Chapter 6 of Title II of Part Three of the CRR"
         t = self._this_re.match(text, end)
         if t:
@@ -207,14 +200,14 @@ class Resolver(CorpusIndex):
         doc = self._doc_by_name(name)
         if doc is not None:
             return "doc", doc, quals, m.end()
-        if _EXTERNAL_NAME.search(name) or re.match(r"[A-Z]{2,}\b", name):
+        if EXTERNAL_NAME.search(name) or re.match(r"[A-Z]{2,}\b", name):
             return "external", None, quals, m.end()
         return "none", None, quals, end
 
     def _doc_by_name(self, name: str) -> str | None:
         """The document named at the start of ``name`` (longest alias first), or None."""
-        norm = _norm_name(re.sub(r"[\s,.;:)]+$", "", name))
-        for alias in self._titles_norm + [_norm_name(c) for c in self._codes]:
+        norm = norm_name(re.sub(r"[\s,.;:)]+$", "", name))
+        for alias in self._titles_norm + [norm_name(c) for c in self._codes]:
             if norm == alias or norm.startswith(alias + " "):
                 if norm.startswith(alias + " part") or norm == alias or not self._longer_name(norm, alias):
                     return self.alias[alias]
@@ -227,18 +220,18 @@ class Resolver(CorpusIndex):
         return bool(rest) and rest[0] in {"act", "regulations", "order", "directive", "law"}
 
     def _from_code(self, passage: Passage, m: re.Match):
-        doc = self.alias.get(_norm_name(m.group("code")))
+        doc = self.alias.get(norm_name(m.group("code")))
         ckw = (m.group("ckw") or "rule").lower().rstrip("s")
         kind = "chapter" if ckw == "chapter" else "appendix" if ckw.startswith("app") else "rule"
         return self._resolve_list(passage, m, kind, doc, {}, under=True, first_start=m.start()), None
 
     def _from_title(self, passage: Passage, m: re.Match):
-        doc = self.alias.get(_norm_name(m.group("title")))
+        doc = self.alias.get(norm_name(m.group("title")))
         return self._resolve_list(passage, m, "rule", doc, {}, under=True, first_start=m.start()), None
 
     def _from_keyword(self, passage: Passage, m: re.Match):
         word = (m.group("kw") or m.group("app")).lower().rstrip(".")
-        kind = _KIND_OF_WORD.get(word, "paragraph")
+        kind = KIND_OF_WORD.get(word, "paragraph")
         if word == "regulation":
             kind = "section"
         items = [it for it in self._items(m) if not re.fullmatch(r"(?:19|20)\d\d", it[2])]
@@ -274,8 +267,8 @@ class Resolver(CorpusIndex):
         if status == "none":
             # "Technical Provisions (Chapter 8)": a chapter of the Part named just before the bracket
             before = self._title_before_re.search(text[max(0, m.start() - 150):m.start()])
-            if before and self.alias.get(_norm_name(before.group("title"))):
-                status, doc = "doc", self.alias[_norm_name(before.group("title"))]
+            if before and self.alias.get(norm_name(before.group("title"))):
+                status, doc = "doc", self.alias[norm_name(before.group("title"))]
         if status in ("none", "same"):
             doc = passage.document_id
             if status == "none" and kind in ("part", "schedule") and kind not in own.containers:
@@ -302,14 +295,14 @@ class Resolver(CorpusIndex):
                     base = pparas[:max(0, len(pparas) - len(paras))]
                     ref = self._number(passage, start, e, kind, doc_id, main, base + paras, quals, under)
                 elif quals.get("article") or quals.get("section"):  # "point (c) of Article 66"
-                    main, qparas = _split(quals.get("article") or quals["section"])
+                    main, qparas = split_number(quals.get("article") or quals["section"])
                     ref = self._number(passage, start, e, "article", doc_id, main, qparas + paras, quals, under)
                 elif doc_id == passage.document_id:
                     ref = self._relative(passage, start, e, paras, cue=False)
                 else:
                     ref = None
             else:
-                main, paras = _split(item)
+                main, paras = split_number(item)
                 own = self.numbers[passage.id]
                 if kind == "paragraph" and "." not in main and not quals.get("schedule") \
                         and own.container("schedule") and doc_id == passage.document_id:
@@ -363,9 +356,6 @@ class Resolver(CorpusIndex):
                 break
             out.append(ref)
         return out
-
-
-
 
 
 def find_references(passages: Iterable[Passage], aliases: Mapping[str, str] | None = None
