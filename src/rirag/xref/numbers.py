@@ -37,6 +37,18 @@ class Number:
         return None
 
 
+def _without_heading(s: str) -> str:
+    """An ingested label qualified by its heading, as the number alone: "3D24 Specific Exposures 2." is 3D24.2,
+    "3 Organisational Structure 3.2" is 3.2, "Interim compensation payments 20." is 20; any other label as it is."""
+    qualified = re.match(r"(.*[A-Za-z]{3,}.*?)\s+(\d[\w.()]*)$", s)
+    if not qualified or re.search(r"(?i)guidance", s) or re.match(
+            r"(?i)(?:article|part|chapter|schedule|app|appendix|annex|section|rule|regulation)\b", s):
+        return s
+    head = re.match(r"(\d+[A-Z]+\d+[A-Z]?)\s", s)
+    tail = qualified.group(2)
+    return f"{head.group(1)}.{tail}" if head and "." not in tail.rstrip(".") else tail
+
+
 def parse_number(number: str) -> Number:
     """Read a passage number into containers, main number, paragraph path and guidance flag."""
     s = number.translate(_INVISIBLE).strip()
@@ -44,15 +56,11 @@ def parse_number(number: str) -> Number:
         return Number((("footnote", s[8:].strip()),), "", (), False)  # an ingested footnote: not a provision
     # "Article 72 #2": a repeated label; "Article 279b 1. (part 2)": a long paragraph cut in parts
     s = re.sub(r"\s*(?:#\d+|\(part \d+\))$", "", s)
-    qualified = re.match(r"(.*[A-Za-z]{3,}.*?)\s+(\d[\w.()]*)$", s)
-    if qualified and not re.match(r"(?i)(?:article|part|chapter|schedule|app|appendix|annex|section|rule|regulation)\b",
-                                  s) \
-            and not re.search(r"(?i)guidance", s):
-        # an ingested label qualified by its heading: "3D24 Specific Exposures 2." is 3D24.2, "3 Organisational
-        # Structure 3.2" is 3.2, "Interim compensation payments 20." is 20
-        head = re.match(r"(\d+[A-Z]+\d+[A-Z]?)\s", s)
-        tail = qualified.group(2)
-        s = f"{head.group(1)}.{tail}" if head and "." not in tail.rstrip(".") else tail
+    return _read_tokens(_without_heading(s))
+
+
+def _read_tokens(s: str) -> Number:
+    """A clean passage label read token by token (:func:`parse_number`)."""
     containers: list[tuple[str, str]] = []
     main: list[str] = []
     paras: list[str] = []
