@@ -72,7 +72,7 @@ def card_section(summary: dict) -> str:
     return (
         "## Cross-references (`xref` config)\n\n"
         f"`{GRAPH_CONFIG}/{GRAPH_FILE}`: one row per reference a passage makes to another rule, found in the "
-        "passage text by `rirag.text.xref` and resolved to passage ids of this corpus. Fields: `source_id`, "
+        "passage text by `rirag.xref` and resolved to passage ids of this corpus. Fields: `source_id`, "
         "`source_document`, `source_number`, `start`/`end` (character offsets in the passage text), `surface`, "
         "`kind`, `target_document`, `target_number`, `targets` (passage ids), `resolved`, `reason` (why a "
         "reference is unresolved: `external` for another instrument, `not_in_corpus`, `ambiguous`).\n\n"
