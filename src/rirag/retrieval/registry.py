@@ -229,6 +229,12 @@ RETRIEVERS: dict[str, RetrieverType] = {
                           "encoders": Option(check.text, "comma-separated encoder names or paths"),
                           **_DENSE_OPTIONS},
         help="LightGBM ranker over BM25, encoders and document BM25"),
+    "tfidf": RetrieverType(
+        lazy("rirag.retrieval.tfidf", "build"),
+        {"ngram_max": Option(check.int_at_least(1), "TF-IDF word n-grams from 1 to N, ≥ 1"),
+         "sublinear_tf": Option(check.boolean, "TF-IDF 1 + log(tf) in place of tf, true or false"),
+         "min_df": Option(check.int_at_least(1), "TF-IDF drops terms in fewer than N passages, ≥ 1")},
+        help="cosine similarity of scikit-learn TF-IDF vectors (rirag.retrieval.tfidf)"),
 }
 
 
