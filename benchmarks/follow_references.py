@@ -45,7 +45,7 @@ from rirag.generation.follow import follow
 from rirag.generation.pipeline import select_passages
 from rirag.io import atomic_write_json
 from rirag.retrieval.bm25 import BM25Index
-from rirag.retrieval.references import ReferenceGraph
+from rirag.xref.graph import ReferenceGraph
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = [(ratio, in_unit, scope) for scope in ("retrieved", "corpus") for in_unit in (False, True)

@@ -1,4 +1,4 @@
-"""Cross-reference resolver (``rirag.text.xref``): precision and recall of detection and resolution on the labelled
+"""Cross-reference resolver (``rirag.xref``): precision and recall of detection and resolution on the labelled
 sample ``benchmarks/xref/labels.jsonl`` (guidelines: ``benchmarks/xref/GUIDELINES.md``).
 
 The sample is of passages, each with every reference it makes labelled by reading (so missed references count):
@@ -33,9 +33,10 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from rirag.io import atomic_write_json
-from rirag.retrieval.references import xref_passages
-from rirag.text.xref import Resolver
-from rirag.text.xref_numbers import Passage, aliases_from_names, parse_number
+from rirag.xref.numbers import aliases_from_names, parse_number
+from rirag.xref.passages import xref_passages
+from rirag.xref.records import Passage
+from rirag.xref.resolver import Resolver
 
 HERE = Path(__file__).resolve().parent
 

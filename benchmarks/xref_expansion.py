@@ -12,7 +12,7 @@ Two question sets whose questions need more than one passage:
 Reported: how many questions have a gold passage whose resolved references include another gold passage (for ukfin:
 the source refers to the target; split by whether the target is a footnote), and BM25 (the registry's) against BM25 +
 expansion over a small grid. Expansion is the retriever option ``--option xref_expand=n`` with ``xref_weight=w`` and
-``xref_max_targets=m`` (:class:`rirag.retrieval.references.XrefExpansion`: each of the top ``n`` passages adds the
+``xref_max_targets=m`` (:class:`rirag.xref.expansion.XrefExpansion`: each of the top ``n`` passages adds the
 targets of its references that resolve to at most ``m`` passages, scored ``w`` times the citing passage's score, kept
 if higher), applied to one BM25 run of depth 100; the graph is the corpus folder's (``xref/references.jsonl`` when
 ``rirag data xref`` wrote it, else resolved on the fly). The grid is read on the same questions, so a gain would be
@@ -38,8 +38,8 @@ from rirag.data.questions import load_questions
 from rirag.data.runs import ranked
 from rirag.io import atomic_write_json
 from rirag.retrieval.metrics import evaluate_run
-from rirag.retrieval.references import XrefExpansion, corpus_graph
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
+from rirag.xref.expansion import XrefExpansion, corpus_graph
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = [(n, w, m) for n in (1, 3, 5, 10) for w in (0.5, 0.8, 0.95, 0.999) for m in (1, 5)]

@@ -13,9 +13,9 @@ from rirag.generation.focused import FocusedAnswerer, FocusedConfig, _part, focu
 from rirag.generation.focused_scorer import ScoredUnit
 from rirag.generation.follow import inline_offset
 from rirag.generation.render import written
-from rirag.retrieval.references import Link
 from rirag.text.citations import parse_citations, placed_citation
 from rirag.text.units import ELISION, NOT_ADDRESSED, focus_items, list_items, normalise, split_units
+from rirag.xref.graph import Link
 from test_follow import QUESTION as BREACH_QUESTION
 from test_follow_inline import graph_with
 

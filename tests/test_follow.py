@@ -11,8 +11,9 @@ from rirag.generation.base import AnswerRequest
 from rirag.generation.focused import FocusedAnswerer, FocusedConfig
 from rirag.generation.follow import Followed
 from rirag.generation.pipeline import RetrievedPassage, answer_items
-from rirag.retrieval.references import ReferenceGraph
-from rirag.text import xref_graph, xref_numbers
+from rirag.xref import graph as xref_graph
+from rirag.xref import records as xref_records
+from rirag.xref.graph import ReferenceGraph
 
 CITING = ("An Authorised Person must notify the Regulator in writing of any breach of its capital requirements, "
           "subject to Rule 9.5.2.")
@@ -31,7 +32,7 @@ PASSAGES = {"p-951": ("9.5.1", CITING), "p-952": ("9.5.2", TARGET), "p-311": ("3
 
 
 def graph() -> ReferenceGraph:
-    return ReferenceGraph(passages=[xref_numbers.Passage(pid, "1", "General Rulebook (GEN)", number, text)
+    return ReferenceGraph(passages=[xref_records.Passage(pid, "1", "General Rulebook (GEN)", number, text)
                                     for pid, (number, text) in PASSAGES.items()])
 
 
@@ -99,7 +100,7 @@ def test_the_answer_record_shows_what_was_followed():
 
 
 def test_the_graph_file_is_read_when_present(tmp_path):
-    rows = xref_graph.graph_rows([xref_numbers.Passage(pid, "1", "General Rulebook (GEN)", number, text)
+    rows = xref_graph.graph_rows([xref_records.Passage(pid, "1", "General Rulebook (GEN)", number, text)
                             for pid, (number, text) in PASSAGES.items()])
     xref_graph.write_graph(rows, xref_graph.graph_summary(rows, len(PASSAGES)), tmp_path / "xref")
     g = ReferenceGraph(tmp_path)

@@ -13,9 +13,9 @@ from rirag.generation.base import AnswerRequest, Draft, DraftPart
 from rirag.generation.follow import Link, ReferenceGraph, inline_offset
 from rirag.generation.pipeline import RetrievedPassage, answer_items
 from rirag.generation.render import placed, render, written
-from rirag.text import xref_numbers
 from rirag.text.citations import parse_citations, placed_citations
 from rirag.text.units import NOT_ADDRESSED, Unit
+from rirag.xref import records as xref_records
 from test_follow import CITING, PASSAGES, QUESTION, answerer, draft
 
 
@@ -158,7 +158,7 @@ def test_scorers_count_the_inline_marker_as_a_citation_of_its_sentence():
 def graph_with(pid: str, text: str) -> ReferenceGraph:
     """The fixture corpus's reference graph with passage ``pid``'s text replaced by ``text``."""
     texts = {**{p: (n, t) for p, (n, t) in PASSAGES.items()}, pid: (PASSAGES[pid][0], text)}
-    return ReferenceGraph(passages=[xref_numbers.Passage(p, "1", "General Rulebook (GEN)", n, t)
+    return ReferenceGraph(passages=[xref_records.Passage(p, "1", "General Rulebook (GEN)", n, t)
                                     for p, (n, t) in texts.items()])
 
 

@@ -21,6 +21,7 @@ from rirag import io as rio
 from rirag import validation
 from rirag.data.runs import read_trec, write_trec
 from rirag.errors import DataError, UsageError
+from rirag.retrieval import registry
 from tests.test_check_then_write import _refused, _tree
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,13 +105,13 @@ def test_cache_option_is_checked_when_parsed(value, words, tiny_data_dir, work, 
 
 def test_cache_option_rule():
     """true/false/off or a folder: an existing one, or a new one written as a path; it must accept files."""
-    assert validation.option_pair("cache=off") == ("cache", False)
-    assert validation.option_pair("cache=true") == ("cache", True)
-    assert validation.option_pair("cache=./new/emb") == ("cache", "./new/emb")  # nothing is created when checked
+    assert registry.option_pair("cache=off") == ("cache", False)
+    assert registry.option_pair("cache=true") == ("cache", True)
+    assert registry.option_pair("cache=./new/emb") == ("cache", "./new/emb")  # nothing is created when checked
     assert not Path("new").exists()
     for bad in ("cache=maybe", "cache=", "cache=/proc/nope", f"cache={REPO / 'README.md'}"):
         with pytest.raises(UsageError, match="--option cache"):
-            validation.option_pair(bad)
+            registry.option_pair(bad)
 
 
 # -- JSON nested too deeply -----------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 from rirag import validation
 from rirag.cli import checks, main, options, runner
 from rirag.errors import UsageError
+from rirag.retrieval import registry
 from rirag.retrieval.registry import retriever_options
 
 REPO = Path(__file__).resolve().parents[1]
@@ -321,15 +322,15 @@ def test_ctrl_c_in_a_subprocess(tiny_data_dir, tmp_path):
 
 
 def test_option_types_and_ranges():
-    assert validation.option_pair("alpha=0.25") == ("alpha", 0.25)
-    assert validation.option_pair("stemmer=none") == ("stemmer", None)
-    assert validation.option_pair("cache=false") == ("cache", False)
-    assert validation.option_pair("cache=.cache/x") == ("cache", ".cache/x")
-    assert validation.option_pair("b=0") == ("b", 0.0) and validation.option_pair("b=1") == ("b", 1.0)
+    assert registry.option_pair("alpha=0.25") == ("alpha", 0.25)
+    assert registry.option_pair("stemmer=none") == ("stemmer", None)
+    assert registry.option_pair("cache=false") == ("cache", False)
+    assert registry.option_pair("cache=.cache/x") == ("cache", ".cache/x")
+    assert registry.option_pair("b=0") == ("b", 0.0) and registry.option_pair("b=1") == ("b", 1.0)
     for bad in ("alpha=nan", "alpha=-0.1", "b=1.5", "k1=-1", "k1=inf", "depth=0", "depth=1.5", "rrf_k=-1",
                 "doc_weight=2", "passages=both", "method=okapi", "max_seq_length=0", "=3", "alpha"):
         with pytest.raises(UsageError):
-            validation.option_pair(bad)
+            registry.option_pair(bad)
     # an option another retriever takes is refused by this one; required options are required
     with pytest.raises(UsageError, match="unknown option"):
         retriever_options("bm25", {"alpha": 0.5})

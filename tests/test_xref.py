@@ -8,9 +8,10 @@ import json
 import pytest
 
 from rirag.cli import main
-from rirag.text.xref import Resolver
-from rirag.text.xref_graph import GRAPH_FILE, graph_rows, graph_summary, write_graph
-from rirag.text.xref_numbers import Passage, aliases_from_names, parse_number
+from rirag.xref.graph import GRAPH_FILE, graph_rows, graph_summary, write_graph
+from rirag.xref.numbers import aliases_from_names, parse_number
+from rirag.xref.records import Passage
+from rirag.xref.resolver import Resolver
 
 GEN = "General Rulebook (GEN)"
 PRU = "Prudential Rules (PRU)"

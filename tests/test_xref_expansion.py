@@ -1,4 +1,4 @@
-"""Cross-reference expansion as a retriever option (rirag.retrieval.references.XrefExpansion, ``--option
+"""Cross-reference expansion as a retriever option (rirag.xref.expansion.XrefExpansion, ``--option
 xref_expand=N``): each of the top N passages adds the passages its references resolve to (at most
 ``xref_max_targets`` of them), scored ``xref_weight`` times its own score, kept if higher; off unless asked for."""
 
@@ -12,9 +12,10 @@ from rirag.cli import main
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import ranked, read_trec
 from rirag.errors import DataError
-from rirag.retrieval.references import ReferenceGraph, XrefExpansion, corpus_graph
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
-from rirag.text import xref_numbers
+from rirag.xref import records as xref_records
+from rirag.xref.expansion import XrefExpansion, corpus_graph
+from rirag.xref.graph import ReferenceGraph
 
 TITLE = "General Rulebook (GEN)"
 #: id -> (rule number, text): 9.5.1 refers to 9.5.2 (one passage), 9.6.1 to Rules 3.1.1 to 3.1.3 (three).
@@ -34,7 +35,7 @@ QUESTION = "When must an Authorised Person notify the Regulator of a breach of i
 
 
 def graph() -> ReferenceGraph:
-    return ReferenceGraph(passages=[xref_numbers.Passage(pid, "1", TITLE, number, text)
+    return ReferenceGraph(passages=[xref_records.Passage(pid, "1", TITLE, number, text)
                                     for pid, (number, text) in PASSAGES.items()])
 
 

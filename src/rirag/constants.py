@@ -57,7 +57,7 @@ RANK_FUSION_DOC_WEIGHT = 0.1
 #: Reciprocal rank fusion constant (Cormack et al. 2009).
 RRF_K = 60
 
-#: Cross-reference expansion of a run, an option of every retriever (rirag.retrieval.references.XrefExpansion), off
+#: Cross-reference expansion of a run, an option of every retriever (rirag.xref.expansion.XrefExpansion), off
 #: unless ``xref_expand=N`` is given: each of the top N passages adds the targets of its references resolving to at
 #: most XREF_MAX_TARGETS passages, scored XREF_WEIGHT times the citing passage's score (kept if higher). Off by
 #: default because benchmarks/xref_expansion.py measured no clear gain (docs/results.md: on the 80 ukfin questions

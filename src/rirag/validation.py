@@ -1,10 +1,11 @@
 """One validation layer for every input of the ``rirag`` command, checked before any model loads.
 
 * **Options** are typed and range-checked when they are parsed: the typed validators here (:func:`int_between`
-  bounded by :data:`LIMITS`, :func:`word`, :func:`option_pair`, ...) check every command-line option as it is
-  parsed (:func:`rirag.cli.options.argtype` wraps them; the library itself parses no arguments), and
-  :func:`rirag.retrieval.registry.retriever_options` types every ``--option KEY=VALUE`` from :data:`OPTION_SPECS` and
-  refuses a key the retriever does not take.
+  bounded by :data:`LIMITS`, :func:`word`, :func:`cache_option`, ...) check every command-line option as it is
+  parsed (:func:`rirag.cli.options.argtype` wraps them; the library itself parses no arguments). Every
+  ``--option KEY=VALUE`` of a retriever is typed by the check its retriever declares with it in
+  :data:`rirag.retrieval.registry.RETRIEVERS` (:func:`rirag.retrieval.registry.option_pair`, and
+  :func:`rirag.retrieval.registry.retriever_options`, which refuses a key the retriever does not take).
 * **Files** are checked for existence and readability (:func:`input_file`); readers name the file, record and field.
 * **Output paths** are checked before any work (:func:`output_file`, :func:`output_dir`): not an existing folder
   (resp. file), and the nearest existing folder accepts a new file (probed, so a read-only file system is caught).
@@ -21,7 +22,6 @@ from __future__ import annotations
 import os
 import tempfile
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -246,63 +246,6 @@ def cache_option(value: Any, what: str = "value"):
     else:
         _with_writable_parent(path, what)
     return text_value
-
-
-# -- retriever options --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    check: Callable[[Any, str], Any]
-    help: str
-
-
-#: Every ``--option`` key any retriever takes, with its type and range. Which retriever takes which key is the
-#: registry's :data:`~rirag.retrieval.registry.RETRIEVER_OPTIONS`.
-OPTION_SPECS: dict[str, OptionSpec] = {
-    # BM25 (rirag.retrieval.bm25.BM25Config)
-    "k1": OptionSpec(positive_float, "term-frequency saturation, > 0"),
-    "b": OptionSpec(unit_interval, "length normalisation, in [0, 1]"),
-    "method": OptionSpec(choice("robertson", "lucene", "atire", "bm25l", "bm25+"), "bm25s scoring variant"),
-    "stemmer": OptionSpec(optional(word), "PyStemmer language or none"),
-    "stopwords": OptionSpec(optional(word), "bm25s stopword list or none"),
-    "query_max_tokens": OptionSpec(optional(int_at_least(1)), "keep the first N query tokens, ≥ 1 or none"),
-    "passage_max_tokens": OptionSpec(optional(int_at_least(1)), "keep the first N passage tokens, ≥ 1 or none"),
-    # dense encoders (rirag.retrieval.dense.DenseRetriever)
-    "query_prefix": OptionSpec(text, "text put before each query"),
-    "passage_prefix": OptionSpec(text, "text put before each passage"),
-    "max_seq_length": OptionSpec(int_between(1, "max_seq_length"), "encoder tokens per passage, 1 to 8192"),
-    "batch_size": OptionSpec(int_between(1, "encoder_batch_size"), "encoder batch size, 1 to 4096"),
-    "device": OptionSpec(word, "torch device"),
-    "cache": OptionSpec(cache_option, "embedding cache: true, false/off, or a writable folder (a new one as a path, "
-                                      "e.g. ./emb)"),
-    # fusion, reranking, learned fusion
-    "alpha": OptionSpec(unit_interval, "dense weight of the hybrid, in [0, 1]"),
-    "depth": OptionSpec(int_between(1, "depth"), "candidates per side, 1 to the corpus size"),
-    "doc_weight": OptionSpec(unit_interval, "document weight of rank fusion, in [0, 1]"),
-    "passages": OptionSpec(choice("dense", "bm25", "hybrid"), "passage side of rank fusion"),
-    "rrf_k": OptionSpec(int_at_least(0), "RRF constant, ≥ 0"),
-    "reranker": OptionSpec(existing_path, "a trained cross-encoder folder"),
-    "rerank_depth": OptionSpec(int_between(1, "depth"), "hybrid candidates reranked, 1 to the corpus size"),
-    "rerank_batch_size": OptionSpec(int_between(1, "encoder_batch_size"), "reranker batch size, 1 to 4096"),
-    "ranker": OptionSpec(existing_path, "a folder from train/learned_fusion.py"),
-    "encoders": OptionSpec(text, "comma-separated encoder names or paths"),
-    # cross-reference expansion, any retriever (rirag.retrieval.references.XrefExpansion; off unless xref_expand > 0)
-    "xref_expand": OptionSpec(int_between(0, "depth"), "add what the top N passages refer to (0: off, the default)"),
-    "xref_weight": OptionSpec(weight, "a referred passage's score: this times the citing one's, in (0, 1]"),
-    "xref_max_targets": OptionSpec(int_at_least(1), "follow a reference resolving to at most N passages, ≥ 1"),
-}
-
-
-def option_pair(item: str) -> tuple[str, Any]:
-    """``--option KEY=VALUE``: the key must be known and the value of its type and range."""
-    key, sep, value = item.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise UsageError(f"--option {item!r}: expected KEY=VALUE")
-    if key not in OPTION_SPECS:
-        raise UsageError(f"--option {key}: unknown option; known: {', '.join(sorted(OPTION_SPECS))}")
-    return key, OPTION_SPECS[key].check(value, f"--option {key}")
 
 
 # -- files --------------------------------------------------------------------------------------------------------

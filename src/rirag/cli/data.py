@@ -1,7 +1,7 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
 :func:`rirag.hub.dataset_build.build`; ``rirag data ingest``: a rulebook (pages, passages or text files) into a corpus
 folder that every ``--data`` accepts, over :func:`rirag.data.ingest.ingest`; ``rirag data xref``: the cross-reference
-graph (:mod:`rirag.text.xref`)."""
+graph (:mod:`rirag.xref`)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def cmd_data_build(args) -> int:
 def cmd_data_xref(args) -> int:
     """Find and resolve every passage's cross-references; write the graph beside the corpus (or to --out)."""
     from rirag.data.obliqa import resolve_data_dir
-    from rirag.retrieval.references import xref_passages
-    from rirag.text import xref_graph
+    from rirag.xref import graph as xref_graph
+    from rirag.xref.passages import xref_passages
 
     root = resolve_data_dir(args.data)
     out = Path(args.out) if args.out else root / xref_graph.GRAPH_CONFIG

@@ -29,7 +29,7 @@ from rirag.generation.base import (
     OFFLINE_GENERATOR,
 )
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
-from rirag.retrieval.registry import RETRIEVERS
+from rirag.retrieval.registry import RETRIEVERS, every_option, option_pair
 
 
 class Parser(argparse.ArgumentParser):
@@ -99,10 +99,10 @@ def split_help(extra: str = "") -> str:
 
 
 def parse_option(item: str) -> tuple[str, Any]:
-    """argparse type of ``--option KEY=VALUE``: :func:`rirag.validation.option_pair` (the key known, the value of
-    its type and range) with argparse's error reporting."""
+    """argparse type of ``--option KEY=VALUE``: :func:`rirag.retrieval.registry.option_pair` (the key known, the
+    value of its type and range) with argparse's error reporting."""
     try:
-        return check.option_pair(item)
+        return option_pair(item)
     except UsageError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -146,7 +146,7 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: 
     p.add_argument("--retriever", default=default, help=f"one of: {', '.join(RETRIEVERS)}"
                    + (f" (default {default}: {why})" if why and default else f" (default: {why})" if why else ""))
     p.add_argument("--model", default=None, help=model_help)
-    listed = ("; ".join(f"{k} ({spec.help})" for k, spec in check.OPTION_SPECS.items()) if list_options
+    listed = ("; ".join(f"{k} ({option.help})" for k, option in every_option().items()) if list_options
               else "(rirag retrieve --help lists them)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=parse_option,
                    help="retriever option, repeatable, checked when parsed" + (": " if list_options else " ") + listed)

@@ -445,7 +445,7 @@ class FocusedAnswerer:
     corpus_texts: Mapping | None = None
 
     def attach_references(self, graph, corpus_texts: Mapping) -> "FocusedAnswerer":
-        """Follow cross-references through ``graph`` (:class:`rirag.retrieval.references.ReferenceGraph`) when the
+        """Follow cross-references through ``graph`` (:class:`rirag.xref.graph.ReferenceGraph`) when the
         config says so; ``corpus_texts``: passage id -> passage (or text), for rules outside the retrieved
         passages."""
         self.references, self.corpus_texts = graph, corpus_texts

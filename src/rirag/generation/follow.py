@@ -3,7 +3,7 @@ corpus ("subject to Rule 9.5.2") and that rule's best unit bears on the question
 
 For one focused answer (:class:`~rirag.generation.focused.FocusedAnswer`) and the ids of its passages:
 
-1. each kept unit's passage's resolved references (:class:`~rirag.retrieval.references.ReferenceGraph`: the
+1. each kept unit's passage's resolved references (:class:`~rirag.xref.graph.ReferenceGraph`: the
    corpus's graph, read lazily from ``DIR/xref/references.jsonl`` when ``rirag data xref`` wrote it, else resolved
    on the fly for the cited passages only) name target passages; a reference resolving to more than
    :attr:`~rirag.generation.focused.FocusedConfig.follow_max_targets` passages (a whole chapter) is not followed,
@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from rirag.generation.focused_scorer import ScoredUnit
-from rirag.retrieval.references import Link, ReferenceGraph
 from rirag.text.units import Unit, is_broken_unit
+from rirag.xref.graph import Link, ReferenceGraph
 
 # The focused answerer and its answers (rirag.generation.focused imports this module lazily, so it is not imported here)
 FocusedAnswerer = FocusedAnswer = Any

@@ -107,7 +107,7 @@ class AnsweringSession:
 
     def _attach_references(self) -> None:
         if self._references is None and self.root is not None:
-            from rirag.retrieval.references import ReferenceGraph
+            from rirag.xref.graph import ReferenceGraph
 
             self._references = ReferenceGraph(self.root)
         if self._references is None:

@@ -219,7 +219,7 @@ class RulebookCorpusCard(RulebookCard):
 @dataclass
 class XrefGraphCard(RulebookCard):
     """A cross-reference graph written by ``rirag data xref`` (its ``xref`` datasets config): ``summary`` (its
-    counts), ``section`` (what a row is and how references resolve, :func:`rirag.text.xref_graph.card_section`) and
+    counts), ``section`` (what a row is and how references resolve, :func:`rirag.xref.graph.card_section`) and
     ``quality`` (the resolver's measured precision and recall on this corpus's labelled sample, by set, with the
     command that measured them)."""
 

@@ -133,7 +133,7 @@ def _xref_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) ->
     card section that says what a row is and how references resolve, and the resolver's measured quality on this
     corpus (the rows of the manifest's ``quality.file`` in the results folder whose ``corpus`` is
     ``quality.corpus``)."""
-    from rirag.text import xref_graph
+    from rirag.xref import graph as xref_graph
 
     path = folder / xref_graph.GRAPH_CONFIG / xref_graph.SUMMARY_FILE
     if not path.is_file():

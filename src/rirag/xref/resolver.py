@@ -1,13 +1,14 @@
 """Cross-references between the passages of one corpus: find each passage's references to other rules and
 resolve them to passage ids of the same corpus.
 
-Pure text: regular expressions over plain passage text (never HTML); no other rirag package.
+Pure text: regular expressions over plain passage text (never HTML); the package's records, numbers and corpus index
+only.
 
 A passage is a :class:`Passage` record (id, document id, document title, number, text). Its ``number`` is the
 rule or paragraph number the corpus gives it: ObliQA's PassageID (``"3.2.1"``, ``"3.2.1.(a)"``,
 ``"3.2.1.Guidance.2."``, ``"APP2.A2.1.1"``, ``"Part 4.38.(6)"`` for section 38(6) of a regulation,
 ``"Schedule 1.Part 2.Chapter 1.4."`` for paragraph 4 of Schedule 1) or a PRA rule (``"2.1"``) or CRR article
-paragraph (``"273.(1)"``). :func:`rirag.text.xref_numbers.parse_number` reads it into containers (Part, Chapter,
+paragraph (``"273.(1)"``). :func:`rirag.xref.numbers.parse_number` reads it into containers (Part, Chapter,
 Schedule, Appendix), a main number, a paragraph path and a guidance flag; references are looked up on those.
 
 Forms found: "Rule 9.5.2", "Rules 9.5.2 and 9.5.3", "Rules 6.1.1 to 6.1.4", "GEN 3.3.31", "PRU 6.8",
@@ -40,17 +41,30 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
-from rirag.text.xref_numbers import (
-    _EXTERNAL_NAME,
-    _KIND_OF_WORD,
-    _NOT_CODES,
-    _WORD_NUMBER,
-    CorpusIndex,
-    Passage,
-    Reference,
-    _norm_name,
-    _split,
-)
+from rirag.xref.index import CorpusIndex
+from rirag.xref.numbers import EXTERNAL_NAME, KIND_OF_WORD, NOT_CODES, WORD_NUMBER, norm_name, split_number
+from rirag.xref.records import Passage, Reference
+
+
+class _Taken:
+    """The references found in one passage so far, and the spans they and what they consumed cover."""
+
+    def __init__(self) -> None:
+        self.found: list[Reference] = []
+        self.spans: list[tuple[int, int]] = []
+
+    def free(self, a: int, b: int) -> bool:
+        return all(b <= x or a >= y for x, y in self.spans)
+
+    def add(self, refs: list[Reference], consumed: tuple[int, int] | None = None) -> None:
+        """Keep the references that overlap none found before; ``consumed`` (what the reference read after its
+        list, "of this Part") is taken too when any is kept."""
+        kept = [r for r in refs if self.free(r.start, r.end)]
+        for r in kept:
+            self.found.append(r)
+            self.spans.append((r.start, r.end))
+        if consumed and kept:
+            self.spans.append(consumed)
 
 
 class Resolver(CorpusIndex):
@@ -109,7 +123,7 @@ class Resolver(CorpusIndex):
         self._this_re = re.compile(r"\s*,?\s*(?:of|in|under|to)\s+(?:this|these)\s+\w+")
         self._qual_re = re.compile(
             rf"\s*,?\s*(?:of|in)\s+(?:the\s+)?(?P<k>Part|Chapter|Schedule|Section|Appendix|App|Article|Title|"
-            rf"paragraph|Annex)\s+(?P<v>\d+[A-Za-z]?(?:\s?\(\d+\))?|{_WORD_NUMBER})(?![\w.])")
+            rf"paragraph|Annex)\s+(?P<v>\d+[A-Za-z]?(?:\s?\(\d+\))?|{WORD_NUMBER})(?![\w.])")
 
     # ---------------------------------------------------------------- finding
 
@@ -118,44 +132,40 @@ class Resolver(CorpusIndex):
         if passage.id not in self.numbers:
             raise KeyError(f"passage {passage.id!r} is not in the resolver's corpus")
         text = passage.text
-        found: list[Reference] = []
-        taken: list[tuple[int, int]] = []
-
-        def free(a: int, b: int) -> bool:
-            return all(b <= x or a >= y for x, y in taken)
-
-        def add(refs: list[Reference], consumed: tuple[int, int] | None = None) -> None:
-            kept = [r for r in refs if free(r.start, r.end)]
-            for r in kept:
-                found.append(r)
-                taken.append((r.start, r.end))
-            if consumed and kept:
-                taken.append(consumed)
-
+        taken = _Taken()
         for m in self._code_re.finditer(text):
-            add(*self._from_code(passage, m))
+            taken.add(*self._from_code(passage, m))
         for m in self._title_re.finditer(text):
-            add(*self._from_title(passage, m))
+            taken.add(*self._from_title(passage, m))
+        self._keywords(passage, taken)
+        self._external_codes(passage, taken)
+        for m in self._bare_re.finditer(text):
+            if taken.free(m.start(), m.end()):
+                taken.add(*self._bare(passage, m))
+        for m in self._rel_re.finditer(text):
+            if taken.free(m.start("list"), m.end()):
+                taken.add(self._relative_list(passage, m))
+        return sorted(taken.found, key=lambda r: (r.start, r.end))
+
+    def _keywords(self, passage: Passage, taken: _Taken) -> None:
+        """The references led by a keyword ("Rule 9.5.2", "Chapters 5B to 5F"), left to right: a match that reads
+        less than it spans is searched again from where its references end."""
+        text = passage.text
         pos = 0
         while (m := self._kw_re.search(text, pos)) is not None:
-            refs, consumed = self._from_keyword(passage, m) if free(m.start(), m.start("list")) else ([], None)
-            add(refs, consumed)
+            refs, consumed = self._from_keyword(passage, m) if taken.free(m.start(), m.start("list")) else ([], None)
+            taken.add(refs, consumed)
             reached = max([r.end for r in refs] + [consumed[1] if consumed else 0])
             pos = reached if m.start() < reached < m.end() else m.end()
-        for m in self._ext_code_re.finditer(text):
+
+    def _external_codes(self, passage: Passage, taken: _Taken) -> None:
+        """A code no document of the corpus goes by, with a rule number ("SUP 15.3.22D"): another instrument."""
+        for m in self._ext_code_re.finditer(passage.text):
             code, n = m.group("code"), m.group("num")
-            if _norm_name(code) in self.alias or code in _NOT_CODES or not free(m.start(), m.end()):
+            if norm_name(code) in self.alias or code in NOT_CODES or not taken.free(m.start(), m.end()):
                 continue
             if "." in n or re.search(r"\d[A-Z]$", n):
-                add([Reference(passage.id, m.start(), m.end(), m.group(0), "rule", None, n, reason="external")])
-        for m in self._bare_re.finditer(text):
-            if free(m.start(), m.end()):
-                add(*self._bare(passage, m))
-        for m in self._rel_re.finditer(text):
-            if free(m.start("list"), m.end()):
-                add(self._relative_list(passage, m))
-        found.sort(key=lambda r: (r.start, r.end))
-        return found
+                taken.add([Reference(passage.id, m.start(), m.end(), m.group(0), "rule", None, n, reason="external")])
 
     # ---------------------------------------------------------------- matchers
 
@@ -190,7 +200,7 @@ class Resolver(CorpusIndex):
             q = self._qual_re.match(text, end)
         if "annex" in quals:
             return "annex", None, quals, end  # an annex's instructions or templates: not a rule
-        if "title" in quals or re.fullmatch(_WORD_NUMBER, quals.get("part", "0")):
+        if "title" in quals or re.fullmatch(WORD_NUMBER, quals.get("part", "0")):
             return "external", None, quals, end  # "Chapter 6 of Title II of Part Three of the CRR"
         t = self._this_re.match(text, end)
         if t:
@@ -207,14 +217,14 @@ class Resolver(CorpusIndex):
         doc = self._doc_by_name(name)
         if doc is not None:
             return "doc", doc, quals, m.end()
-        if _EXTERNAL_NAME.search(name) or re.match(r"[A-Z]{2,}\b", name):
+        if EXTERNAL_NAME.search(name) or re.match(r"[A-Z]{2,}\b", name):
             return "external", None, quals, m.end()
         return "none", None, quals, end
 
     def _doc_by_name(self, name: str) -> str | None:
         """The document named at the start of ``name`` (longest alias first), or None."""
-        norm = _norm_name(re.sub(r"[\s,.;:)]+$", "", name))
-        for alias in self._titles_norm + [_norm_name(c) for c in self._codes]:
+        norm = norm_name(re.sub(r"[\s,.;:)]+$", "", name))
+        for alias in self._titles_norm + [norm_name(c) for c in self._codes]:
             if norm == alias or norm.startswith(alias + " "):
                 if norm.startswith(alias + " part") or norm == alias or not self._longer_name(norm, alias):
                     return self.alias[alias]
@@ -227,61 +237,77 @@ class Resolver(CorpusIndex):
         return bool(rest) and rest[0] in {"act", "regulations", "order", "directive", "law"}
 
     def _from_code(self, passage: Passage, m: re.Match):
-        doc = self.alias.get(_norm_name(m.group("code")))
+        doc = self.alias.get(norm_name(m.group("code")))
         ckw = (m.group("ckw") or "rule").lower().rstrip("s")
         kind = "chapter" if ckw == "chapter" else "appendix" if ckw.startswith("app") else "rule"
         return self._resolve_list(passage, m, kind, doc, {}, under=True, first_start=m.start()), None
 
     def _from_title(self, passage: Passage, m: re.Match):
-        doc = self.alias.get(_norm_name(m.group("title")))
+        doc = self.alias.get(norm_name(m.group("title")))
         return self._resolve_list(passage, m, "rule", doc, {}, under=True, first_start=m.start()), None
 
     def _from_keyword(self, passage: Passage, m: re.Match):
         word = (m.group("kw") or m.group("app")).lower().rstrip(".")
-        kind = _KIND_OF_WORD.get(word, "paragraph")
-        if word == "regulation":
-            kind = "section"
-        items = [it for it in self._items(m) if not re.fullmatch(r"(?:19|20)\d\d", it[2])]
+        kind = "section" if word == "regulation" else KIND_OF_WORD.get(word, "paragraph")
+        items = self._point_ranges([it for it in self._items(m) if not re.fullmatch(r"(?:19|20)\d\d", it[2])])
+        if not items or self._not_a_reference(passage, m, kind, items):
+            return [], None
+        status, doc, quals, end = self._tail(passage, items[-1][1])
+        if status == "annex":
+            return [], None
+        consumed = (items[-1][1], end)
+        if status in ("external", "anaphora"):
+            reason = "external" if status == "external" else "ambiguous"
+            text = passage.text
+            return [Reference(passage.id, m.start() if i == 0 else s, e, text[m.start() if i == 0 else s:e], kind,
+                              None, item, reason=reason) for i, (s, e, item, _) in enumerate(items)], consumed
+        doc = self._keyword_document(passage, m, kind, status, doc)
+        if doc is None:
+            return [], None
+        return self._resolve_list(passage, m, kind, doc, quals, under=False, first_start=m.start(),
+                                  items=items), consumed
+
+    def _point_ranges(self, items: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
+        """Items with "points (a) to (f)" merged into one item "(a)-(f)"."""
         merged: list[tuple[int, int, str, str]] = []
-        for it in items:  # "points (a) to (f)": one reference
+        for it in items:
             if (merged and it[2].startswith("(") and merged[-1][2].startswith("(")
                     and self._range_sep.fullmatch(it[3])):
                 last = merged.pop()
                 it = (last[0], it[1], f"{last[2]}-{it[2]}", last[3])
             merged.append(it)
-        items = merged
-        if not items:
-            return [], None
+        return merged
+
+    @staticmethod
+    def _not_a_reference(passage: Passage, m: re.Match, kind: str, items: list[tuple[int, int, str, str]]) -> bool:
+        """A keyword and number that are no reference: a permission or statement, a heading, a qualifier of the
+        reference before it, a rule's own label."""
         text = passage.text
         after = text[items[-1][1]:items[-1][1] + 16]
         if re.match(r"\s*(?:permissions?|undertakings?|Statements?)\b", after):
-            return [], None
+            return True
         if m.start() == 0 and kind in ("chapter", "part", "section") and re.match(r"\s+[A-Z][a-z]", after):
-            return [], None  # a heading: "Chapter 4 Format and Frequency of Reporting"
+            return True  # a heading: "Chapter 4 Format and Frequency of Reporting"
         if re.search(r"(?:\d|\))\s*(?:of|in)\s+(?:the\s+)?$", text[max(0, m.start() - 12):m.start()]):
-            return [], None  # a qualifier of the reference before it: "2.30-2.37 of Chapter 2"
-        if re.fullmatch(r"\s*(?:[A-Z][a-z]+\s+){0,2}", text[:m.start()]) and after.lstrip().startswith(":"):
-            return [], None  # a rule's own label: "Fundamental Rule 3: ..."
-        status, doc, quals, end = self._tail(passage, items[-1][1])
-        if status == "annex":
-            return [], None
-        own = self.docs[passage.document_id]
-        if status in ("external", "anaphora"):
-            reason = "external" if status == "external" else "ambiguous"
-            return [Reference(passage.id, m.start() if i == 0 else s, e, text[m.start() if i == 0 else s:e], kind,
-                              None, item, reason=reason) for i, (s, e, item, _) in enumerate(items)], \
-                (items[-1][1], end)
+            return True  # a qualifier of the reference before it: "2.30-2.37 of Chapter 2"
+        # a rule's own label: "Fundamental Rule 3: ..."
+        return bool(re.fullmatch(r"\s*(?:[A-Z][a-z]+\s+){0,2}", text[:m.start()]) and after.lstrip().startswith(":"))
+
+    def _keyword_document(self, passage: Passage, m: re.Match, kind: str, status: str, doc: str | None
+                          ) -> str | None:
+        """The document a keyword reference is to, from what its tail read (status "doc", "same" or "none"); None
+        where it is no reference of this document."""
         if status == "none":
             # "Technical Provisions (Chapter 8)": a chapter of the Part named just before the bracket
-            before = self._title_before_re.search(text[max(0, m.start() - 150):m.start()])
-            if before and self.alias.get(_norm_name(before.group("title"))):
-                status, doc = "doc", self.alias[_norm_name(before.group("title"))]
-        if status in ("none", "same"):
-            doc = passage.document_id
-            if status == "none" and kind in ("part", "schedule") and kind not in own.containers:
-                return [], None  # "Part 4A permission", "Schedule 16 Statement": not a part of this document
-        return self._resolve_list(passage, m, kind, doc, quals, under=False, first_start=m.start(),
-                                  items=items), (items[-1][1], end)
+            before = self._title_before_re.search(passage.text[max(0, m.start() - 150):m.start()])
+            if before and self.alias.get(norm_name(before.group("title"))):
+                return self.alias[norm_name(before.group("title"))]
+            if kind in ("part", "schedule") and kind not in self.docs[passage.document_id].containers:
+                return None  # "Part 4A permission", "Schedule 16 Statement": not a part of this document
+            return passage.document_id
+        if status == "same":
+            return passage.document_id
+        return doc
 
     def _resolve_list(self, passage: Passage, m: re.Match, kind: str, doc_id: str | None, quals: dict,
                       under: bool, first_start: int, items=None) -> list[Reference]:
@@ -296,20 +322,9 @@ class Resolver(CorpusIndex):
                 continue
             ref: Reference | None
             if item.lstrip("\u200e").startswith("("):
-                paras = tuple(re.findall(r"\(([^)]+)\)", item.split("-")[0]))
-                if prev is not None:  # "Rule 6.1.1(a) or (b)": (b) of the same rule
-                    main, pparas = prev
-                    base = pparas[:max(0, len(pparas) - len(paras))]
-                    ref = self._number(passage, start, e, kind, doc_id, main, base + paras, quals, under)
-                elif quals.get("article") or quals.get("section"):  # "point (c) of Article 66"
-                    main, qparas = _split(quals.get("article") or quals["section"])
-                    ref = self._number(passage, start, e, "article", doc_id, main, qparas + paras, quals, under)
-                elif doc_id == passage.document_id:
-                    ref = self._relative(passage, start, e, paras, cue=False)
-                else:
-                    ref = None
+                ref = self._bracketed(passage, start, e, kind, doc_id, item, prev, quals, under)
             else:
-                main, paras = _split(item)
+                main, paras = split_number(item)
                 own = self.numbers[passage.id]
                 if kind == "paragraph" and "." not in main and not quals.get("schedule") \
                         and own.container("schedule") and doc_id == passage.document_id:
@@ -330,6 +345,22 @@ class Resolver(CorpusIndex):
                 continue
             out.append(ref)
         return out
+
+    def _bracketed(self, passage: Passage, start: int, end: int, kind: str, doc_id: str, item: str,
+                   prev: tuple[str, tuple[str, ...]] | None, quals: dict, under: bool) -> Reference | None:
+        """A list item that is a bracketed paragraph ("(b)", "(a)-(f)"): of the rule before it in the list, of the
+        article or section the reference is qualified by, else of the citing passage's own rule."""
+        paras = tuple(re.findall(r"\(([^)]+)\)", item.split("-")[0]))
+        if prev is not None:  # "Rule 6.1.1(a) or (b)": (b) of the same rule
+            main, pparas = prev
+            base = pparas[:max(0, len(pparas) - len(paras))]
+            return self._number(passage, start, end, kind, doc_id, main, base + paras, quals, under)
+        if quals.get("article") or quals.get("section"):  # "point (c) of Article 66"
+            main, qparas = split_number(quals.get("article") or quals["section"])
+            return self._number(passage, start, end, "article", doc_id, main, qparas + paras, quals, under)
+        if doc_id == passage.document_id:
+            return self._relative(passage, start, end, paras, cue=False)
+        return None
 
     def _bare(self, passage: Passage, m: re.Match):
         """A bare rule number ("in accordance with 2.1", "2.1 to 2.3", "2.2 of the Conditions Governing Business
@@ -363,9 +394,6 @@ class Resolver(CorpusIndex):
                 break
             out.append(ref)
         return out
-
-
-
 
 
 def find_references(passages: Iterable[Passage], aliases: Mapping[str, str] | None = None

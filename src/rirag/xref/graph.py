@@ -1,0 +1,179 @@
+"""The cross-reference graph of a corpus: its rows, summary and card section, written as a ``datasets`` config
+(:func:`write_graph`, what ``rirag data xref`` writes), and read back by passage (:class:`ReferenceGraph`: from the
+written ``references.jsonl``, else resolved on the fly). Following references in focused answers
+(:mod:`rirag.generation.follow`) and the expansion of a retriever's run (:mod:`rirag.xref.expansion`) both read it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from rirag.errors import DataError
+from rirag.io import atomic_dir
+from rirag.xref.passages import xref_passages
+from rirag.xref.records import Passage
+from rirag.xref.resolver import Resolver
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------------
+# The graph: every reference of a corpus, written beside it as a datasets config of its own
+# --------------------------------------------------------------------------------------------------
+
+#: Folder (beside the corpus) and datasets config name of the cross-reference graph.
+GRAPH_CONFIG = "xref"
+GRAPH_FILE = "references.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+def graph_rows(passages: Iterable[Passage], aliases: Mapping[str, str] | None = None) -> list[dict]:
+    """One row per reference, in corpus order then text order (the same input gives the same rows)."""
+    passages = list(passages)
+    resolver = Resolver(passages, aliases)
+    rows = []
+    for p in passages:
+        for ref in resolver.references(p):
+            row = ref.as_dict()
+            row["source_document"] = p.document_id
+            row["source_number"] = p.number
+            rows.append(row)
+    return rows
+
+
+def graph_summary(rows: list[dict], passages: int) -> dict:
+    """Counts for the build report and the card."""
+    by_kind: dict[str, int] = defaultdict(int)
+    reasons: dict[str, int] = defaultdict(int)
+    for r in rows:
+        by_kind[r["kind"]] += 1
+        if not r["resolved"]:
+            reasons[r["reason"] or "unknown"] += 1
+    resolved = sum(1 for r in rows if r["resolved"])
+    return {
+        "passages": passages,
+        "passages_with_references": len({r["source_id"] for r in rows}),
+        "references": len(rows),
+        "resolved": resolved,
+        "unresolved": dict(sorted(reasons.items())),
+        "edges": sum(len(r["targets"]) for r in rows),
+        "by_kind": dict(sorted(by_kind.items())),
+    }
+
+
+def card_section(summary: dict) -> str:
+    """The dataset card's section on the ``xref`` config."""
+    unresolved = ", ".join(f"{k} {v}" for k, v in summary["unresolved"].items()) or "none"
+    kinds = ", ".join(f"{k} {v}" for k, v in summary["by_kind"].items())
+    return (
+        "## Cross-references (`xref` config)\n\n"
+        f"`{GRAPH_CONFIG}/{GRAPH_FILE}`: one row per reference a passage makes to another rule, found in the "
+        "passage text by `rirag.xref` and resolved to passage ids of this corpus. Fields: `source_id`, "
+        "`source_document`, `source_number`, `start`/`end` (character offsets in the passage text), `surface`, "
+        "`kind`, `target_document`, `target_number`, `targets` (passage ids), `resolved`, `reason` (why a "
+        "reference is unresolved: `external` for another instrument, `not_in_corpus`, `ambiguous`).\n\n"
+        "A rule resolves to its own passages (its paragraphs, not its guidance); a section, chapter, part or "
+        "appendix to the passages in it; a relative paragraph (\"paragraph (2)\") to that paragraph of the citing "
+        "rule; a range to the passages from its first to its last number.\n\n"
+        f"{summary['references']} references in {summary['passages_with_references']} of {summary['passages']} "
+        f"passages; {summary['resolved']} resolved ({summary['edges']} edges); unresolved: {unresolved}. "
+        f"By kind: {kinds}.\n"
+    )
+
+
+def write_graph(rows: list[dict], summary: dict, out: str | os.PathLike) -> Path:
+    """Write the graph folder atomically: ``references.jsonl``, ``summary.json`` and a ``README.md`` whose
+    front matter declares the ``xref`` datasets config."""
+    out = Path(out)
+    with atomic_dir(out) as tmp:
+        with open(tmp / GRAPH_FILE, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        (tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        front = (f"---\nconfigs:\n- config_name: {GRAPH_CONFIG}\n  data_files:\n  - split: train\n"
+                 f"    path: {GRAPH_FILE}\n---\n\n")
+        (tmp / "README.md").write_text(front + card_section(summary), encoding="utf-8")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading it back: the resolved references of a passage
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    """One resolved reference of a passage: its surface, its character span in the passage and its targets."""
+
+    surface: str
+    start: int
+    end: int
+    targets: tuple[str, ...]
+
+
+class ReferenceGraph:
+    """The resolved references of a corpus's passages, by passage id, loaded on first use: from ``graph`` (a
+    ``references.jsonl`` written by ``rirag data xref``; default ``ROOT/xref/references.jsonl`` when present), else
+    resolved on the fly, passage by passage as asked, over the corpus at ``root`` (or the given resolver
+    ``passages``)."""
+
+    def __init__(self, root: str | Path | None = None, graph: str | Path | None = None,
+                 passages: Sequence[Passage] | None = None, aliases: Mapping[str, str] | None = None):
+        self.root = Path(root) if root is not None else None
+        if graph is None and self.root is not None:
+            default = self.root / GRAPH_CONFIG / GRAPH_FILE
+            graph = default if default.is_file() else None
+        self.graph = Path(graph) if graph is not None else None
+        if self.graph is None and self.root is None and passages is None:
+            raise ValueError("a reference graph needs a corpus folder, a graph file or resolver passages")
+        self._passages = list(passages) if passages is not None else None
+        self._aliases = dict(aliases or {})
+        self._links: dict[str, list[Link]] | None = None
+        self._resolver: Resolver | None = None
+        self._by_id: dict[str, Passage] | None = None
+        self._cache: dict[str, list[Link]] = {}
+
+    @property
+    def source(self) -> str:
+        """Where the references come from (for a log line or a card)."""
+        return str(self.graph) if self.graph is not None else "resolved on the fly"
+
+    def _load_graph(self) -> dict[str, list[Link]]:
+        links: dict[str, list[Link]] = {}
+        with open(self.graph, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                try:
+                    row = json.loads(line)
+                    if row.get("resolved") and row.get("targets"):
+                        links.setdefault(row["source_id"], []).append(
+                            Link(row["surface"], int(row["start"]), int(row["end"]), tuple(row["targets"])))
+                except (ValueError, TypeError, KeyError, AttributeError) as err:
+                    raise DataError(f"{self.graph}: line {lineno} is not a reference row ({type(err).__name__}: "
+                                    f"{err}); write the graph again with `rirag data xref`") from None
+        logger.info("cross-references of %d passages read from %s", len(links), self.graph)
+        return links
+
+    def _resolve(self, pid: str) -> list[Link]:
+        if self._resolver is None:
+            if self._passages is None:
+                self._passages, self._aliases = xref_passages(self.root)
+            self._resolver = Resolver(self._passages, self._aliases)
+            self._by_id = {p.id: p for p in self._passages}
+        p = self._by_id.get(pid)
+        if p is None:
+            return []
+        return [Link(r.surface, r.start, r.end, r.targets) for r in self._resolver.references(p) if r.resolved]
+
+    def links(self, pid: str) -> list[Link]:
+        """The resolved references of passage ``pid`` (none when it refers to nothing or is not in the corpus)."""
+        if self.graph is not None:
+            if self._links is None:
+                self._links = self._load_graph()
+            return self._links.get(pid, [])
+        if pid not in self._cache:
+            self._cache[pid] = self._resolve(pid)
+        return self._cache[pid]
