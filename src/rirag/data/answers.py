@@ -38,7 +38,7 @@ JOURNAL_SUFFIX = ".partial.jsonl"
 
 
 def read_answers(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Load and validate an answers file (``.json`` or ``.json.gz``); errors (:class:`ValueError`) name the file, the
+    """Load and validate an answers file (``.json`` or ``.json.gz``); errors (``ValueError``) name the file, the
     record and the field."""
     raw = read_input_bytes(path)  # bounded: its size checked first; a device or an endless pipe refused
     try:
