@@ -41,7 +41,7 @@ from rirag.constants import RUN_DEPTH
 from rirag.data.obliqa import load_obliqa, resolve_data_dir
 from rirag.data.questions import load_questions
 from rirag.generation.focused import FocusedAnswerer
-from rirag.generation.follow import follow
+from rirag.generation.focused.follow import follow
 from rirag.generation.pipeline import select_passages
 from rirag.io import atomic_write_json
 from rirag.retrieval.bm25 import BM25Index

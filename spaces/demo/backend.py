@@ -196,7 +196,7 @@ class Backend:
                 or getattr(generator, "references", None) is not None:
             return
         if self._references is None and self._root is not None:
-            from rirag.generation.follow import ReferenceGraph
+            from rirag.retrieval.references import ReferenceGraph
 
             self._references = ReferenceGraph(self._root)
         if self._references is None:

@@ -22,6 +22,7 @@ from rirag.generation.base import (
 )
 from rirag.generation.endpoint import EndpointGenerator
 from rirag.generation.extractive import MODAL_CUES, ExtractiveComposer
+from rirag.generation.focused.config import switches_on
 from rirag.generation.hf import TransformersGenerator, resolve_generator
 
 __all__ = ["GeneratorSpec", "build_generator", "check_generator_model", "generator_kind", "generator_spec"]
@@ -49,9 +50,8 @@ def generator_spec(name: str, model: str | None, options: Any) -> GeneratorSpec:
     parsed arguments)."""
     kind = generator_kind(name)
     spec = GeneratorSpec(name, model, {k: getattr(options, k) for k in GENERATOR_OPTIONS[kind]})
-    for flag in ("follow_references", "focus_lists"):  # only when on: specs from before stay equal
-        if kind == FOCUSED and getattr(options, flag, False):
-            spec.options[flag] = True
+    if kind == FOCUSED:  # its switches only when on: specs from before a switch stay equal
+        spec.options.update(switches_on(options))
     return spec
 
 
@@ -79,7 +79,7 @@ def build_generator(spec: GeneratorSpec) -> Answerer:
     kind = generator_kind(spec.name)
     if kind == FOCUSED:
         # lazy: rirag.generation.focused imports numpy at its top; the registry (and `rirag --help`) stay light
-        from rirag.generation.focused import FocusedAnswerer
+        from rirag.generation.focused.answerer import FocusedAnswerer
 
         return FocusedAnswerer(spec.model, **spec.options)
     if kind == EXTRACTIVE:
