@@ -48,10 +48,10 @@ from rirag.data.runs import read_trec, write_trec
 from rirag.data.splits import split_questions
 from rirag.errors import DataError
 from rirag.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
-from rirag.generation.base import PASSAGE_GENERATORS, Answerer, GenerationError, GeneratorSpec
+from rirag.generation.base import Answerer, GenerationError, GeneratorSpec
 from rirag.generation.focused.config import SWITCHES, switches_on
 from rirag.generation.pipeline import AnswerOptions, answer_all, answer_question, prepare_question, read_questions
-from rirag.generation.registry import build_generator, check_generator_model, generator_spec
+from rirag.generation.registry import PASSAGE_GENERATORS, build_generator, check_generator_model, generator_spec
 from rirag.generation.render import check_strategy
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.io import atomic_write_json

@@ -50,8 +50,6 @@ FOCUSED = "focused"
 EXTRACTIVE = "extractive"
 #: The default generator of ``rirag ask`` / ``answer`` / ``submit`` and the demo: needs no trained model.
 DEFAULT_GENERATOR = FOCUSED
-#: Generators that compose answers from the passages themselves (no language model; closed-book is refused).
-PASSAGE_GENERATORS = (FOCUSED, EXTRACTIVE)
 ENDPOINT = "endpoint"
 #: The obligation classifier the extractive composer uses by default (the one RePASs uses).
 DEFAULT_OBLIGATION_CLASSIFIER = LOCAL_OBLIGATION_CLASSIFIER
