@@ -24,6 +24,7 @@ from rirag.generation.base import (
     Answerer,
     GeneratorSpec,
 )
+from rirag.generation.best_unit import BEST_UNIT, BestUnitAnswerer
 from rirag.generation.endpoint import EndpointGenerator
 from rirag.generation.extractive import MODAL_CUES, ExtractiveComposer
 from rirag.generation.focused.config import switches_on
@@ -106,6 +107,10 @@ ANSWERERS: dict[str, AnswererKind] = {k.name: k for k in (
                  _check_extractive, needs_passages=True),
     AnswererKind(ENDPOINT, "an OpenAI-compatible chat endpoint (--generator-model: the served model name)",
                  ("base_url", "api_key_env", "concurrency", "max_retries", "max_new_tokens"), _build_endpoint),
+    AnswererKind(BEST_UNIT, "the single best unit of the passages by the focused answerer's scoring, cited "
+                 "(--generator-model: the obligation classifier folder)", ("device",),
+                 lambda spec: BestUnitAnswerer(spec.model, **spec.options), _check_named_classifier,
+                 needs_passages=True),
 )}
 #: Any other name: a causal LM by Hub id, folder or ``.gguf`` file.
 LANGUAGE_MODEL_KIND = AnswererKind(
