@@ -1,5 +1,5 @@
-"""Does following cross-references (``FocusedConfig.follow_references``, :mod:`rirag.generation.focused.follow`) make the
-focused answer cite both passages a question needs, without citing wrong ones?
+"""Does following cross-references (``FocusedConfig.follow_references``, :mod:`rirag.generation.focused.follow`) make
+the focused answer cite both passages a question needs, without citing wrong ones?
 
 Two question sets whose questions need more than one passage, each with BM25 top-10 (RIRAG-filtered, as ``rirag
 answer`` does) as the retrieval:
