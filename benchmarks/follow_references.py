@@ -1,5 +1,5 @@
-"""Does following cross-references (``FocusedConfig.follow_references``, :mod:`rirag.generation.follow`) make the
-focused answer cite both passages a question needs, without citing wrong ones?
+"""Does following cross-references (``FocusedConfig.follow_references``, :mod:`rirag.generation.focused.follow`) make
+the focused answer cite both passages a question needs, without citing wrong ones?
 
 Two question sets whose questions need more than one passage, each with BM25 top-10 (RIRAG-filtered, as ``rirag
 answer`` does) as the retrieval:
@@ -41,7 +41,7 @@ from rirag.constants import RUN_DEPTH
 from rirag.data.obliqa import load_obliqa, resolve_data_dir
 from rirag.data.questions import load_questions
 from rirag.generation.focused import FocusedAnswerer
-from rirag.generation.follow import follow
+from rirag.generation.focused.follow import follow
 from rirag.generation.pipeline import select_passages
 from rirag.io import atomic_write_json
 from rirag.retrieval.bm25 import BM25Index

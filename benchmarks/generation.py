@@ -48,8 +48,9 @@ from pathlib import Path
 
 from rirag.constants import EVAL_K, SEED
 from rirag.data.splits import ANSWER_SAMPLE_SIZE
-from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS, PASSAGE_GENERATORS
+from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
+from rirag.generation.registry import PASSAGE_GENERATORS
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
 from rirag.scoring.signature import ROW_KEY
 

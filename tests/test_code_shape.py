@@ -1,5 +1,7 @@
 """The codebase's shape: no function in src/ or train/ longer than 80 lines (split one along its own steps instead:
-a trainer's main along its ``# Load datasets`` / ``# Model`` / ``# Training loop`` / ``# Save and push`` banners)."""
+a trainer's main along its ``# Load datasets`` / ``# Model`` / ``# Training loop`` / ``# Save and push`` banners),
+and no module of src/ longer than 500 lines (split one along its parts: ``rirag.text.units`` into units, lists and
+tables; the focused answerer into a package)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 CHECKED = (SRC, ROOT / "train")
 MAX_LINES = 80
+MAX_MODULE_LINES = 500
 
 
 def long_functions(root: Path = SRC, limit: int = MAX_LINES) -> list[str]:
@@ -34,3 +37,22 @@ def test_no_function_is_over_80_lines(root):
 def test_the_walk_does_find_long_functions(root):
     """The check above could fail: at a lower limit it reports functions."""
     assert long_functions(root, limit=20)
+
+
+def long_modules(root: Path = SRC, limit: int = MAX_MODULE_LINES) -> list[str]:
+    """The modules under ``root`` longer than ``limit`` lines, each with its length."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            found.append(f"{path.relative_to(root)} ({lines} lines)")
+    return found
+
+
+def test_no_module_of_src_is_over_500_lines():
+    assert long_modules() == []
+
+
+def test_the_walk_does_find_long_modules():
+    """The check above could fail: at a lower limit it reports modules."""
+    assert long_modules(limit=300)

@@ -315,7 +315,7 @@ def _focused_scorer_job(tmp_path: Path) -> dict:
         for n, q in enumerate(split_questions(obliqa, "original-dev"))}
     write_trec(run, tmp_path / "tune.trec")
     scorer = tmp_path / "scorer.json"
-    shutil.copy(REPO / "src" / "rirag" / "generation" / "focused_scorer.json", scorer)
+    shutil.copy(REPO / "src" / "rirag" / "generation" / "focused" / "focused_scorer.json", scorer)
     return {"data": str(data), "tune_run": str(tmp_path / "tune.trec"), "tune_split": "original-dev",
             "benchmark_sample": 0, "encoder": str(encoder), "selection_only": True, "output": str(scorer),
             "results": str(tmp_path / "results.json"), "keep_ratio_grid": "0.5", "min_score_grid": "0.1"}
@@ -326,7 +326,7 @@ def test_focused_scorer_under_two_processes_writes_once(tmp_path):
     and writes the scorer and the results once; rank 1 says so in one line and writes nothing."""
     config = _focused_scorer_job(tmp_path)
     before = (tmp_path / "scorer.json").read_text()
-    tracked = [REPO / "src" / "rirag" / "generation" / "focused_scorer.json",
+    tracked = [REPO / "src" / "rirag" / "generation" / "focused" / "focused_scorer.json",
                REPO / "benchmarks" / "results" / "focused_scorer.json"]
     tracked_before = [p.read_bytes() for p in tracked]
     proc = run_trainer("focused_scorer.py", config, tmp_path / "run", 2)

@@ -9,12 +9,16 @@ import pytest
 from _rendering_cases import CASES
 from _scoring_fixtures import bag_of_words
 from rirag.generation.base import AnswerRequest, Draft, DraftPart
-from rirag.generation.focused import FocusedAnswerer, FocusedConfig, _part, focus_lists
-from rirag.generation.focused_scorer import ScoredUnit
-from rirag.generation.follow import inline_offset
+from rirag.generation.focused import FocusedAnswerer, FocusedConfig
+from rirag.generation.focused.answer import part
+from rirag.generation.focused.follow import inline_offset
+from rirag.generation.focused.scorer import ScoredUnit
+from rirag.generation.focused.selection import focus_lists
 from rirag.generation.render import written
 from rirag.text.citations import parse_citations, placed_citation
-from rirag.text.units import ELISION, NOT_ADDRESSED, focus_items, list_items, normalise, split_units
+from rirag.text.lines import normalise
+from rirag.text.lists import focus_items, list_items
+from rirag.text.units import ELISION, NOT_ADDRESSED, split_units
 from rirag.xref.graph import Link
 from test_follow import QUESTION as BREACH_QUESTION
 from test_follow_inline import graph_with
@@ -99,7 +103,7 @@ def test_items_left_out_between_and_after_kept_items_are_marked():
     assert first.words == len(f"{LEAD} {ITEMS[0]} {ITEMS[2]}".split())
     assert len(first.spans) == 2 and RECORDS[slice(*first.spans[0])] == f"{LEAD}\n{ITEMS[0]}"
     assert focus_items(unit, RECORDS, [0, 1, 2, 3]) is unit and focus_items(unit, RECORDS, []) is unit
-    text, markers = written(Draft([_part(ScoredUnit(middle, 1.0)), DraftPart("A Fund Manager must comply.", (1,))]))
+    text, markers = written(Draft([part(ScoredUnit(middle, 1.0)), DraftPart("A Fund Manager must comply.", (1,))]))
     assert text.endswith(f"{ELISION} [1]. A Fund Manager must comply [2].") and _slices(text, markers) == ["[1]", "[2]"]
     assert len(parse_citations(text, ["p1", "p2"]).sentences) == 2  # the focused quote ends its sentence
 

@@ -160,7 +160,7 @@ def test_the_answer_is_the_third_unit_of_the_second_passage():
 
 def _scored(*rows):
     """ScoredUnits from (passage, index, words, unit score, passage retrieval score) rows."""
-    from rirag.generation.focused_scorer import ScoredUnit
+    from rirag.generation.focused.scorer import ScoredUnit
     from rirag.text.units import Unit
 
     return [ScoredUnit(Unit(" ".join(f"p{p}u{i}w{k}" for k in range(n)), p, i, 0, 1), score, retrieval)
@@ -371,8 +371,8 @@ def test_a_twin_rule_is_quoted_from_the_rulebook_naming_the_rule_the_question_na
 
 def test_a_section_title_shared_by_the_quoted_passages_is_quoted_once(real_data_dir):
     # the demo's answer (PRU APP2 Guidance 10 and 14): every sentence came after the same section title
-    from rirag.generation.focused import drop_repeated_titles
-    from rirag.generation.focused_scorer import ScoredUnit
+    from rirag.generation.focused.scorer import ScoredUnit
+    from rirag.generation.focused.selection import drop_repeated_titles
 
     title = "Adjustment to the current valuation of less liquid positions for regulatory capital purposes."
     passages = [_real_passage(real_data_dir, 13, "797907ec-e171-4584-9a32-336ec1b734b4"),
@@ -431,7 +431,7 @@ def test_a_rule_longer_than_the_unit_limit_is_quoted_up_to_its_last_item_that_fi
 
 
 def test_no_answer_quotes_more_than_the_budget_or_one_rule_within_the_unit_limit():
-    from rirag.generation.focused import within_bound
+    from rirag.generation.focused.selection import within_bound
     from rirag.text.units import Unit
 
     passages = [_long_list(60), "short " * 50, "other " * 100]
@@ -444,6 +444,6 @@ def test_no_answer_quotes_more_than_the_budget_or_one_rule_within_the_unit_limit
 
 
 def ScoredUnit_(unit, score):
-    from rirag.generation.focused_scorer import ScoredUnit
+    from rirag.generation.focused.scorer import ScoredUnit
 
     return ScoredUnit(unit, score)

@@ -9,7 +9,7 @@ import json
 from _scoring_fixtures import bag_of_words
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused import FocusedAnswerer, FocusedConfig
-from rirag.generation.follow import Followed
+from rirag.generation.focused.follow import Followed
 from rirag.generation.pipeline import RetrievedPassage, answer_items
 from rirag.xref import graph as xref_graph
 from rirag.xref import records as xref_records

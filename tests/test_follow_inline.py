@@ -10,12 +10,13 @@ import json
 import pytest
 
 from rirag.generation.base import AnswerRequest, Draft, DraftPart
-from rirag.generation.follow import Link, ReferenceGraph, inline_offset
+from rirag.generation.focused.follow import inline_offset
 from rirag.generation.pipeline import RetrievedPassage, answer_items
 from rirag.generation.render import placed, render, written
 from rirag.text.citations import parse_citations, placed_citations
 from rirag.text.units import NOT_ADDRESSED, Unit
 from rirag.xref import records as xref_records
+from rirag.xref.graph import Link, ReferenceGraph
 from test_follow import CITING, PASSAGES, QUESTION, answerer, draft
 
 

@@ -334,8 +334,9 @@ def test_the_demo_cards_limits_match_its_code(published):
     """The Space card states the generator the app defaults to and the question limit the app enforces."""
     import re
 
-    from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS
+    from rirag.generation.base import DEFAULT_GENERATOR
     from rirag.generation.pipeline import MAX_QUESTION_CHARS
+    from rirag.generation.registry import PASSAGE_GENERATORS
 
     _, rows = published
     card = " ".join((Path(rows["demo"].folder) / "README.md").read_text().split())

@@ -168,6 +168,6 @@ def test_a_broken_graph_file_is_a_clear_error(tmp_path):
 
 
 def test_following_in_answers_reads_the_same_graph():
-    from rirag.generation import follow
+    from rirag.generation.focused import follow
 
     assert follow.ReferenceGraph is ReferenceGraph  # one reader of the graph, not two

@@ -1,4 +1,4 @@
-"""Learn the focused answerer's scorer and freeze it in ``src/rirag/generation/focused_scorer.json``.
+"""Learn the focused answerer's scorer and freeze it in ``src/rirag/generation/focused/focused_scorer.json``.
 
 * **Unit scorer** (logistic regression, standardised :data:`rirag.generation.focused.FEATURES`): every answer unit
   of the retrieved, RIRAG-filtered passages of leakage-free ``train`` questions; a unit of one of the question's
@@ -86,7 +86,8 @@ class FocusedScorerArguments:
         "help": "Share of matched tuning questions allowed below the answerability threshold."})
     regularisation: float = field(default=1.0, metadata={"help": "Inverse L2 strength C of both models."})
     seed: int = field(default=SEED, metadata={"help": "Seed of the train sample and the mismatched pairing."})
-    output: str = field(default="src/rirag/generation/focused_scorer.json", metadata={"help": "The frozen scorer."})
+    output: str = field(default="src/rirag/generation/focused/focused_scorer.json",
+                        metadata={"help": "The frozen scorer."})
     results: str = field(default="benchmarks/results/focused_scorer.json", metadata={"help": "Results JSON."})
 
 
@@ -279,7 +280,8 @@ def main(args: FocusedScorerArguments) -> dict | None:
     from rirag.data.runs import read_trec
     from rirag.data.splits import seeded_sample, split_questions
     from rirag.generation.extractive import modal_cue_obligations
-    from rirag.generation.focused import ANSWERABILITY_FEATURES, FEATURES, FocusedAnswerer, _logistic
+    from rirag.generation.focused.answerer import FocusedAnswerer
+    from rirag.generation.focused.scorer import ANSWERABILITY_FEATURES, FEATURES, _logistic
     from rirag.io import atomic_write_json
     from rirag.training.runner import check_parts
 

@@ -14,9 +14,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, FOCUSED, PASSAGE_GENERATORS
+from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, FOCUSED
 from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.prompts import ZERO_SHOT
+from rirag.generation.registry import PASSAGE_GENERATORS
 
 logger = logging.getLogger(__name__)
 

@@ -51,6 +51,7 @@ from rirag.data.splits import split_questions
 from rirag.errors import DataError
 from rirag.exit_codes import EXIT_GENERATION_ERROR, EXIT_OK
 from rirag.generation.base import GenerationError
+from rirag.generation.focused.config import SWITCHES, switches_on
 from rirag.generation.pipeline import AnswerOptions, prepare_questions
 from rirag.generation.registry import generator_spec
 from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
@@ -131,9 +132,8 @@ def generator_manifest(args: Any) -> dict[str, Any]:
     """The generator part of a run manifest: its name and every option that changes what it writes."""
     options = {name: getattr(args, name, None) for name in _generator_option_names()
                if name not in RUNTIME_GENERATOR_OPTIONS and name not in ("generator", "strategy")}
-    for flag in ("follow_references", "focus_lists"):  # off: the manifest of answers written before the option
-        if not options.get(flag):
-            options.pop(flag, None)
+    for flag in set(SWITCHES) - set(switches_on(options)):  # off: the manifest of answers written before the option
+        options.pop(flag, None)
     return {"generator": args.generator, "generator_options": options}
 
 

@@ -28,6 +28,7 @@ from rirag.generation.base import (
     MAX_NEW_TOKENS,
     OFFLINE_GENERATOR,
 )
+from rirag.generation.focused.config import add_switches
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.retrieval.registry import RETRIEVERS, every_option, option_pair
 
@@ -195,11 +196,4 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-retries", type=generator_bound("max_retries"), default=ENDPOINT_MAX_RETRIES,
                    help=f"'{ENDPOINT}': retries (with backoff) on connection errors, timeouts, 429 and 5xx")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present)")
-    g.add_argument("--follow-references", action="store_true",
-                   help=f"'{FOCUSED}': when a cited passage refers to another rule of the corpus whose best unit "
-                        "answers the question too, cite that unit as well (the graph of `rirag data xref` when "
-                        "written, else resolved on the fly)")
-    g.add_argument("--focus-lists", action="store_true",
-                   help=f"'{FOCUSED}': quote a long list as its lead-in and only the items that bear on the "
-                        "question, '[…]' where items are left out (off by default until its RePASs is measured; "
-                        "docs/cli.md)")
+    add_switches(g)  # the focused answerer's switches, one per FocusedConfig field that is one

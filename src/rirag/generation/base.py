@@ -18,7 +18,7 @@ batch. A prompted language model implements ``generate`` (chat messages -> text)
 =================  ===============================================================================================
 ``--generator``    backend
 =================  ===============================================================================================
-``focused``        :class:`~rirag.generation.focused.FocusedAnswerer` (the default): the units of the passages
+``focused``        :class:`~rirag.generation.focused.answerer.FocusedAnswerer` (the default): the units of the passages
                    that answer the question, each cited, or a plain statement that they do not address it
                    (``model``: the obligation classifier folder, used when present, else deontic cues)
 ``extractive``     :class:`~rirag.generation.extractive.ExtractiveComposer`: every obligation sentence of the
@@ -50,8 +50,6 @@ FOCUSED = "focused"
 EXTRACTIVE = "extractive"
 #: The default generator of ``rirag ask`` / ``answer`` / ``submit`` and the demo: needs no trained model.
 DEFAULT_GENERATOR = FOCUSED
-#: Generators that compose answers from the passages themselves (no language model; closed-book is refused).
-PASSAGE_GENERATORS = (FOCUSED, EXTRACTIVE)
 ENDPOINT = "endpoint"
 #: The obligation classifier the extractive composer uses by default (the one RePASs uses).
 DEFAULT_OBLIGATION_CLASSIFIER = LOCAL_OBLIGATION_CLASSIFIER
@@ -89,9 +87,9 @@ class DraftPart:
     included, for a language model), the 0-based indices of the passages it cites (its own passage first) and,
     when it was taken from a passage, that passage's index and the span's character offsets in it. ``inline``: the
     markers written inside its text, each (offset in ``text``, whitespace-normalised, right after a reference;
-    0-based index of the passage the reference was followed to: :mod:`rirag.generation.follow`); they are
+    0-based index of the passage the reference was followed to: :mod:`rirag.generation.focused.follow`); they are
     citations of that passage, besides ``cited``. A list quoted with only some of its items
-    (:func:`rirag.text.units.focus_items`) spans from its lead-in's start to its last kept item's end, its text the
+    (:func:`rirag.text.lists.focus_items`) spans from its lead-in's start to its last kept item's end, its text the
     quoted pieces joined by elision marks."""
 
     text: str
@@ -118,8 +116,8 @@ class Draft:
     raw: str | None = None
     written: str | None = None
     answer_line: bool = True
-    #: The cross-references the answer followed (:class:`rirag.generation.follow.Followed`), and the passages it
-    #: added to cite them (:class:`rirag.generation.follow.Added`, numbered after the given passages).
+    #: The cross-references the answer followed (:class:`rirag.generation.focused.answer.Followed`), and the passages it
+    #: added to cite them (:class:`rirag.generation.focused.answer.Added`, numbered after the given passages).
     followed: list = field(default_factory=list)
     added: list = field(default_factory=list)
 

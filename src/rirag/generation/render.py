@@ -6,9 +6,9 @@ the answer text and refuses closed-book for the answerers that compose from the 
   (:func:`rirag.text.citations.with_citation`);
 * a part cut to the word limit (:func:`rirag.text.units.clip_unit`) ends with :data:`rirag.text.units.ELISION`, its
   marker and a full stop (``... […] [1].``), so that it closes its sentence; a list focused on some of its items
-  (:func:`rirag.text.units.focus_items`) carries its elision marks in its text, and is written as it is;
-* a part quoting a reference the answer followed (:mod:`rirag.generation.follow`) also cites the followed passage
-  inline, right after the reference: ``... subject to Rule 9.5.2 [3], ... [1].`` (:func:`placed`);
+  (:func:`rirag.text.lists.focus_items`) carries its elision marks in its text, and is written as it is;
+* a part quoting a reference the answer followed (:mod:`rirag.generation.focused.follow`) also cites the followed
+  passage inline, right after the reference: ``... subject to Rule 9.5.2 [3], ... [1].`` (:func:`placed`);
 * each part of the question not covered adds one sentence after the cited content
   (:func:`rirag.text.missing_parts.statement`);
 * a draft whose passages do not address the question opens with :data:`rirag.text.units.NOT_ADDRESSED`; one that

@@ -30,9 +30,9 @@ from rirag.constants import EVAL_K
 from rirag.data.answers import AnswersFile
 from rirag.data.obliqa import ObliQA, load_obliqa
 from rirag.errors import DataError
-from rirag.generation.base import BATCH_SIZE, PASSAGE_GENERATORS, Answerer
+from rirag.generation.base import BATCH_SIZE, Answerer
 from rirag.generation.pipeline import Answer, AnswerOptions, PreparedQuestion, answer_all, answer_question
-from rirag.generation.registry import build_generator, check_generator_model
+from rirag.generation.registry import PASSAGE_GENERATORS, build_generator, check_generator_model
 from rirag.generation.render import check_strategy
 from rirag.retrieval.registry import build_retriever
 

@@ -21,7 +21,11 @@ Rules (documented, deterministic):
 * a passage of headings only, or of fewer than :data:`MIN_UNIT_WORDS` words, has no unit;
 * a table (the lines between ``/Table Start`` and ``/Table End``, cells separated by tabs) gives one unit per row,
   carrying its column headers ("Header 1: cell; Header 2: cell."), so a row can be quoted and cited alone
-  (:func:`table_rows`). Its offsets span the row's lines; its text is not a verbatim slice of the passage.
+  (:func:`rirag.text.tables.table_rows`). Its offsets span the row's lines; its text is not a verbatim slice of
+  the passage.
+
+The lines themselves (list labels, normalisation) are read by :mod:`rirag.text.lines`, tables by
+:mod:`rirag.text.tables`; a list unit's items by :mod:`rirag.text.lists`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from rirag.text.citations import CITATION_PATTERN
+from rirag.text.lines import CLOSING, HEADING_MAX_WORDS, LIST_LABEL, is_item, locate, normalise
 from rirag.text.sentences import punkt_split
+from rirag.text.tables import CELL_SYMBOLS, take_tables
 
 #: The sentence that opens an answer whose retrieved passages do not address the question (then the closest
 #: provisions follow, cited).
@@ -40,20 +46,11 @@ NOT_ADDRESSED = "The retrieved provisions do not directly address this question;
 MIN_UNIT_WORDS = 4
 #: Prose longer than this (characters) is not given to the sentence splitter: it stays one unit.
 MAX_SPLIT_CHARS = 20_000
-#: A list label at the start of a line: (a) (iv) (2) (2A) a) ii. 1. 1.2 • - –
-#: (Unbracketed letter labels are one letter or a roman numeral, so that "No.", "Mr." or "Co." never are.)
-LIST_LABEL = re.compile(
-    r"^\s*(?:\(\s*(?:[a-z]{1,3}|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)\s*\)|(?:[a-z]|[ivxlcdm]{1,6}|\d{1,3}[a-z]?)[.)]"
-    r"|\d{1,3}(?:\.\d{1,3})+\.?|[•▪●◦·\-–])(?=\s)", re.IGNORECASE)
 #: Abbreviations Punkt cuts after ("AAOIFI GSIFI No. (3)"): a piece after one of them is glued back.
 _ABBREVIATION_END = re.compile(r"\b(?:No|Nos|Art|para|paras|p|pp|Ref|Vol|cf|e\.g|i\.e)\.$", re.IGNORECASE)
-_CLOSING = re.compile(r"[.:;,!?—–\-)\]]\s*$")
 #: Deontic cues: a sentence with one states (or forbids) something; the untrained stand-in for the obligation
 #: classifier, and never part of a heading.
 DEONTIC_CUE = re.compile(r"\b(must|shall|required|may not|should)\b", re.IGNORECASE)
-#: A line of at most this many words may be a heading (ADGM passages often start with their guidance document's
-#: section titles, which Punkt would glue to the first sentence).
-HEADING_MAX_WORDS = 15
 #: An in-line title ("Title. Body" on one line) has at most this many words, and none of these verb cues.
 TITLE_MAX_WORDS = HEADING_MAX_WORDS
 _VERB_CUE = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|may|might|can|could|will|would|must|shall|should|"
@@ -78,17 +75,17 @@ class Unit:
     start: int
     end: int
     is_list: bool = False
-    #: A table row with its column headers (:func:`table_rows`).
+    #: A table row with its column headers (:func:`rirag.text.tables.table_rows`).
     is_table: bool = False
     #: A table row's label (its first cell, "Chapter 9: Marketing of Domestic Funds ..."); empty otherwise.
     label: str = ""
     #: The unit was cut to a word limit (:func:`clip_unit`); its quote ends with :data:`ELISION`.
     clipped: bool = False
-    #: A list unit focused on some of its items (:func:`focus_items`): the passage spans it quotes, in order (the
-    #: lead-in and the kept items, adjacent ones merged); ``text`` is their texts joined by :data:`ELISION` (and
-    #: ends with it and a full stop when the list's last items are left out, so that the quote ends its sentence),
-    #: ``start``/``end`` run from the lead-in's start to the last kept item's end. Empty: the unit quotes
-    #: ``start``-``end`` whole.
+    #: A list unit focused on some of its items (:func:`rirag.text.lists.focus_items`): the passage spans it
+    #: quotes, in order (the lead-in and the kept items, adjacent ones merged); ``text`` is their texts joined by
+    #: :data:`ELISION` (and ends with it and a full stop when the list's last items are left out, so that the quote
+    #: ends its sentence), ``start``/``end`` run from the lead-in's start to the last kept item's end. Empty: the
+    #: unit quotes ``start``-``end`` whole.
     spans: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -117,17 +114,9 @@ class Unit:
         return count
 
 
-def normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-def is_item(line: str) -> bool:
-    return bool(LIST_LABEL.match(line))
-
-
 def _is_heading(line: str, following: str) -> bool:
     text = LIST_LABEL.sub("", line, count=1).strip()
-    return bool(text) and len(text.split()) <= HEADING_MAX_WORDS and not _CLOSING.search(text) \
+    return bool(text) and len(text.split()) <= HEADING_MAX_WORDS and not CLOSING.search(text) \
         and not DEONTIC_CUE.search(text) and not is_item(following) and not following.lstrip()[:1].islower()
 
 
@@ -180,7 +169,7 @@ def without_title(unit: Unit, passage: str, title: str) -> Unit:
     """``unit`` without its leading ``title``, its offsets pointing at the rest of its text in ``passage``; the unit
     itself when the rest would be too short to stand alone or cannot be found in the passage."""
     rest = unit.text[len(title):].strip() if unit.text.startswith(title) else ""
-    found = _locate(passage, rest, unit.start) if len(rest.split()) >= MIN_UNIT_WORDS else None
+    found = locate(passage, rest, unit.start) if len(rest.split()) >= MIN_UNIT_WORDS else None
     return replace(unit, text=rest, start=found[0], end=found[1]) if found else unit
 
 
@@ -205,110 +194,9 @@ def clip_unit(unit: Unit, passage: str, max_words: int) -> Unit:
         if words_before >= MIN_UNIT_WORDS:
             cut = match.start()
     text = unit.text[:cut] if cut is not None else " ".join(unit.text.split()[:max_words])
-    found = _locate(passage, text, unit.start)
+    found = locate(passage, text, unit.start)
     start, end = found if found else (unit.start, unit.start + len(text))
     return replace(unit, text=text, start=start, end=end, clipped=True)
-
-
-def _label(line: str) -> tuple[tuple, str]:
-    """A list item's label as (its form: bracket, closing mark, kind; its token): "(a)" -> (("(", ")", "alpha",
-    False), "a"); "1.2" -> (("", "", "digit", 1), "1.2"); "•" -> (("", "", "bullet", "•"), "•")."""
-    label = LIST_LABEL.match(line).group(0).strip()
-    token = label.strip("().").strip()
-    closing = label[-1] if label[-1] in ".)" and len(label) > 1 else ""
-    opening = "(" if label.startswith("(") else ""
-    if any(c.isdigit() for c in token):
-        return (opening, closing, "digit", token.count(".")), token
-    if any(c.isalpha() for c in token):
-        return (opening, closing, "alpha", token.isupper()), token.lower()
-    return (opening, closing, "bullet", token), token
-
-
-_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
-
-
-def _roman(token: str) -> int | None:
-    """A roman numeral's value ("iv" -> 4), or None."""
-    if not token or any(c not in _ROMAN for c in token):
-        return None
-    values = [_ROMAN[c] for c in token]
-    return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
-
-
-def _top_level(form: tuple, token: str, first: str, previous: str) -> bool:
-    """Whether an item labelled ``form``/``token`` is a top-level item of a list whose first item's label has
-    ``form`` and token ``first``, its last top-level item token ``previous``. Another form is a nested sub-item;
-    of letters and roman numerals (one kind to :func:`_label_kind`), a list opened by "(i)" counts in roman
-    numerals, one opened by a letter in letters, where "(i)", "(v)", "(x)" or "(ii)" is a nested item unless it is
-    the next letter ("(h)", then "(i)")."""
-    if form[2] != "alpha":
-        return True
-    if first == "i":
-        value, before = _roman(token), _roman(previous)
-        return value is not None and before is not None and value == before + 1
-    successor = chr(ord(previous[-1]) + 1) if len(previous) == 1 else ""
-    return token == successor or not re.fullmatch(r"[ivx]+", token)
-
-
-def list_items(unit: Unit, passage: str) -> tuple[tuple[int, int], list[tuple[int, int]]] | None:
-    """A list unit's lead-in and top-level items as spans of ``passage``: ``((lead start, lead end), [(item start,
-    item end), ...])``. An item runs from its label to the line before the next top-level item, so a nested
-    sub-list ("(i)", "(ii)" under "(a)") and the lines that go on after it (a wrapped line, the clause that closes
-    the list) stay with it. ``None`` when the unit is not a list with a lead-in, or its offsets do not point at its
-    text."""
-    if not unit.is_list or unit.is_table or unit.spans or unit.clipped or is_item(unit.text) or \
-            normalise(passage[unit.start:unit.end]) != unit.text:
-        return None
-    items: list[list[int]] = []
-    first = previous = ""
-    form = None
-    at = passage.rfind("\n", 0, unit.start) + 1
-    for line in passage[at:unit.end].split("\n"):
-        start, at = at, at + len(line) + 1
-        if start <= unit.start or not line.strip():
-            continue
-        end = start + len(line.rstrip())
-        if is_item(line):
-            label_form, token = _label(line)
-            if form is None:
-                form, first = label_form, token
-            if label_form == form and (not items or _top_level(form, token, first, previous)):
-                items.append([start + len(line) - len(line.lstrip()), min(end, unit.end)])
-                previous = token
-                continue
-        if items:
-            items[-1][1] = min(end, unit.end)
-    if not items:
-        return None
-    lead_end = unit.start + len(passage[unit.start:items[0][0]].rstrip())
-    if not passage[unit.start:lead_end].strip():
-        return None
-    return (unit.start, lead_end), [(a, b) for a, b in items]
-
-
-def focus_items(unit: Unit, passage: str, keep: Sequence[int]) -> Unit:
-    """``unit`` (a list with a lead-in: :func:`list_items`) quoting its lead-in and only the top-level items
-    ``keep`` (0-based, in passage order), an :data:`ELISION` mark where items are left out (before the first
-    kept item, between kept items, after the last one when the list goes on, then closed by a full stop: "(b)
-    …; […]."): "The records required under Rule 17.1.6 must be: […] (d) if requested by the Regulator, …". Each
-    quoted piece is a verbatim span of ``passage`` (:attr:`Unit.spans`). The unit itself when it has no items to
-    focus on, or ``keep`` keeps them all (or none)."""
-    parts = list_items(unit, passage)
-    keep = sorted(set(keep))
-    if parts is None or not keep or len(keep) == len(parts[1]) or keep[0] < 0 or keep[-1] >= len(parts[1]):
-        return unit
-    lead, items = parts
-    spans = [list(lead)]
-    taken = -1  # the last item quoted (-1: the lead-in)
-    for i in keep:
-        if i == taken + 1:
-            spans[-1][1] = items[i][1]  # adjacent to what is quoted already: one span
-        else:
-            spans.append(list(items[i]))
-        taken = i
-    pieces = [normalise(passage[a:b]) for a, b in spans]
-    text = f" {ELISION} ".join(pieces) + (f" {ELISION}." if keep[-1] < len(items) - 1 else "")
-    return replace(unit, text=text, end=spans[-1][1], spans=tuple((a, b) for a, b in spans))
 
 
 def _sentences(text: str, split: Splitter) -> list[str]:
@@ -351,74 +239,92 @@ def split_units(passage: str, passage_index: int = 0, split: Splitter | None = N
         if line.strip():
             lines.append((at, line))
         at += len(line) + 1
-    lines, tables = _take_tables(lines)
+    lines, tables = take_tables(lines)
     if not lines and tables:
         return _number(passage_index, [], tables)
     if len(lines) == 1 and not is_item(lines[0][1]) and _is_heading(lines[0][1], ""):
         return []  # a passage that is one heading line ("Additional disclosure in a Prospectus of ...")
-    # blocks: ("prose", [lines]) or ("list", lead-in line index, item lines)
+    units = _block_units(_blocks(lines), split)
+    located = []
+    cursor = offset
+    for text, start, end, is_list in units:
+        if len(text.split()) < MIN_UNIT_WORDS:
+            continue
+        found = locate(passage, text, max(cursor, start))
+        if found:
+            start, end = found
+            cursor = end
+        located.append((text, start, end, is_list))
+    return _number(passage_index, located, tables)  # headings only (or < MIN_UNIT_WORDS words): no unit
+
+
+def _blocks(lines: list[tuple[int, str]]) -> list[dict]:
+    """A passage's lines (with their offsets) as blocks: ``{"kind": "prose", "lines": [...], "strip_label": ...}``
+    or ``{"kind": "list", "lead": a prose block or None, "items": [...]}`` (see the module's rules)."""
     blocks: list[dict] = []
     for i, (start, line) in enumerate(lines):
         following = lines[i + 1][1] if i + 1 < len(lines) else ""
         item = is_item(line)
         if item and not blocks and i == 0 and LIST_LABEL.sub("", line, count=1).strip()[:1].isupper():
             blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": True})
+        elif not item and i > 0 and _is_heading(line, following):
             continue
-        if not item and i > 0 and _is_heading(line, following):
-            continue
-        if item:
-            rest = LIST_LABEL.sub("", line, count=1).strip()
-            previous = _last_line(blocks[-1]) if blocks else ""
-            # "(2) Where the Regulator ..." after a full sentence is a numbered paragraph, not an item
-            paragraph = rest[:1].isupper() and previous.rstrip().endswith((".", "!", "?")) and (
-                blocks[-1]["kind"] == "prose" or _label_kind(line) != _label_kind(blocks[-1]["items"][0][1]))
-            if paragraph:
-                blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": True})
-            elif blocks and blocks[-1]["kind"] == "list":
-                blocks[-1]["items"].append((start, line))
-            elif blocks:  # the prose before is the lead-in
-                blocks[-1] = {"kind": "list", "lead": blocks[-1], "items": [(start, line)]}
-            else:  # items with no lead-in at all: keep them together as one unit
-                blocks.append({"kind": "list", "lead": None, "items": [(start, line)]})
+        elif item:
+            _add_item(blocks, start, line)
         elif blocks and blocks[-1]["kind"] == "list" and line.lstrip()[:1].islower():
             blocks[-1]["items"].append((start, line))  # the clause that closes the list
         elif blocks and blocks[-1]["kind"] == "prose" and line.lstrip()[:1].islower():
             blocks[-1]["lines"].append((start, line))  # a hard-wrapped sentence
         else:
             blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": False})
+    return blocks
+
+
+def _add_item(blocks: list[dict], start: int, line: str) -> None:
+    """Add the list item ``line`` to ``blocks``: a numbered paragraph, the next item of a list, or a list's first
+    item (the prose before it its lead-in, if any)."""
+    rest = LIST_LABEL.sub("", line, count=1).strip()
+    previous = _last_line(blocks[-1]) if blocks else ""
+    # "(2) Where the Regulator ..." after a full sentence is a numbered paragraph, not an item
+    paragraph = rest[:1].isupper() and previous.rstrip().endswith((".", "!", "?")) and (
+        blocks[-1]["kind"] == "prose" or _label_kind(line) != _label_kind(blocks[-1]["items"][0][1]))
+    if paragraph:
+        blocks.append({"kind": "prose", "lines": [(start, line)], "strip_label": True})
+    elif blocks and blocks[-1]["kind"] == "list":
+        blocks[-1]["items"].append((start, line))
+    elif blocks:  # the prose before is the lead-in
+        blocks[-1] = {"kind": "list", "lead": blocks[-1], "items": [(start, line)]}
+    else:  # items with no lead-in at all: keep them together as one unit
+        blocks.append({"kind": "list", "lead": None, "items": [(start, line)]})
+
+
+def _prose_units(block: dict, split: Splitter) -> list[tuple[str, int, int]]:
+    """A prose block's sentences, each with the block's offsets."""
+    start = block["lines"][0][0]
+    end = block["lines"][-1][0] + len(block["lines"][-1][1])
+    text = normalise(" ".join(line for _, line in block["lines"]))
+    if block.get("strip_label"):
+        text = LIST_LABEL.sub("", text, count=1).strip()
+    return [(s, start, end) for s in _sentences(text, split)]
+
+
+def _block_units(blocks: list[dict], split: Splitter) -> list[tuple[str, int, int, bool]]:
+    """The units of the blocks, (text, start, end, is_list): each sentence of prose; a list with the last sentence
+    of its lead-in (the earlier ones are units of their own)."""
     units: list[tuple[str, int, int, bool]] = []
-
-    def prose_units(block: dict) -> list[tuple[str, int, int]]:
-        start = block["lines"][0][0]
-        end = block["lines"][-1][0] + len(block["lines"][-1][1])
-        text = normalise(" ".join(line for _, line in block["lines"]))
-        if block.get("strip_label"):
-            text = LIST_LABEL.sub("", text, count=1).strip()
-        return [(s, start, end) for s in _sentences(text, split)]
-
     for block in blocks:
         if block["kind"] == "prose":
-            units.extend((s, a, b, False) for s, a, b in prose_units(block))
+            units.extend((s, a, b, False) for s, a, b in _prose_units(block, split))
             continue
         items_text = " ".join(normalise(line) for _, line in block["items"])
         end = block["items"][-1][0] + len(block["items"][-1][1])
-        lead = prose_units(block["lead"]) if block["lead"] else []
+        lead = _prose_units(block["lead"], split) if block["lead"] else []
         if lead:  # earlier sentences of the lead-in line are units of their own; the last one leads the list
             units.extend((s, a, b, False) for s, a, b in lead[:-1])
             units.append((f"{lead[-1][0]} {items_text}", lead[-1][1], end, True))
         else:
             units.append((items_text, block["items"][0][0], end, True))
-    located = []
-    cursor = offset
-    for text, start, end, is_list in units:
-        if len(text.split()) < MIN_UNIT_WORDS:
-            continue
-        found = _locate(passage, text, max(cursor, start))
-        if found:
-            start, end = found
-            cursor = end
-        located.append((text, start, end, is_list))
-    return _number(passage_index, located, tables)  # headings only (or < MIN_UNIT_WORDS words): no unit
+    return units
 
 
 def _number(passage_index: int, located: list[tuple[str, int, int, bool]],
@@ -442,105 +348,8 @@ def names_row(question: str, unit: Unit) -> bool:
     if not match:
         return False
     reference = r"\s+".join(re.escape(w) for w in match.group(1).split())
-    question = question.translate(_CELL_SYMBOLS)  # "Chapter \u200e9": ObliQA questions keep the left-to-right mark
+    question = question.translate(CELL_SYMBOLS)  # "Chapter \u200e9": ObliQA questions keep the left-to-right mark
     return bool(re.search(rf"\b{reference}(?![\w.]*\d|[A-Za-z])", question, re.IGNORECASE))
-
-
-#: The markers around a table in ObliQA passages.
-TABLE_START, TABLE_END = "Table Start", "Table End"
-#: Symbols of table cells, written plainly (a Wingdings tick in ADGM tables; the left-to-right mark).
-_CELL_SYMBOLS = str.maketrans({"\uf0fc": "✓", "\u200e": None})
-#: A line that opens a table row by its label ("Chapter 9: …", "APP 1: …").
-_ROW_LABEL = re.compile(r"^\W*[A-Z][A-Za-z]*\s+\d+[A-Za-z]?\s*:")
-
-
-def _take_tables(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[tuple[str, int, int, str]]]:
-    """(the lines outside tables, the row units of the tables: (text, start, end, label)). A sentence between the
-    start marker and the first tabbed line (an introduction) stays with the prose."""
-    other: list[tuple[int, str]] = []
-    rows: list[tuple[str, int, int, str]] = []
-    table: list[tuple[int, str]] | None = None
-    for start, line in lines:
-        if table is None and TABLE_START in line:
-            table = []
-        elif table is not None and TABLE_END in line:
-            rows.extend(table_rows(table, other))
-            table = None
-        elif table is not None:
-            table.append((start, line))
-        else:
-            other.append((start, line))
-    if table:
-        rows.extend(table_rows(table, other))
-    return sorted(other), rows
-
-
-def table_rows(lines: list[tuple[int, str]],
-               prose: list[tuple[int, str]] | None = None) -> list[tuple[str, int, int, str]]:
-    """The rows of one table (its lines with their offsets, markers excluded) as units ``(text, start, end, label)``
-    (the label: the row's first cell): each
-    row "Header 1: cell; Header 2: cell." (empty cells left out). The header is the first row; a row is complete
-    at one cell per column (the most tabs on a line, plus one); a line goes on the current row unless the row is
-    complete and the line has a tab, or the line opens with a row label ("Chapter 9:", the first row's first
-    word). A first row with a cell longer than a heading is a row: the table has no header. Sentences before the
-    first tabbed line go to ``prose``."""
-    lines = [(start, line.translate(_CELL_SYMBOLS)) for start, line in lines]
-    first_tab = next((i for i, (_, line) in enumerate(lines) if "\t" in line), None)
-    if first_tab is None:
-        (prose if prose is not None else []).extend(lines)
-        return []
-    head = 0
-    while head < first_tab and _CLOSING.search(lines[head][1].strip()):  # an introduction, not a header
-        head += 1
-    if prose is not None:
-        prose.extend(lines[:head])
-    columns = 1 + max(line.count("\t") for _, line in lines)
-    groups: list[list[tuple[int, str]]] = []
-    anchor = None
-    for start, line in lines[head:]:
-        current = groups[-1] if groups else None
-        complete = current is not None and sum(x.count("\t") for _, x in current) >= columns - 1
-        label = _ROW_LABEL.match(line) or (anchor and line.strip().split()[:1] == [anchor])
-        if current is None or (complete and "\t" in line) or (len(groups) > 1 and label):
-            groups.append([(start, line)])
-            if len(groups) == 2:
-                anchor = next(iter(line.strip().split()), None)
-                anchor = anchor if anchor and anchor.isalpha() else None
-        else:
-            current.append((start, line))
-    header = _cells(groups[0], columns)
-    if any(len(h.split()) > HEADING_MAX_WORDS for h in header):  # a first row of prose: the table has no header
-        header, groups = [""] * columns, [[], *groups]
-    out = []
-    for group in groups[1:]:
-        cells = _cells(group, columns)
-        parts = [f"{h}: {c}" if h else c for h, c in zip(header + [""] * columns, cells) if c]
-        text = normalise("; ".join(parts)).rstrip(".;:, ")
-        if text:
-            out.append((f"{text}.", group[0][0], group[-1][0] + len(group[-1][1]), cells[0] if cells else ""))
-    return out
-
-
-def _cells(group: list[tuple[int, str]], columns: int) -> list[str]:
-    """A row's cells: its lines joined, split at tabs; too few cells: the first cell's lines are split into cells
-    (a label on its own line, then the first column's value); too many: the rest joins the last cell."""
-    cells = "\n".join(line for _, line in group).split("\t")
-    while len(cells) < columns and "\n" in cells[0].strip():
-        label, rest = cells[0].strip().split("\n", 1)
-        cells[:1] = [label, rest]
-    if len(cells) > columns:
-        cells[columns - 1:] = [" ".join(cells[columns - 1:])]
-    return [normalise(c) for c in cells]
-
-
-def _locate(passage: str, text: str, cursor: int) -> tuple[int, int] | None:
-    """Character offsets of ``text`` (whitespace-normalised, perhaps without its paragraph label) in ``passage``
-    from ``cursor`` on; ``None`` when it cannot be found (the block's offsets are kept then)."""
-    words = text.split()
-    if not words or len(words) > 2000:
-        return None
-    match = re.compile(r"\s+".join(re.escape(w) for w in words)).search(passage, cursor)
-    return (match.start(), match.end()) if match else None
 
 
 #: An answer unit "ends inside a list" when it stops on a lead-in or between items.

@@ -1,7 +1,8 @@
 """The cross-reference graph of a corpus: its rows, summary and card section, written as a ``datasets`` config
 (:func:`write_graph`, what ``rirag data xref`` writes), and read back by passage (:class:`ReferenceGraph`: from the
 written ``references.jsonl``, else resolved on the fly). Following references in focused answers
-(:mod:`rirag.generation.follow`) and the expansion of a retriever's run (:mod:`rirag.xref.expansion`) both read it."""
+(:mod:`rirag.generation.focused.follow`) and the expansion of a retriever's run (:mod:`rirag.xref.expansion`) both
+read it."""
 
 from __future__ import annotations
 

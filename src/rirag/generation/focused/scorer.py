@@ -1,7 +1,7 @@
 """The focused answerer's frozen scorer: the unit features (:data:`FEATURES`) and the answerability features
 (:data:`ANSWERABILITY_FEATURES`) of one question, the scorer file (``focused_scorer.json``, written by
 ``train/focused_scorer.py``) that weighs them, and the logistic model applied to them
-(:mod:`rirag.generation.focused` selects the units)."""
+(:mod:`rirag.generation.focused.selection` selects the units)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class ScoredUnit:
     passage_score: float = 1.0
     #: Citation numbers of other passages that state the same unit (near-duplicates), cited with it.
     also: tuple[int, ...] = ()
-    #: Inline markers of followed cross-references (:mod:`rirag.generation.follow`): (offset in the unit's text
+    #: Inline markers of followed cross-references (:mod:`rirag.generation.focused.follow`): (offset in the unit's text
     #: right after the reference, 0-based index of the passage it was followed to).
     inline: tuple[tuple[int, int], ...] = ()
 

@@ -1,0 +1,239 @@
+"""The focused answerer (:class:`FocusedAnswerer`, ``--generator focused``): the steps of
+:mod:`rirag.generation.focused` for a batch of questions, the models it loads lazily (the encoder, the obligation
+detector, the frozen scorer) and the answerer interface (:meth:`FocusedAnswerer.draft`)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER
+from rirag.errors import DataError
+from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft
+from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
+from rirag.generation.focused.answer import FocusedAnswer
+from rirag.generation.focused.config import SWITCHES, FocusedConfig
+from rirag.generation.focused.follow import follow
+from rirag.generation.focused.scorer import (
+    ANSWERABILITY_FEATURES,
+    FEATURES,
+    SCORER_FILE,
+    EncodeFn,
+    ObligationFn,
+    ScoredUnit,
+    _logistic,
+    load_scorer,
+    unit_features,
+)
+from rirag.generation.focused.selection import (
+    Limits,
+    Selection,
+    drop_repeated_titles,
+    focus_lists,
+    prefer_named_twin,
+    within_bound,
+)
+from rirag.models import looks_local
+from rirag.retrieval.dense import shared_encoder
+from rirag.text.missing_parts import missing_parts
+from rirag.text.units import Unit, names_row, split_units
+from rirag.xref.graph import ReferenceGraph
+
+logger = logging.getLogger(__name__)
+
+
+class FocusedAnswerer:
+    """Question-focused extractive answers (see the module). ``encode`` (texts -> unit-normalised embeddings) and
+    ``is_obligation`` override the encoder and the obligation detector (tests); otherwise the encoder is
+    ``encoder`` (default the wheel's MiniLM) and obligations come from ``classifier`` when that folder exists, else
+    from deontic cues."""
+
+    name = FOCUSED
+    needs_passages = True
+
+    def __init__(self, classifier: str | None = None, encoder: str | None = None, device: str | None = None,
+                 config: FocusedConfig | None = None, scorer: str | dict | None = None,
+                 encode: EncodeFn | None = None, is_obligation: ObligationFn | None = None,
+                 split: Callable[[str], Sequence[str]] | None = None, **switches: bool | None):
+        unknown = sorted(set(switches) - set(SWITCHES))
+        if unknown:
+            raise TypeError(f"FocusedAnswerer got unknown option(s) {unknown}; its switches are {list(SWITCHES)}")
+        # the switches (`--follow-references`, `--focus-lists`: rirag.generation.focused.config), None: the config's
+        self.config = replace(config or FocusedConfig(), **{k: v for k, v in switches.items() if v is not None})
+        if classifier and classifier != MODAL_CUES and is_obligation is None and not Path(classifier).is_dir() \
+                and looks_local(classifier):  # a Hub id loads from the Hub or its cache (a Space sets one)
+            raise DataError(f"obligation classifier {classifier!r} is not a folder; leave --generator-model out to use "
+                            f"{DEFAULT_OBLIGATION_CLASSIFIER} when trained (else deontic cues), or pass {MODAL_CUES}")
+        self.classifier = classifier or DEFAULT_OBLIGATION_CLASSIFIER
+        self.encoder = encoder or OFFLINE_ENCODER
+        self.device = device
+        self._scorer = scorer
+        self._scorer_name = scorer if isinstance(scorer, str) else ("given" if scorer is not None else
+                                                                     f"rirag/generation/focused/{SCORER_FILE.name}")
+        self._encode = encode
+        self._is_obligation = is_obligation
+        self._obligation_given = is_obligation is not None
+        self._split = split
+
+    # -- models (lazy) ------------------------------------------------------------------------------------------
+    @property
+    def scorer(self) -> dict:
+        if not isinstance(self._scorer, dict):
+            self._scorer = load_scorer(self._scorer)
+        return self._scorer
+
+    @property
+    def limits(self) -> Limits:
+        """The selection options of the answerer's ``config``, unset ones the scorer's."""
+        return Limits(self.config, self.scorer["selection"])
+
+    def _option(self, name: str) -> float:
+        """Selection option ``name`` (:meth:`Limits.option`)."""
+        return self.limits.option(name)
+
+    @property
+    def obligation_source(self) -> str:
+        """What decides obligation-ness: the trained classifier's folder, or deontic cues."""
+        if self._obligation_given:
+            return "given"
+        return self.classifier if self._has_classifier() else "deontic cues (no trained classifier)"
+
+    def _has_classifier(self) -> bool:
+        """A classifier folder, or a Hub id given (loaded from the Hub or its local cache; an error if neither)."""
+        return Path(self.classifier).is_dir() or (self.classifier != MODAL_CUES and not looks_local(self.classifier))
+
+    def warm(self) -> "FocusedAnswerer":
+        """Load the encoder and the obligation classifier now (a Space does it before serving its first question)."""
+        self.encode(["warm"])
+        self.is_obligation(["warm"])
+        return self
+
+    def describe(self) -> str:
+        """One line for the CLI: which models this answerer uses."""
+        return (f"focused answerer: encoder {self.encoder}, obligations from {self.obligation_source}, "
+                f"scorer {self._scorer_name}")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._encode is None:
+            model = shared_encoder(self.encoder, self.device, DENSE_MAX_SEQ_LENGTH)
+            self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
+                                             show_progress_bar=False, batch_size=64)
+        return np.asarray(self._encode(texts))
+
+    def is_obligation(self, texts: list[str]) -> list[bool]:
+        if self._is_obligation is None:
+            if self._has_classifier():
+                self._is_obligation = obligation_classifier(self.classifier, self.device)
+            else:
+                logger.info("no obligation classifier at %s: the focused answerer uses deontic cues", self.classifier)
+                self._is_obligation = modal_cue_obligations
+        return list(self._is_obligation(texts))
+
+    def units(self, passages: Sequence[str]) -> list[Unit]:
+        return [u for i, p in enumerate(passages) for u in split_units(p, i, self._split)]
+
+    # -- answering ----------------------------------------------------------------------------------------------
+    def features(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None):
+        """(units, unit features, answerability features) for one question."""
+        units = self.units(passages)
+        if scores is None or len(scores) != len(passages):  # no retrieval scores: rank order only
+            scores = [1.0] * len(passages)
+        else:
+            scores = [0.0 if s is None or math.isnan(s) else float(s) for s in scores]
+            if any(not 0.0 <= s <= 1.0 for s in scores):  # raw scores (BM25, unfiltered): min-max, as the pipeline
+                low, high = min(scores), max(scores)
+                scores = [(s - low) / (high - low) if high > low else 1.0 for s in scores]
+        if not units:
+            return units, np.zeros((0, len(FEATURES))), np.zeros(len(ANSWERABILITY_FEATURES))
+        x, a = unit_features(question, units, list(scores), len(passages), self.encode, self.is_obligation)
+        return units, x, a
+
+    def scored_units(self, units: Sequence[Unit], x: np.ndarray, question: str | None = None) -> list[ScoredUnit]:
+        """Each unit with its probability of answering the question and its passage's retrieval score. A table row
+        the question names by its label ("which rules in Chapter 9 ...": the row "Chapter 9: ...") scores just
+        above the best unit of its passage: the named row is the answer, whatever the scorer makes of a row that
+        shares every column header with its neighbours."""
+        probs = _logistic(x, self.scorer["unit"])
+        retrieval = x[:, FEATURES.index("retrieval_score")]
+        if question:
+            for i, u in enumerate(units):
+                if names_row(question, u):
+                    probs[i] = min(1.0, max(p for v, p in zip(units, probs) if v.passage == u.passage) + 1e-6)
+        return [ScoredUnit(u, float(p), float(r)) for u, p, r in zip(units, probs, retrieval)]
+
+    def score_units(self, question: str, passages: Sequence[str],
+                    scores: Sequence[float] | None = None) -> list[ScoredUnit]:
+        """Every unit of ``passages`` scored against ``question`` (:meth:`features`, then :meth:`scored_units`);
+        none when the passages hold no unit."""
+        units, x, _ = self.features(question, passages, scores)
+        return self.scored_units(units, x, question) if units else []
+
+    def select(self, scored: list[ScoredUnit]) -> list[ScoredUnit]:
+        """The kept units, most relevant first (:class:`~rirag.generation.focused.selection.Selection`)."""
+        return Selection(self.limits)(scored)
+
+    def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None) -> FocusedAnswer:
+        """The focused answer to one question from its passages (retrieval order) and their retrieval scores."""
+        return self.answer_many([question], [passages], [scores])[0]
+
+    def answer_many(self, questions: Sequence[str], batch: Sequence[Sequence[str]],
+                    scores: Sequence[Sequence[float] | None] | None = None) -> list[FocusedAnswer]:
+        if len(questions) != len(batch):
+            raise ValueError(f"{len(questions)} questions but {len(batch)} passage lists")
+        scores = list(scores) if scores is not None else [None] * len(batch)
+        out = []
+        for question, passages, item_scores in zip(questions, batch, scores):
+            units, x, a = self.features(question, passages, item_scores)
+            if not units:  # nothing but headings (or nothing) to quote
+                out.append(FocusedAnswer(question, [], [], 0.0, False))
+                continue
+            scored = self.scored_units(units, x, question)
+            answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
+            addressed = answerability >= self._option("answerable_threshold")
+            kept = prefer_named_twin(question, self.select(scored), scored, self.config.dedup_min_ratio)
+            kept = drop_repeated_titles(kept, passages, self._split)
+            if self.config.focus_lists:
+                kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
+                                   self.config.focus_list_margin, self.config.max_unit_words)
+            kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words)
+            # what the question asks that no given passage states ("the retrieved provisions"; not said when
+            # nothing matches: the flag says it all)
+            missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
+                if addressed and self.config.say_missing else []
+            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, missing))
+        return out
+
+    # -- the answerer interface ---------------------------------------------------------------------------------
+    def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
+        """One draft per request: the kept units as parts (passage, offsets, the passages citing them), the
+        answerability and the parts of the question not covered."""
+        answers = self.answer_many([r.question for r in requests], [r.passages for r in requests],
+                                   [r.scores for r in requests])
+        if self.config.follow_references and self.references is not None:
+            answers = [self.follow(a, r) for a, r in zip(answers, requests)]
+        return [a.draft for a in answers]
+
+    # -- following cross-references (rirag.generation.focused.follow) -------------------------------------------
+    #: The corpus's reference graph and passage texts by id (:meth:`attach_references`); None: nothing followed.
+    references: ReferenceGraph | None = None
+    corpus_texts: Mapping | None = None
+
+    def attach_references(self, graph: ReferenceGraph, corpus_texts: Mapping) -> "FocusedAnswerer":
+        """Follow cross-references through ``graph`` (:class:`rirag.xref.graph.ReferenceGraph`) when the
+        config says so; ``corpus_texts``: passage id -> passage (or text), for rules outside the retrieved
+        passages."""
+        self.references, self.corpus_texts = graph, corpus_texts
+        return self
+
+    def follow(self, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+        """``answer`` with the cross-references of its cited passages followed (unchanged without ids)."""
+        if request.ids is None or self.references is None:
+            return answer
+        return follow(self, answer, request.passages, request.ids, request.scores, self.references,
+                      self.corpus_texts or {})

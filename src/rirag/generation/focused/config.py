@@ -1,0 +1,127 @@
+"""The focused answerer's options (:class:`FocusedConfig`) and its user switches.
+
+A field of :class:`FocusedConfig` whose metadata holds a :class:`Switch` under :data:`SWITCH` is a switch of the
+command (``rirag ask`` / ``answer`` / ``submit``) and of the generator spec: its flag is generated from the field
+(:func:`add_switches`), and the spec and the run manifest carry it only when it is on (:func:`switches_on`), so
+answers written before a switch existed keep their spec and manifest. Adding a switch is adding one field.
+
+This module imports nothing heavy: the command builds its flags from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from rirag.generation.base import FOCUSED
+
+#: The metadata key of a field that is a user switch.
+SWITCH = "switch"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A boolean :class:`FocusedConfig` field (off by default) that the user turns on: its command-line ``flag``,
+    the flag's ``help`` (prefixed with the generator's name) and whether the generator spec and the run manifest
+    record it (``recorded``: when it is on; it changes what the answers say)."""
+
+    flag: str
+    help: str
+    recorded: bool = True
+
+
+@dataclass
+class FocusedConfig:
+    """Selection options (defaults: the frozen scorer's, chosen on validation questions outside the benchmark
+    sample; never on a test split)."""
+
+    max_words: int | None = field(default=None, metadata={
+        "help": "Word budget of an answer (the first unit always fits unless longer than max_unit_words; default: "
+                "the scorer's)."})
+    max_unit_words: int = field(default=300, metadata={"help": "A unit longer than this is never used (a list "
+                                                               "that long is not an answer; its passage is cited "
+                                                               "through a shorter unit or not at all)."})
+    keep_ratio: float | None = field(default=None, metadata={
+        "help": "Keep a unit while its score is at least this share of the best unit's (default: the scorer's)."})
+    min_score: float | None = field(default=None, metadata={
+        "help": "Never keep a unit scoring below this (default: the scorer's)."})
+    answerable_threshold: float | None = field(default=None, metadata={
+        "help": "Below this answerability the answer opens with NOT_ADDRESSED (default: the scorer's)."})
+    passage_gate: bool | None = field(default=None, metadata={
+        "help": "Decide the cited passages first (see the module); default: when the scorer or passage_margin sets "
+                "a gate. False: units of any passage compete on score alone."})
+    passage_weight: float | None = field(default=None, metadata={
+        "help": "Weight of a passage's best unit score in its passage score (added to its normalised retrieval "
+                "score; default: the scorer's)."})
+    passage_margin: float | None = field(default=None, metadata={
+        "help": "Cite every passage whose passage score is within this of the best passage's (default: the "
+                "scorer's; unset in both: no passage gate)."})
+    max_passages: int | None = field(default=None, metadata={
+        "help": "With the passage gate: cite at most this many passages (default: the scorer's)."})
+    dedup_min_ratio: float = field(default=90.0, metadata={"help": "rapidfuzz ratio of near-duplicate units."})
+    extra_unit_words: int | None = field(default=None, metadata={
+        "help": "With the passage gate: a passage other than the best one is cited through its best unit of at "
+                "most this many words (default: the scorer's; unset in both: no cap)."})
+    passage_min_score: float | None = field(default=None, metadata={
+        "help": "With the passage gate: a passage other than the best one is cited only when its best unit scores "
+                "at least this (it bears on the question; default: the scorer's; unset in both: 0)."})
+    fallback_units: bool = field(default=True, metadata={
+        "help": "With the passage gate: cite a passage other than the best one through a lower-scoring unit when its "
+                "best unit does not fit the budget or the cap. Off, such sentences (chosen for their length) and "
+                "their passages are left out; measured both ways in docs/research.md, on by default."})
+    say_missing: bool = field(default=True, metadata={
+        "help": "After the cited content, one sentence for each part of the question no kept unit states "
+                "(rirag.text.missing_parts)."})
+    cite_duplicates: bool = field(default=True, metadata={
+        "help": "Cite every passage holding a near-duplicate of a kept unit (the same rule in two rulebooks) "
+                "together with it, in one sentence: '... [2][4].'"})
+    # -- following cross-references (rirag.generation.focused.follow; needs the passages' ids and a reference graph) --
+    follow_references: bool = field(default=False, metadata={
+        "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that unit scores at "
+                "least follow_ratio of the lead unit and fits the budget (rirag.generation.focused.follow).",
+        SWITCH: Switch("--follow-references", "when a cited passage refers to another rule of the corpus whose "
+                       "best unit answers the question too, cite that unit as well (the graph of `rirag data xref` "
+                       "when written, else resolved on the fly)")})
+    follow_ratio: float = field(default=0.5, metadata={
+        "help": "A followed rule's best unit must score at least this share of the lead unit's score."})
+    follow_max_targets: int = field(default=5, metadata={
+        "help": "A reference resolving to more passages than this (a whole chapter) is not followed."})
+    # -- focusing long lists on the items the question asks about (focus_lists) --
+    focus_lists: bool = field(default=False, metadata={
+        "help": "Quote a kept list unit longer than focus_list_min_words with at least 3 top-level items as its "
+                "lead-in and only the items that bear on the question, an elision mark where items are left out "
+                "(focus_lists).",
+        SWITCH: Switch("--focus-lists", "quote a long list as its lead-in and only the items that bear on the "
+                       "question, '[…]' where items are left out (off by default until its RePASs is measured; "
+                       "docs/cli.md)")})
+    focus_list_min_words: int = field(default=60, metadata={
+        "help": "With focus_lists: a list unit of at most this many words is quoted whole."})
+    focus_list_margin: float = field(default=0.1, metadata={
+        "help": "With focus_lists: keep the items whose cosine with the question is within this of the best "
+                "item's; keeping all items, or all but one, quotes the whole list."})
+    follow_in_unit: bool = field(default=True, metadata={
+        "help": "Follow only references written inside the kept unit's quoted text (else any of its passage's). "
+                "follow_ratio 0.5 and in-unit: the setting chosen on ObliQA-MP validation "
+                "(benchmarks/follow_references.py)."})
+
+
+#: The switch fields of :class:`FocusedConfig`, in field order (the order of their flags, spec and manifest entries).
+SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(FocusedConfig) if SWITCH in f.metadata)
+
+
+def add_switches(group: argparse._ActionsContainer, config: type = FocusedConfig) -> None:
+    """Add each switch of ``config``'s fields as a flag (``store_true``, its ``dest`` the field's name) to ``group``
+    (the command's generator options)."""
+    for f in fields(config):
+        if SWITCH in f.metadata:
+            switch: Switch = f.metadata[SWITCH]
+            group.add_argument(switch.flag, dest=f.name, action="store_true", help=f"'{FOCUSED}': {switch.help}")
+
+
+def switches_on(options: Any, config: type = FocusedConfig) -> dict[str, bool]:
+    """The recorded switches of ``config`` that ``options`` (an object holding them as attributes: the parsed
+    arguments; or a dict) turns on, as the spec and the manifest carry them: only those that are on."""
+    get = options.get if isinstance(options, dict) else (lambda name, default: getattr(options, name, default))
+    return {f.name: True for f in fields(config)
+            if SWITCH in f.metadata and f.metadata[SWITCH].recorded and get(f.name, False)}

@@ -1,0 +1,180 @@
+"""Following cross-references in focused answers: when a passage the answer cites refers to another rule of the
+corpus ("subject to Rule 9.5.2") and that rule's best unit bears on the question, the answer cites that unit too.
+
+For one focused answer (:class:`~rirag.generation.focused.answer.FocusedAnswer`) and the ids of its passages:
+
+1. each kept unit's passage's resolved references (:class:`~rirag.xref.graph.ReferenceGraph`: the
+   corpus's graph, read lazily from ``DIR/xref/references.jsonl`` when ``rirag data xref`` wrote it, else resolved
+   on the fly for the cited passages only) name target passages; a reference resolving to more than
+   :attr:`~rirag.generation.focused.config.FocusedConfig.follow_max_targets` passages (a whole chapter) is not followed,
+   nor is one whose targets are cited already;
+2. the targets' units are scored by the answerer's own unit scorer against the question (targets among the given
+   passages keep their scores; a target from the rest of the corpus is scored beside them, its retrieval score
+   that of the passage citing it);
+3. the best unit that fits the answer's word budget (``max_words``) and the cap on another passage's unit
+   (``extra_unit_words``) is cited, right after the unit whose passage refers to it, when its score clears the
+   answerer's keep threshold: at least :attr:`~rirag.generation.focused.config.FocusedConfig.follow_ratio` times the
+   lead unit's score and ``min_score``. A target outside the given passages is added to them (numbered after
+   them).
+
+The answer records what was followed (:class:`Followed`: "Rule 9.5.2 -> [3]"), and the citing unit carries an
+*inline marker* for it: the followed passage's number placed right after the reference as the unit's text writes it
+("... subject to Rule 9.5.2 [3], ... [1]."; :func:`inline_offset`), written out by
+:func:`rirag.generation.render.written`. A reference whose surface is not found inside the quoted unit text (one
+outside the unit, followed with ``follow_in_unit`` off; a table row whose text is rebuilt) gets none: the unit is
+quoted as it is, and the followed unit after it still cites its passage. A list focused on some of its items
+(``focus_lists``) quotes only its lead-in and kept items (:meth:`rirag.text.units.Unit.quotes`): a reference in an
+item it leaves out is outside the quoted text (not followed with ``follow_in_unit``, and never marked inline).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping, Protocol, Sequence
+
+from rirag.generation.focused.answer import Added, FocusedAnswer, Followed
+from rirag.generation.focused.config import FocusedConfig
+from rirag.generation.focused.scorer import ScoredUnit
+from rirag.generation.focused.selection import Limits
+from rirag.text.units import Unit, is_broken_unit
+from rirag.xref.graph import Link, ReferenceGraph
+
+
+class UnitScorer(Protocol):
+    """What following needs of the answerer (:class:`~rirag.generation.focused.answerer.FocusedAnswerer` is one):
+    its options, resolved against its scorer's, and its unit scorer for passages outside the answer's."""
+
+    config: FocusedConfig
+
+    @property
+    def limits(self) -> Limits: ...
+
+    def score_units(self, question: str, passages: Sequence[str],
+                    scores: Sequence[float] | None = None) -> list[ScoredUnit]: ...
+
+
+def _text(entry) -> str:
+    """A corpus entry's text (a :class:`rirag.data.obliqa.Passage` or a plain string)."""
+    return entry if isinstance(entry, str) else entry.text
+
+
+def inline_offset(unit: Unit, passage: str, link: Link) -> int | None:
+    """Where, in ``unit.text``, the reference ``link`` of ``passage`` ends (the offset right after its surface as
+    the unit's text writes it), or ``None`` when the reference is not inside the quoted text.
+
+    A unit's text is its span of the passage with whitespace normalised (and perhaps without a paragraph label), so
+    the surface is searched in it, whitespace-insensitively and as whole words; of several occurrences the one with
+    as many non-space characters before it as the quoted text has before the reference (:meth:`Unit.chars_before`:
+    the passage's between the unit's start and the reference, give or take a dropped label; for a focused list, its
+    quoted spans' and elision marks') is taken. A reference in an item a focused list leaves out is not quoted:
+    ``None``, even when the same surface is quoted elsewhere in the unit."""
+    if not unit.quotes(link.start, link.end):
+        return None
+    words = passage[link.start:link.end].split()
+    if not words:
+        return None
+    pattern = re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)")
+    expected = unit.chars_before(passage, link.start)
+    found = [(abs(len("".join(unit.text[:m.start()].split())) - expected), m.end())
+             for m in pattern.finditer(unit.text)]
+    return min(found)[1] if found else None
+
+
+def follow(answerer: UnitScorer, answer: FocusedAnswer, passages: Sequence[str], ids: Sequence[str],
+           scores: Sequence[float] | None, graph: ReferenceGraph, corpus: Mapping) -> FocusedAnswer:
+    """``answer`` citing, after each kept unit, the best unit of a passage its passage refers to (see the module);
+    ``corpus`` maps passage ids to passages or texts (for targets outside ``passages``). Unchanged when nothing is
+    followed."""
+    if not answer.kept or len(ids) != len(passages):
+        return answer
+    follower = _Follower(answerer, answer, passages, ids, scores, corpus)
+    for k in answer.kept:
+        follower.follow_from(k, graph.links(ids[k.unit.passage]))
+    if not follower.followed:
+        return answer
+    # its text is rendered from the kept units
+    return replace(answer, kept=follower.kept, followed=follower.followed, added=follower.added)
+
+
+class _Follower:
+    """One answer being followed: the units kept so far (each kept unit, then the units followed from it), the
+    passages cited and added, the words quoted."""
+
+    def __init__(self, answerer: UnitScorer, answer: FocusedAnswer, passages: Sequence[str], ids: Sequence[str],
+                 scores: Sequence[float] | None, corpus: Mapping):
+        self.answerer, self.answer, self.passages, self.ids = answerer, answer, passages, ids
+        self.scores, self.corpus, self.cfg = scores, corpus, answerer.config
+        limits = answerer.limits
+        self.threshold = max(limits.option("min_score"), self.cfg.follow_ratio * answer.kept[0].score)
+        self.max_words, self.extra_words = limits.option("max_words"), limits.extra_unit_words()
+        self.words = sum(k.unit.words for k in answer.kept)
+        self.cited = {n - 1 for k in answer.kept for n in k.numbers}
+        self.index = {pid: i for i, pid in enumerate(ids)}
+        self.added: list[Added] = []
+        self.followed: list[Followed] = []
+        self.kept: list[ScoredUnit] = []
+
+    def follow_from(self, k: ScoredUnit, links: Sequence[Link]) -> None:
+        """Keep ``k``, then the best unit of each of its passage's ``links`` that bears on the question."""
+        source = len(self.kept)  # where the citing unit is in ``kept`` (its inline markers are added there)
+        self.kept.append(k)
+        for link in links:
+            best, targets = self._best_target(k, link)
+            if best is None:
+                continue
+            tid = targets[best.unit.passage - len(self.passages)] if best.unit.passage >= len(self.passages) \
+                else self.ids[best.unit.passage]
+            target = self._number(tid)
+            self.kept.append(replace(best, unit=replace(best.unit, passage=target), also=(), inline=()))
+            offset = inline_offset(k.unit, self.passages[k.unit.passage], link)
+            if offset is not None:  # the followed passage's marker right after the reference, in the citing unit
+                self.kept[source] = replace(self.kept[source], inline=(*self.kept[source].inline, (offset, target)))
+            self.cited.add(target)
+            self.words += best.unit.words
+            self.followed.append(Followed(k.unit.passage + 1, link.surface, target + 1, tid))
+
+    def _best_target(self, k: ScoredUnit, link: Link) -> tuple[ScoredUnit | None, list[str]]:
+        """The best unit ``link`` leads to that fits and clears the threshold (``None``: not followed), and the
+        link's targets not cited yet."""
+        cfg = self.cfg
+        if (cfg.follow_in_unit and not k.unit.quotes(link.start, link.end)) or \
+                len(link.targets) > cfg.follow_max_targets:
+            return None, []
+        targets = [t for t in link.targets if self.index.get(t) not in self.cited
+                   and (t in self.index or t in self.corpus)]
+        if not targets:
+            return None, targets
+        candidates = _target_units(self.answerer, self.answer, self.passages, self.scores, k, targets, self.index,
+                                   self.corpus)
+        usable = [s for s in candidates if s.score >= self.threshold and s.unit.words <= cfg.max_unit_words
+                  and s.unit.words <= self.extra_words and self.words + s.unit.words <= self.max_words
+                  and not is_broken_unit(s.unit.text)]
+        return (max(usable, key=lambda s: s.score) if usable else None), targets
+
+    def _number(self, tid: str) -> int:
+        """The 0-based passage index of ``tid``: a passage of the rest of the corpus is numbered after the given
+        ones (and added)."""
+        if tid not in self.index:
+            self.index[tid] = len(self.passages) + len(self.added)
+            entry = self.corpus[tid]
+            self.added.append(Added(tid, _text(entry), getattr(entry, "document_id", None),
+                                    getattr(entry, "passage_id", None)))
+        return self.index[tid]
+
+
+def _target_units(answerer: UnitScorer, answer: FocusedAnswer, passages: Sequence[str],
+                  scores: Sequence[float] | None, source: ScoredUnit, targets: list[str], index: Mapping[str, int],
+                  corpus: Mapping) -> list[ScoredUnit]:
+    """The scored units of ``targets``: those among the given passages as the answer scored them; the others
+    scored beside the given passages (their units numbered ``len(passages) + j`` for the ``j``-th of ``targets``),
+    with the citing passage's retrieval score."""
+    given = {index[t] for t in targets if index.get(t, len(passages)) < len(passages)}
+    out = [s for s in answer.scored if s.unit.passage in given]
+    outside = [(j, t) for j, t in enumerate(targets) if t not in index or index[t] >= len(passages)]
+    if not outside:
+        return out
+    extended = [*passages, *(_text(corpus[t]) if j in dict(outside) else "" for j, t in enumerate(targets))]
+    base = list(scores) if scores is not None and len(scores) == len(passages) else [1.0] * len(passages)
+    scored = answerer.score_units(answer.question, extended, [*base, *[source.passage_score] * len(targets)])
+    return out + [s for s in scored if s.unit.passage >= len(passages)]

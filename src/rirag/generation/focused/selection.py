@@ -1,0 +1,253 @@
+"""Which units a focused answer keeps (:class:`Selection`, steps 4 and 5 of :mod:`rirag.generation.focused`), with
+the options resolved against the frozen scorer's (:class:`Limits`), and what is done to the kept units before they
+are written: a named twin quoted instead of its near-duplicate (:func:`prefer_named_twin`), repeated titles dropped
+(:func:`drop_repeated_titles`), long lists focused on their items (:func:`focus_lists`) and the length bound
+(:func:`within_bound`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Sequence
+
+from rirag.generation.focused.config import FocusedConfig
+from rirag.generation.focused.scorer import EncodeFn, ScoredUnit
+from rirag.text.lines import normalise
+from rirag.text.lists import focus_items, list_items
+from rirag.text.units import clip_unit, is_broken_unit, leading_title, without_title
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The selection options of ``config``, an option left unset (``None``) taking the frozen scorer's
+    (``selection``: the scorer file's ``selection`` part), resolved when asked."""
+
+    config: FocusedConfig
+    selection: Mapping
+
+    def option(self, name: str) -> float:
+        """Option ``name`` of the config, or the scorer's when unset."""
+        value = getattr(self.config, name)
+        return float(self.selection[name] if value is None else value)
+
+    def gate(self) -> tuple[float, float, int] | None:
+        """(passage_weight, passage_margin, max_passages) of the passage gate, or None without one."""
+        selection = self.selection
+        if self.config.passage_gate is False or (
+                self.config.passage_margin is None and selection.get("passage_margin") is None):
+            return None
+        names = ("passage_weight", "passage_margin", "max_passages")
+        weight, margin, most = (getattr(self.config, n) if getattr(self.config, n) is not None else selection.get(n)
+                                for n in names)
+        return float(weight or 0.0), float(margin), int(most or 1 << 30)
+
+    def passage_min_score(self) -> float:
+        """The least score of the best unit of a cited passage other than the best one (0: none)."""
+        value = self.config.passage_min_score
+        value = self.selection.get("passage_min_score") if value is None else value
+        return float(value or 0.0)
+
+    def extra_unit_words(self) -> int:
+        """The cap on the words of a unit citing a passage other than the best one (none: a huge number)."""
+        value = self.config.extra_unit_words
+        value = self.selection.get("extra_unit_words") if value is None else value
+        return int(value) if value is not None else 1 << 30
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The kept units of one question's scored units (``Selection(limits)(scored)``)."""
+
+    limits: Limits
+
+    @property
+    def config(self) -> FocusedConfig:
+        return self.limits.config
+
+    def __call__(self, scored: list[ScoredUnit]) -> list[ScoredUnit]:
+        """The kept units, most relevant first, while the score holds and the budget allows (through the passage
+        gate when the scorer or the config sets one)."""
+        cfg = self.config
+        usable = [s for s in scored if s.unit.words <= cfg.max_unit_words and not is_broken_unit(s.unit.text)]
+        if not usable:  # every unit is a bare lead-in or too long: one unit, whole ones first, then the shortest
+            usable = sorted(scored, key=lambda s: (is_broken_unit(s.unit.text), s.unit.words))[:1]
+        ranked = sorted(usable, key=lambda s: -s.score)
+        gate = self.limits.gate()
+        if gate is None:
+            return self._fill([], ranked)
+        weight, margin, most = gate
+        best_of: dict[int, ScoredUnit] = {}
+        for s in ranked:  # ranked by score: the first unit seen of a passage is its best
+            best_of.setdefault(s.unit.passage, s)
+        passage_score = {p: s.passage_score + weight * s.score for p, s in best_of.items()}
+        order = sorted(passage_score, key=lambda p: -passage_score[p])
+        bar = self.limits.passage_min_score()
+        cited = [p for p in order if p == order[0] or (passage_score[p] >= passage_score[order[0]] - margin
+                                                        and best_of[p].score >= bar)][:most]
+        lead: list[ScoredUnit] = []
+        words, max_words, extra_words = 0, self.limits.option("max_words"), self.limits.extra_unit_words()
+        for p in cited:  # each cited passage's best unit that fits (the first always does), most relevant first
+            if any(p + 1 in k.numbers for k in lead):  # cited already, as a near-duplicate of a kept unit
+                continue
+            fitting = next((s for s in ranked if s.unit.passage == p and (not lead or (
+                words + s.unit.words <= max_words and s.unit.words <= extra_words))), None)
+            if fitting is None or (lead and not cfg.fallback_units and fitting is not best_of[p]):
+                continue
+            twin = next((i for i, k in enumerate(lead) if self._near(fitting, k)), None)
+            if twin is not None:  # the same rule in another rulebook: cited with the kept unit, not repeated
+                lead[twin] = replace(lead[twin], also=(*lead[twin].also, fitting.number))
+                continue
+            lead.append(fitting)
+            words += fitting.unit.words
+        if cfg.cite_duplicates:
+            lead = self._with_duplicates(lead, usable)
+        return self._fill(lead, [s for s in ranked if s.unit.passage in cited])
+
+    def _near(self, a: ScoredUnit, b: ScoredUnit) -> bool:
+        from rapidfuzz import fuzz
+
+        return fuzz.ratio(a.unit.text, b.unit.text) >= self.config.dedup_min_ratio
+
+    def _duplicate(self, unit: ScoredUnit, kept: list[ScoredUnit]) -> bool:
+        """Whether ``unit`` repeats a kept unit, or its passage is cited already as one's near-duplicate."""
+        return any(self._near(unit, k) or unit.number in k.also for k in kept)
+
+    def _with_duplicates(self, kept: list[ScoredUnit], units: list[ScoredUnit]) -> list[ScoredUnit]:
+        """Each kept unit citing, besides its own passage, every other passage that holds a near-duplicate of it."""
+        out = []
+        for k in kept:
+            cited = {n for other in kept for n in other.numbers}
+            twins = tuple(dict.fromkeys(u.number for u in units if u.number not in cited and self._near(u, k)))
+            out.append(replace(k, also=(*k.also, *twins)) if twins else k)
+            kept = [*out, *kept[len(out):]]
+        return out
+
+    def _fill(self, kept: list[ScoredUnit], ranked: list[ScoredUnit]) -> list[ScoredUnit]:
+        """``kept`` plus the units of ``ranked`` (best first) that hold their score and fit the word budget."""
+        keep_ratio, min_score = self.limits.option("keep_ratio"), self.limits.option("min_score")
+        max_words = self.limits.option("max_words")
+        kept = list(kept)
+        words = sum(k.unit.words for k in kept)
+        best = max((k.score for k in kept), default=ranked[0].score if ranked else 0.0)
+        for s in ranked:
+            if any(s is k for k in kept):
+                continue
+            if kept and (s.score < min_score or s.score < keep_ratio * best):
+                break
+            if kept and words + s.unit.words > max_words:
+                continue
+            if kept and s.unit.passage != kept[0].unit.passage and s.unit.words > self.limits.extra_unit_words():
+                continue  # another passage is quoted through a short unit only (the gate's cap holds here too)
+            if self._duplicate(s, kept):
+                continue
+            kept.append(s)
+            words += s.unit.words
+        return kept  # the best (passage's) unit first: the sentence that answers is never buried
+
+
+#: A rule number as questions and rules write it ("Rule 20.2.5", "section 9.5.2(a)"): two or more dotted numbers.
+_RULE_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?:\([a-z0-9]+\))*", re.IGNORECASE)
+
+
+def rule_numbers(text: str) -> set[str]:
+    """The rule numbers ``text`` names (:data:`_RULE_NUMBER`)."""
+    return set(_RULE_NUMBER.findall(text))
+
+
+def prefer_named_twin(question: str, kept: list[ScoredUnit], scored: Sequence[ScoredUnit],
+                      min_ratio: float = 90.0) -> list[ScoredUnit]:
+    """Each kept unit cited with near-duplicates in other passages (the same rule in two rulebooks, numbered
+    differently) is quoted from the twin whose text names a rule number the question names, when its own text names
+    none: asked about "Rule 20.2.5", the answer quotes the rulebook saying 20.2.5, not its twin saying 20.3.5. The
+    citation numbers stay the same; the quoted passage's comes first."""
+    from rapidfuzz import fuzz
+
+    named = rule_numbers(question)
+    if not named:
+        return kept
+    out = []
+    for k in kept:
+        if not k.also or rule_numbers(k.unit.text) & named:
+            out.append(k)
+            continue
+        twin = max((s for s in scored if s.number in k.also and rule_numbers(s.unit.text) & named
+                    and fuzz.ratio(s.unit.text, k.unit.text) >= min_ratio),
+                   key=lambda s: s.score, default=None)
+        out.append(k if twin is None else
+                   replace(twin, also=tuple(n for n in k.numbers if n != twin.number)))
+    return out
+
+
+def drop_repeated_titles(kept: list[ScoredUnit], passages: Sequence[str],
+                         split: Callable[[str], Sequence[str]] | None = None) -> list[ScoredUnit]:
+    """Kept units after the first lose an in-line title an earlier kept unit already quoted: the passages of one
+    section often open with its title ("Adjustment to the current valuation of less liquid positions for regulatory
+    capital purposes."), which would otherwise be repeated before every quoted sentence. The offsets follow the
+    shortened text."""
+    seen: set[str] = set()
+    out = []
+    for k in kept:
+        title = leading_title(k.unit.text, split)
+        key = " ".join(title.lower().split())
+        if title and key in seen and k.unit.passage < len(passages):
+            k = replace(k, unit=without_title(k.unit, passages[k.unit.passage], title))
+        elif title:
+            seen.add(key)
+        out.append(k)
+    return out
+
+
+#: A list is focused only when it has at least this many top-level items (else there is little to leave out).
+FOCUS_LIST_MIN_ITEMS = 3
+
+
+def focus_lists(question: str, kept: list[ScoredUnit], passages: Sequence[str], encode: EncodeFn,
+                min_words: int, margin: float, max_unit_words: int) -> list[ScoredUnit]:
+    """Each kept list unit longer than ``min_words`` words with at least :data:`FOCUS_LIST_MIN_ITEMS` top-level items
+    (:func:`rirag.text.lists.list_items`: a nested sub-list stays with its item) quoted as its lead-in and only
+    the items whose cosine with the question (``encode``: normalised embeddings) is within ``margin`` of the best
+    item's, in passage order, an elision mark where items are left out (:func:`rirag.text.lists.focus_items`).
+    Keeping all items, or all but one, leaves the unit whole (the question asks about the whole list); so does a
+    focused text longer than ``max_unit_words`` (the unit is clipped as before). Scores and citations are
+    unchanged."""
+    lists = []
+    for i, k in enumerate(kept):
+        passage = passages[k.unit.passage] if k.unit.passage < len(passages) else None
+        parts = list_items(k.unit, passage) if passage is not None and k.unit.words > min_words else None
+        if parts is not None and len(parts[1]) >= FOCUS_LIST_MIN_ITEMS:
+            lists.append((i, passage, [normalise(passage[a:b]) for a, b in parts[1]]))
+    if not lists:
+        return kept
+    emb = encode([question, *(t for _, _, texts in lists for t in texts)])
+    cosine = emb[1:] @ emb[0]
+    out = list(kept)
+    at = 0
+    for i, passage, texts in lists:
+        scores = cosine[at:at + len(texts)]
+        at += len(texts)
+        keep = [j for j, c in enumerate(scores) if c >= scores.max() - margin]
+        if len(keep) >= len(texts) - 1:
+            continue
+        unit = focus_items(out[i].unit, passage, keep)
+        if unit.words <= max_unit_words:
+            out[i] = replace(out[i], unit=unit)
+    return out
+
+
+def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: float,
+                 max_unit_words: int) -> list[ScoredUnit]:
+    """The length bound every focused answer keeps, whatever chose its units: no unit quotes more than
+    ``max_unit_words`` words (a longer one, the only unit a passage offers, is cut at its last item or sentence
+    that fits: :func:`rirag.text.units.clip_unit`), and the units after the first are kept only while the quoted
+    words stay within ``max_words``, or within the first unit's length when that alone is longer (one whole rule
+    stands alone)."""
+    out: list[ScoredUnit] = []
+    words = 0
+    for k in kept:
+        if k.unit.words > max_unit_words and k.unit.passage < len(passages):
+            k = replace(k, unit=clip_unit(k.unit, passages[k.unit.passage], max_unit_words))
+        if out and words + k.unit.words > max(max_words, out[0].unit.words):
+            continue
+        out.append(k)
+        words += k.unit.words
+    return out

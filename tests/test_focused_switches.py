@@ -1,0 +1,67 @@
+"""The focused answerer's switches come from FocusedConfig's field metadata: a field carrying a Switch is a flag of
+the command, an entry of the generator spec and of the run manifest (only when on), and an option of the answerer."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+import pytest
+
+from rirag.cli.answers import generator_manifest
+from rirag.cli.options import add_generator_options
+from rirag.generation.focused.config import SWITCH, SWITCHES, FocusedConfig, Switch, add_switches, switches_on
+from rirag.generation.registry import generator_spec
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_generator_options(p)
+    return p.parse_args(list(argv))
+
+
+def test_the_switches_are_the_fields_that_carry_one():
+    assert SWITCHES == ("follow_references", "focus_lists")
+    p = argparse.ArgumentParser()
+    add_generator_options(p)
+    by_dest = {a.dest: a for a in p._actions}
+    assert by_dest["follow_references"].option_strings == ["--follow-references"]
+    assert by_dest["focus_lists"].option_strings == ["--focus-lists"]
+    assert by_dest["focus_lists"].help.startswith("'focused': quote a long list")
+
+
+def test_the_spec_and_the_manifest_carry_a_switch_only_when_it_is_on():
+    off = parse()
+    assert generator_spec("focused", None, off).options == {"device": None}
+    assert not set(SWITCHES) & set(generator_manifest(off)["generator_options"])
+    on = parse("--focus-lists")
+    assert generator_spec("focused", None, on).options == {"device": None, "focus_lists": True}
+    assert generator_manifest(on)["generator_options"]["focus_lists"] is True
+    assert "follow_references" not in generator_manifest(on)["generator_options"]
+    # another kind never takes them
+    assert generator_spec("extractive", None, parse("--focus-lists", "--follow-references")).options == {"device": None}
+
+
+def test_adding_a_switch_is_one_field():
+    @dataclass
+    class WithAnother(FocusedConfig):
+        quote_titles: bool = field(default=False, metadata={
+            "help": "Keep in-line titles.", SWITCH: Switch("--quote-titles", "keep in-line titles")})
+        unrecorded: bool = field(default=False, metadata={SWITCH: Switch("--unrecorded", "x", recorded=False)})
+
+    p = argparse.ArgumentParser()
+    add_switches(p, WithAnother)
+    args = p.parse_args(["--quote-titles", "--unrecorded"])
+    assert args.quote_titles is True
+    assert switches_on(args, WithAnother) == {"quote_titles": True}  # the unrecorded switch stays out of the spec
+    assert switches_on(p.parse_args([]), WithAnother) == {}
+
+
+def test_the_answerer_takes_each_switch_and_refuses_other_names():
+    from rirag.generation.focused import FocusedAnswerer
+
+    assert FocusedAnswerer(focus_lists=True).config.focus_lists is True
+    assert FocusedAnswerer(config=FocusedConfig(follow_references=True), follow_references=None).config \
+        .follow_references is True  # None: the config's
+    with pytest.raises(TypeError, match="unknown option.*focus_list"):
+        FocusedAnswerer(focus_list=True)
