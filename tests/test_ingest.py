@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rirag.cli import main
-from rirag.data.ingest import build_corpus, ingest
+from rirag.data.ingest.corpus import build_corpus, ingest
 from rirag.data.obliqa import load_obliqa
 from rirag.errors import DataError
 

@@ -1,7 +1,7 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
 :func:`rirag.hub.dataset_build.build`; ``rirag data ingest``: a rulebook (pages, passages or text files) into a corpus
-folder that every ``--data`` accepts, over :func:`rirag.data.ingest.ingest`; ``rirag data xref``: the cross-reference
-graph (:mod:`rirag.text.xref`)."""
+folder that every ``--data`` accepts, over :func:`rirag.data.ingest.corpus.ingest`; ``rirag data xref``: the
+cross-reference graph (:mod:`rirag.text.xref`)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def cmd_data_xref(args) -> int:
 
 
 def cmd_data_ingest(args) -> int:
-    from rirag.data.ingest import check_out, ingest
+    from rirag.data.ingest.corpus import check_out, ingest
 
     source = Path(args.source)
     if not source.exists():
