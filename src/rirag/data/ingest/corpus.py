@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import shutil
 import statistics
+import tempfile
 import uuid
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from rirag.constants import INGEST_ID_NAMESPACE, INGEST_REPORT_FILE
 from rirag.data.ingest.labels import label_passages, split_long
 from rirag.data.ingest.raw import Dropped, RawDocument
-from rirag.data.ingest.readers import HTML, RECORDS, TEXT, reader_for
+from rirag.data.ingest.readers import READERS, reader_for
 from rirag.data.obliqa import DOCUMENT_MAP_FILE
 from rirag.errors import DataError, UsageError
 
@@ -33,30 +37,95 @@ def _normalise(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def read_source(source: Path) -> tuple[list[RawDocument], Dropped, str]:
-    """Parse ``source`` (a folder of pages or text files, or a JSONL/CSV file) into documents, each read by the
-    reader of its suffix (:data:`rirag.data.ingest.readers.READERS`)."""
-    dropped = Dropped()
+#: A file of a rulebook capture that is about the capture, not rulebook text.
+PROVENANCE_NOTE = "SOURCE.md"
+
+
+@dataclass
+class Source:
+    """What was read of a source: its documents, the passages dropped, each file skipped with its reason, and the
+    kinds of reader used."""
+
+    docs: list[RawDocument] = field(default_factory=list)
+    dropped: Dropped = field(default_factory=Dropped)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+
+    @property
+    def kind(self) -> str:
+        return "+".join(sorted(self.kinds))
+
+    def skip(self, name: str, reason: str) -> None:
+        self.skipped.append({"file": name, "reason": reason})
+
+
+def read_source(source: Path, out: Path | None = None) -> Source:
+    """Parse ``source`` (a folder, or one file) into documents, each file read by the reader of its suffix
+    (:data:`rirag.data.ingest.readers.READERS`). In a folder every file is read or skipped with its reason (no reader
+    for its suffix, hidden, this command's own output, a file the reader refuses); ``out``, and any corpus folder
+    this command wrote, is never read back as a source."""
+    found = Source()
     if source.is_file():
-        if reader_for(source) is not RECORDS:
-            raise DataError(f"{source}: not a folder of pages or text files, nor a .jsonl/.csv of passages")
-        return RECORDS.read(source, source.parent, dropped), dropped, RECORDS.kind
+        reader = reader_for(source)
+        if reader is None:
+            raise DataError(f"{source}: not a folder of pages or text files, nor a .jsonl/.csv of passages "
+                            f"(formats: {', '.join(READERS)})")
+        found.docs, found.kinds = reader.read(source, source.parent, found.dropped), {reader.kind}
+        return found
     if not source.is_dir():
         raise DataError(f"{source}: no such file or folder")
-    files = sorted(p for p in source.rglob("*") if p.is_file() and not p.name.startswith("."))
-    pages = [p for p in files if reader_for(p) is HTML]
-    texts = [p for p in files if reader_for(p) is TEXT and p.name != "SOURCE.md"]
-    if pages:
-        docs = [d for p in pages for d in HTML.read(p, source, dropped)]
-        if not docs:
-            raise DataError(f"{source}: no page has content beside navigation ({len(pages)} pages read)")
-        kind = HTML.kind
-    elif texts:
-        docs = [d for p in texts for d in TEXT.read(p, source, dropped)]
-        kind = TEXT.kind
-    else:
-        raise DataError(f"{source}: no parsable page (no .html/.htm, .txt or .md file)")
-    return _numbered(docs), dropped, kind
+    tried = 0
+    for path, reason in _files(source, out):
+        name = path.relative_to(source).as_posix()
+        if reason:
+            found.skip(name, reason)
+            continue
+        reader = reader_for(path)
+        tried += 1
+        try:
+            found.docs.extend(reader.read(path, source, found.dropped))
+        except DataError as err:  # one bad file is reported and skipped, never the folder aborted
+            logger.warning("skipped %s", err)
+            found.skip(name, str(err).removeprefix(f"{path}: "))
+            continue
+        found.kinds.add(reader.kind)
+    if not found.docs:
+        why = "; ".join(f"{s['file']}: {s['reason']}" for s in found.skipped[:5])
+        what = f"no file has content ({tried} read)" if tried else "no parsable page"
+        raise DataError(f"{source}: {what} (formats: {', '.join(READERS)}){'; skipped ' + why if why else ''}")
+    found.docs = _numbered(found.docs)
+    return found
+
+
+def _files(source: Path, out: Path | None) -> Iterator[tuple[Path, str]]:
+    """Every file under ``source`` in path order, with the reason it is skipped ("" when it is read); a hidden
+    folder, ``out`` and a corpus folder this command wrote are one skipped entry each, never walked into."""
+    out = out.resolve() if out is not None else None
+    for folder, dirs, files in os.walk(source):
+        here = Path(folder)
+        for d in list(dirs):
+            sub = here / d
+            reason = ("hidden folder" if d.startswith(".")
+                      else "the --out folder of this ingest" if out is not None and sub.resolve() == out
+                      else f"a corpus folder (holds {INGEST_REPORT_FILE})" if (sub / INGEST_REPORT_FILE).is_file()
+                      else "")
+            if reason:
+                dirs.remove(d)
+                yield sub, reason
+        dirs.sort()
+        for f in sorted(files):
+            path = here / f
+            yield path, _file_reason(path)
+
+
+def _file_reason(path: Path) -> str:
+    if path.name.startswith("."):
+        return "hidden file"
+    if path.name == PROVENANCE_NOTE:
+        return "the capture's provenance note, not rulebook text"
+    if reader_for(path) is None:
+        return f"no reader for {path.suffix or 'a file without suffix'}"
+    return ""
 
 
 def _numbered(docs: list[RawDocument]) -> list[RawDocument]:
@@ -74,32 +143,49 @@ def _numbered(docs: list[RawDocument]) -> list[RawDocument]:
     return docs
 
 
-def build_corpus(source: Path) -> tuple[dict[int, list[dict]], dict[str, list[str]], dict]:
-    """The corpus records per DocumentID, the document map and the build report (nothing written)."""
-    docs, dropped, kind = read_source(source)
+#: A passage that is only a footnote's mark and a link ("2. https://www.eiopa.europa.eu/..."): no rule text.
+LINK_ONLY = re.compile(r"^(?:footnote\s+)?(?:\(?\w{1,4}[.)]?\s+)?(?:https?://|www\.)\S+$", re.IGNORECASE)
+#: A passage with no letter or digit at all (".", "—").
+NO_WORDS = re.compile(r"^\W*$")
+
+
+def drop_reason(text: str) -> str:
+    """Why a passage's text is not a passage ("" when it is one)."""
+    text = text.strip()
+    if not text:
+        return "empty"
+    if DELETED_TEXT.match(text):
+        return "deleted"
+    if NO_WORDS.match(text):
+        return "no words"
+    if LINK_ONLY.match(text):
+        return "link only"
+    return ""
+
+
+def build_corpus(source: Path, out: Path | None = None) -> tuple[dict[int, list[dict]], dict[str, list[str]], dict]:
+    """The corpus records per DocumentID, the document map and the build report (nothing written); ``out`` is never
+    read as part of ``source``."""
+    found = read_source(source, out)
+    dropped = found.dropped
     documents: dict[int, list[dict]] = {}
     doc_map: dict[str, list[str]] = {}
     seen_text: dict[str, str] = {}
-    lengths = []
-    for n, doc in enumerate(docs, 1):
+    for n, doc in enumerate(found.docs, 1):
         records = []
         for p in doc.passages:
-            text = p.text
-            if not text.strip():
-                dropped.add("empty", f"{doc.source}: {p.label}")
-                continue
-            if DELETED_TEXT.match(text.strip()):
-                dropped.add("deleted", f"{doc.source}: {p.label}")
-                continue
-            norm = _normalise(text)
+            reason = drop_reason(p.text)
             pid = p.given_id or passage_uuid(doc.key, p.label)
-            if norm in seen_text:
-                dropped.add("duplicate", f"{doc.source}: {p.label} (same text as {seen_text[norm]})")
-                continue
-            seen_text[norm] = pid
-            records.append({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": text, "Rule": p.rule,
-                            "Headings": list(p.headings), "Source": doc.source})
-            lengths.append(len(text.split()))
+            norm = _normalise(p.text)
+            if not reason and norm in seen_text:
+                reason = "duplicate"
+                dropped.add(reason, f"{doc.source}: {p.label} (same text as {seen_text[norm]})")
+            elif reason:
+                dropped.add(reason, f"{doc.source}: {p.label}")
+            else:
+                seen_text[norm] = pid
+                records.append({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
+                                "Headings": list(p.headings), "Source": doc.source})
         if records:
             documents[n] = records
             doc_map[str(n)] = [doc.source, doc.title]
@@ -111,13 +197,15 @@ def build_corpus(source: Path) -> tuple[dict[int, list[dict]], dict[str, list[st
         raise DataError(f"{source}: passage id {clash[0]!r} is used by two passages")
     report = {
         "source": source.name,
-        "kind": kind,
+        "kind": found.kind,
         "documents": len(documents),
         "passages": sum(len(rs) for rs in documents.values()),
         "dropped": dict(sorted(dropped.counts.items())),
         "dropped_examples": {k: v for k, v in sorted(dropped.examples.items())},
-        "length_words": _distribution(lengths),
+        "length_words": _distribution([len(r["Passage"].split()) for rs in documents.values() for r in rs]),
     }
+    if found.skipped:
+        report["skipped"] = found.skipped
     return documents, doc_map, report
 
 
@@ -134,9 +222,13 @@ def _dump(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
 
+#: The files and folders of a corpus this command writes: the only ones a re-ingest replaces.
+CORPUS_FILES = ("documents", DOCUMENT_MAP_FILE, INGEST_REPORT_FILE)
+
+
 def check_out(out: str | Path) -> Path:
-    """``--out`` may be new, empty or a corpus this command wrote (it is replaced as a whole): any other folder is
-    refused, so that nothing else is ever deleted."""
+    """``--out`` may be new, empty or a corpus this command wrote (its own files are replaced, anything else in it
+    kept): any other folder is refused."""
     out = Path(out)
     if out.is_dir() and any(out.iterdir()) and not (out / INGEST_REPORT_FILE).is_file():
         raise UsageError(f"--out {out}: a folder that is not empty and holds no {INGEST_REPORT_FILE} (not a corpus "
@@ -144,15 +236,32 @@ def check_out(out: str | Path) -> Path:
     return out
 
 
-def ingest(source: str | Path, out: str | Path, check: Callable[[Path], dict] | None = None) -> dict:
-    """Ingest ``source`` into the corpus folder ``out`` (replaced atomically: on any error it is left as it was);
-    returns the build report. ``check``, given the corpus folder before it replaces ``out``, returns what the report
-    keeps under ``"questions"`` (``rirag data ingest --questions``: how a question file's gold maps)."""
-    from rirag.io import atomic_dir
+def _replaced(out: Path) -> list[str]:
+    """The corpus files of ``out`` that a new ingest replaces, as the report lists them."""
+    names = []
+    for name in sorted(CORPUS_FILES):
+        path = out / name
+        if path.is_dir():
+            names.append(f"{name}/ ({sum(1 for p in path.rglob('*') if p.is_file())} files)")
+        elif path.exists():
+            names.append(name)
+    return names
 
+
+def ingest(source: str | Path, out: str | Path, check: Callable[[Path], dict] | None = None) -> dict:
+    """Ingest ``source`` into the corpus folder ``out``; returns the build report. A new or empty ``out`` is written
+    atomically; in a corpus this command wrote only its own files (:data:`CORPUS_FILES`) are replaced, each in one
+    rename, the report last, and listed under ``"replaced"``; anything else there (``xref/``, a user's notes) is kept.
+    On any error before the renames ``out`` is left as it was. ``check``, given the new corpus folder before it is
+    moved in, returns what the report keeps under ``"questions"`` (``rirag data ingest --questions``)."""
     source, out = Path(source), check_out(out)
-    documents, doc_map, report = build_corpus(source)
-    with atomic_dir(out) as tmp:
+    documents, doc_map, report = build_corpus(source, out)
+    replaced = _replaced(out) if out.is_dir() else []
+    if replaced:
+        report["replaced"] = replaced
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    try:
         (tmp / "documents").mkdir()
         for n, records in documents.items():
             (tmp / "documents" / f"{n}.json").write_text(_dump(records), encoding="utf-8")
@@ -160,5 +269,27 @@ def ingest(source: str | Path, out: str | Path, check: Callable[[Path], dict] | 
         if check is not None:
             report["questions"] = check(tmp)
         (tmp / INGEST_REPORT_FILE).write_text(_dump(report), encoding="utf-8")
+        _move_in(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     logger.info("ingested %s: %d passages of %d documents", source, report["passages"], report["documents"])
     return report
+
+
+def _move_in(tmp: Path, out: Path) -> None:
+    """The corpus files written in ``tmp`` into ``out``: the whole folder when ``out`` is new or empty, else each
+    corpus file in one rename (the old ``documents/`` set aside in ``tmp`` first), the report last."""
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    if (out / "documents").exists():
+        os.replace(out / "documents", tmp / ".old-documents")
+    for name in CORPUS_FILES:
+        os.replace(tmp / name, out / name)
+    kept = sorted(p.name for p in out.iterdir() if p.name not in CORPUS_FILES)
+    if kept:
+        logger.warning("kept in %s what is not this command's: %s%s", out, ", ".join(kept),
+                       f" (xref/ is the graph of the corpus before: rerun `rirag data xref --data {out}`)"
+                       if "xref" in kept else "")

@@ -8,6 +8,7 @@ Navigation, headers and footers, scripts, forms, "effective date" stamps (``row-
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
@@ -144,10 +145,21 @@ def table_lines(table) -> list[str]:
     return out
 
 
+#: A charset an HTML page declares in its first bytes: ``<meta charset="...">``, ``<meta http-equiv="Content-Type"
+#: content="text/html; charset=...">`` or an XML declaration's ``encoding="..."``.
+DECLARED_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)"""
+                              rb"""|<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def declared_charset(data: bytes) -> str | None:
+    m = DECLARED_CHARSET.search(data[:4096])
+    return (m.group(1) or m.group(2)).decode("ascii") if m else None
+
+
 def _parse_html(path: Path):
     from lxml import etree, html
 
-    text = read_text(path)
+    text = read_text(path, declared_charset)
     try:
         root = html.document_fromstring(text.encode("utf-8"), parser=html.HTMLParser(encoding="utf-8"))
     except (etree.ParserError, ValueError) as err:

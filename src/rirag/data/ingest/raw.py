@@ -3,10 +3,12 @@ the text patterns they share (rule numbers, heading references) and the decoding
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from rirag.errors import DataError
 
@@ -50,12 +52,49 @@ def document_key(stem: str) -> str:
     return re.sub(r"_\d{2}-\d{2}-\d{4}(?:__[0-9a-f]+)?$", "", stem)
 
 
-def read_text(path: Path) -> str:
+#: Byte-order marks and their codecs (UTF-32 before UTF-16: FF FE 00 00 starts with FF FE).
+BYTE_ORDER_MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+                    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+#: The codec of a file that is neither UTF-8 nor declares its charset: Windows-1252, the superset of Latin-1 that
+#: WHATWG decodes "iso-8859-1" as (Latin-1 itself for the five bytes Windows-1252 leaves undefined).
+FALLBACK_CODEC = "cp1252"
+LATIN_CODECS = frozenset({"iso8859-1", "cp1252", "ascii"})
+
+
+def read_text(path: Path, declared: Callable[[bytes], str | None] | None = None) -> str:
+    """The text of a source file, in this order: by its byte-order mark (UTF-8, UTF-16, UTF-32); as UTF-8 when it
+    decodes as such; by the charset it declares (``declared``: a reader's look at its first bytes, e.g. an HTML
+    ``<meta charset>``); else as Windows-1252 (Latin-1). A file with NUL bytes and no byte-order mark is not text."""
     data = path.read_bytes()
+    for bom, codec in BYTE_ORDER_MARKS:
+        if data.startswith(bom):
+            return _decode(data, codec, path, "its byte-order mark")
+    if b"\x00" in data:
+        raise DataError(f"{path}: not text (NUL bytes and no byte-order mark)")
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    charset = declared(data) if declared is not None else None
+    if charset:
+        return _decode(data, charset, path, f"its declared charset {charset!r}")
+    return _decode(data, FALLBACK_CODEC, path, "neither UTF-8 nor a declared charset: Windows-1252")
+
+
+def _decode(data: bytes, codec: str, path: Path, why: str) -> str:
+    try:
+        name = codecs.lookup(codec).name
+    except LookupError:
+        raise DataError(f"{path}: unknown charset {codec!r} ({why})") from None
+    if name in LATIN_CODECS:
+        try:
+            return data.decode("cp1252")
+        except UnicodeDecodeError:
+            return data.decode("latin-1")  # every byte decodes
+    try:
+        return data.decode(name)
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from err
+        raise DataError(f"{path}: not {name} text as {why} says (byte {err.start}: {err.reason})") from None
 
 
 #: A leading rule or paragraph number in text (plain text, never markup): "1.2", "1.2.3A", "12.", "(3)".

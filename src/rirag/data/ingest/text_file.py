@@ -21,12 +21,27 @@ def read_text_file(path: Path, root: Path, dropped: Dropped) -> list[RawDocument
     key = path.relative_to(root).with_suffix("").as_posix()
     blocks = _Blocks(RawDocument(key, key, path.relative_to(root).as_posix()),
                      markdown=path.suffix.lower() in MARKDOWN_SUFFIXES)
-    for raw in read_text(path).splitlines():
+    lines = read_text(path).splitlines()
+    if blocks.markdown:
+        lines = _without_front_matter(lines, path, dropped)
+    for raw in lines:
         blocks.line(raw.strip())
     blocks.flush()
     if not blocks.doc.passages:
         raise DataError(f"{path}: no text")
     return [blocks.doc]
+
+
+def _without_front_matter(lines: list[str], path: Path, dropped: Dropped) -> list[str]:
+    """A Markdown file's lines less its YAML (``---``) or TOML (``+++``) front matter block, which is metadata."""
+    fence = lines[0].strip() if lines else ""
+    if fence not in ("---", "+++"):
+        return lines
+    for i, line in enumerate(lines[1:], 1):
+        if line.strip() in (fence, "...") and (fence == "---" or line.strip() == fence):
+            dropped.add("front matter", f"{path.name}: lines 1-{i + 1}")
+            return lines[i + 1:]
+    return lines  # no closing fence: a thematic break, not front matter
 
 
 def _list_item(line: str) -> bool:
