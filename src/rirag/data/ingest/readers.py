@@ -10,6 +10,7 @@ from typing import Callable, NamedTuple
 from rirag.data.ingest.html_page import read_html_page
 from rirag.data.ingest.raw import Dropped, RawDocument
 from rirag.data.ingest.records import read_records
+from rirag.data.ingest.rst_file import read_rst_file
 from rirag.data.ingest.text_file import read_text_file
 
 
@@ -31,6 +32,7 @@ READERS: dict[str, Reader] = {
     ".markdown": TEXT,
     ".jsonl": RECORDS,
     ".csv": RECORDS,
+    ".rst": Reader("text", read_rst_file),
 }
 
 
