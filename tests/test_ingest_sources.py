@@ -176,3 +176,44 @@ def test_a_single_file_of_another_format_is_read_by_its_reader(tmp_path):
     pdf.write_bytes(b"%PDF-1.4")
     with pytest.raises(DataError, match=r"scan.pdf: not a folder .* \(formats: .html, .htm"):
         build_corpus(pdf)
+
+
+def test_a_page_too_large_to_serve_is_refused_at_ingest_in_one_line(tmp_path, monkeypatch, capsys):
+    """A source over the input limit is skipped unread, naming an option `rirag data ingest` accepts; a document
+    whose corpus file would pass what every command reads is skipped, so no corpus file written is larger."""
+    from rirag.cli import main
+    from rirag.constants import MAX_INPUT_BYTES
+    from rirag.data.ingest import corpus
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "small.md").write_text("A firm must keep records.\n", "utf-8")
+    (src / "big.md").write_text("".join(f"{i}. A firm must report item {i}.\n\n" for i in range(400)), "utf-8")
+    assert main(["data", "ingest", str(src), "--out", str(tmp_path / "o"), "--max-input-bytes", "5000"]) == 0
+    report = json.loads((tmp_path / "o" / "ingest_report.json").read_text("utf-8"))
+    (big,) = [s["reason"] for s in report["skipped"] if s["file"] == "big.md"]
+    assert "larger than the 5000-byte input limit; pass --max-input-bytes N" in big and "\n" not in big
+    assert "skipped big.md:" in capsys.readouterr().out
+    assert corpus.CORPUS_FILE_LIMIT <= MAX_INPUT_BYTES  # what `rirag ask` (no --max-input-bytes) reads
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", 8000)
+    report = ingest(src, tmp_path / "o2")
+    (why,) = [s["reason"] for s in report["skipped"] if s["file"] == "big.md"]
+    assert why.startswith("its passages come to ") and "over the 8000-byte corpus file" in why
+    assert max(f.stat().st_size for f in (tmp_path / "o2" / "documents").iterdir()) <= 8000
+    assert _texts(tmp_path / "o2") == {"A firm must keep records."}
+
+
+def test_a_refusal_names_max_input_bytes_only_where_the_command_has_it(tmp_path):
+    """`rirag ask` has no --max-input-bytes (the runner gives it input_limit(None)): its refusal must not send the
+    user to an option it refuses; a command with the option names it."""
+    from rirag import io as rio
+
+    big = tmp_path / "1.json"
+    with open(big, "wb") as fh:
+        fh.truncate(rio.MAX_INPUT_BYTES + 1)  # sparse: no disk used, refused by its size before reading
+    with rio.input_limit(None), pytest.raises(DataError) as no_option:
+        rio.read_json(big)
+    with rio.input_limit(rio.MAX_INPUT_BYTES), pytest.raises(DataError) as option:
+        rio.read_json(big)
+    assert "--max-input-bytes" not in str(no_option.value) and "split the file" in str(no_option.value)
+    assert "pass --max-input-bytes N" in str(option.value)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from rirag.constants import INGEST_ID_NAMESPACE, INGEST_REPORT_FILE
+from rirag.constants import INGEST_ID_NAMESPACE, INGEST_REPORT_FILE, MAX_INPUT_BYTES
 from rirag.data.ingest.labels import label_passages, split_long
 from rirag.data.ingest.raw import Dropped, RawDocument
 from rirag.data.ingest.readers import READERS, reader_for
@@ -186,11 +186,18 @@ def build_corpus(source: Path, out: Path | None = None) -> tuple[dict[int, list[
                 seen_text[norm] = pid
                 records.append({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
                                 "Headings": list(p.headings), "Source": doc.source})
-        if records:
+        size = _oversize(records)
+        if size:
+            found.skip(doc.source, f"its passages come to {size} bytes of JSON, over the {CORPUS_FILE_LIMIT}-byte "
+                                   "corpus file every command reads: split the page into smaller files")
+            logger.warning("skipped %s: %s", doc.source, found.skipped[-1]["reason"])
+        elif records:
             documents[n] = records
             doc_map[str(n)] = [doc.source, doc.title]
     if not documents:
-        raise DataError(f"{source}: no passage left after dropping empty, navigation and duplicate ones")
+        why = "; ".join(f"{s['file']}: {s['reason']}" for s in found.skipped[:5])
+        raise DataError(f"{source}: no passage left after dropping empty, navigation and duplicate ones"
+                        + (f"; skipped {why}" if why else ""))
     ids = Counter(r["ID"] for rs in documents.values() for r in rs)
     clash = [i for i, c in ids.items() if c > 1]
     if clash:
@@ -209,6 +216,17 @@ def build_corpus(source: Path, out: Path | None = None) -> tuple[dict[int, list[
     return documents, doc_map, report
 
 
+def _oversize(records: list[dict]) -> int:
+    """The bytes of a document's corpus file when over :data:`CORPUS_FILE_LIMIT`, else 0 (it is serialised only when
+    a bound of 6 bytes a character, a JSON escape's most, could pass the limit)."""
+    bound = sum(6 * sum(len(str(v)) + 8 for v in r.values()) + 6 * sum(len(h) for h in r["Headings"]) + 16
+                for r in records)
+    if bound <= CORPUS_FILE_LIMIT:
+        return 0
+    size = len(_dump(records).encode("utf-8"))
+    return size if size > CORPUS_FILE_LIMIT else 0
+
+
 def _distribution(values: list[int]) -> dict:
     if not values:
         return {}
@@ -221,6 +239,9 @@ def _distribution(values: list[int]) -> dict:
 def _dump(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
 
+
+#: The largest corpus file written: what every command reads by default (``rirag ask`` has no --max-input-bytes).
+CORPUS_FILE_LIMIT = MAX_INPUT_BYTES
 
 #: The files and folders of a corpus this command writes: the only ones a re-ingest replaces.
 CORPUS_FILES = ("documents", DOCUMENT_MAP_FILE, INGEST_REPORT_FILE)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from rirag.errors import DataError
+from rirag.io import read_input_bytes
 
 
 @dataclass
@@ -64,8 +65,9 @@ LATIN_CODECS = frozenset({"iso8859-1", "cp1252", "ascii"})
 def read_text(path: Path, declared: Callable[[bytes], str | None] | None = None) -> str:
     """The text of a source file, in this order: by its byte-order mark (UTF-8, UTF-16, UTF-32); as UTF-8 when it
     decodes as such; by the charset it declares (``declared``: a reader's look at its first bytes, e.g. an HTML
-    ``<meta charset>``); else as Windows-1252 (Latin-1). A file with NUL bytes and no byte-order mark is not text."""
-    data = path.read_bytes()
+    ``<meta charset>``); else as Windows-1252 (Latin-1). A file with NUL bytes and no byte-order mark is not text;
+    a file over the input limit (:func:`rirag.io.max_input_bytes`, ``--max-input-bytes``) is refused unread."""
+    data = read_input_bytes(path)  # bounded: a file over the input limit is refused before a byte is read
     for bom, codec in BYTE_ORDER_MARKS:
         if data.startswith(bom):
             return _decode(data, codec, path, "its byte-order mark")
