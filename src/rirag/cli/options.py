@@ -58,7 +58,7 @@ def argtype(validator: Callable[[Any, str], Any], name: str) -> Callable[[str], 
 system_name = argtype(check.word, "system name")
 #: ``--seed``: any integer.
 seed_value = argtype(check.integer, "integer")
-#: ``--k``: passages per question, 1 to the corpus size.
+#: ``--k``: passages per question, 1 to the corpus size (checked again once the corpus loads).
 k_value = argtype(check.int_between(1, "k"), "passages per question")
 
 
@@ -130,7 +130,8 @@ def add_split_option(p: argparse.ArgumentParser, required: bool = True, extra: s
 
 
 def add_k_option(p: argparse.ArgumentParser, default: int | None, help: str) -> None:
-    p.add_argument("--k", type=k_value, default=default, help=help)
+    """``--k``; its default is a :class:`~rirag.validation.DefaultK`, fitted to a smaller corpus instead of refused."""
+    p.add_argument("--k", type=k_value, default=None if default is None else check.DefaultK(default), help=help)
 
 
 def add_system_option(p: argparse.ArgumentParser) -> None:
