@@ -3,6 +3,7 @@ dropping empty, deleted and duplicate passages, the build report, and the atomic
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,8 +34,9 @@ def passage_uuid(document_key: str, label: str) -> str:
     return str(uuid.uuid5(uuid.UUID(INGEST_ID_NAMESPACE), f"{document_key}\x1f{label}"))
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split()).casefold()
+def _text_key(text: str) -> bytes:
+    """What two passages of the same text share (whitespace and case aside): a 16-byte digest, not a copy."""
+    return hashlib.blake2b(" ".join(text.split()).casefold().encode("utf-8"), digest_size=16).digest()
 
 
 #: A file of a rulebook capture that is about the capture, not rulebook text.
@@ -176,7 +178,7 @@ def build_corpus(source: Path, out: Path | None = None) -> tuple[dict[int, list[
         for p in doc.passages:
             reason = drop_reason(p.text)
             pid = p.given_id or passage_uuid(doc.key, p.label)
-            norm = _normalise(p.text)
+            norm = _text_key(p.text)
             if not reason and norm in seen_text:
                 reason = "duplicate"
                 dropped.add(reason, f"{doc.source}: {p.label} (same text as {seen_text[norm]})")
@@ -186,6 +188,7 @@ def build_corpus(source: Path, out: Path | None = None) -> tuple[dict[int, list[
                 seen_text[norm] = pid
                 records.append({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
                                 "Headings": list(p.headings), "Source": doc.source})
+        doc.passages = []  # read into records: the raw copy is freed as the corpus is built
         size = _oversize(records)
         if size:
             found.skip(doc.source, f"its passages come to {size} bytes of JSON, over the {CORPUS_FILE_LIMIT}-byte "
@@ -234,6 +237,13 @@ def _distribution(values: list[int]) -> dict:
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     return {"min": ordered[0], "median": ordered[(len(ordered) - 1) // 2], "p95": p95, "max": ordered[-1],
             "mean": round(statistics.fmean(ordered), 1)}
+
+
+def _write_json(path: Path, obj) -> None:
+    """``obj`` as :func:`_dump` writes it, encoded as it is written (no copy of the whole text in memory)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
 
 
 def _dump(obj) -> str:
@@ -285,7 +295,7 @@ def ingest(source: str | Path, out: str | Path, check: Callable[[Path], dict] | 
     try:
         (tmp / "documents").mkdir()
         for n, records in documents.items():
-            (tmp / "documents" / f"{n}.json").write_text(_dump(records), encoding="utf-8")
+            _write_json(tmp / "documents" / f"{n}.json", records)
         (tmp / DOCUMENT_MAP_FILE).write_text(_dump(doc_map), encoding="utf-8")
         if check is not None:
             report["questions"] = check(tmp)
