@@ -192,11 +192,11 @@ def test_a_run_larger_than_max_bytes_is_refused_before_it_is_built(tiny_data_dir
 
 
 def test_one_corpus_size_what_the_index_holds(real_obliqa):
-    """--help and the parse-time bound of --k say what the index holds, and the build report records all three."""
+    """The parse-time bound of the depths says what the index holds, and the build report records all three."""
     from rirag.constants import OBLIQA_EMPTY_PASSAGES, OBLIQA_PASSAGE_RECORDS, OBLIQA_PASSAGES
     from rirag.validation import LIMITS
 
     report = real_obliqa.report()
-    assert len(real_obliqa.corpus) == report["indexed_passages"] == OBLIQA_PASSAGES == LIMITS["k"][0]
+    assert len(real_obliqa.corpus) == report["indexed_passages"] == OBLIQA_PASSAGES == LIMITS["depth"][0]
     assert report["passage_records"] == OBLIQA_PASSAGE_RECORDS
     assert report["empty_passages"] == OBLIQA_EMPTY_PASSAGES

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from rirag.cli.answers import generator_manifest
-from rirag.cli.options import add_generator_options
-from rirag.generation.focused.config import SWITCH, SWITCHES, FocusedConfig, Switch, add_switches, switches_on
+from rirag.cli.options import add_generator_options, add_switches
+from rirag.generation.focused.config import SWITCH, SWITCHES, FocusedConfig, Switch, switches_on
 from rirag.generation.registry import generator_spec
 
 

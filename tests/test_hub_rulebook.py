@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import DatasetCard
 
 from rirag.cli import main
-from rirag.data.ingest import ingest
+from rirag.data.ingest.corpus import ingest
 from rirag.hub.assemble import assemble_all
 from rirag.hub.load import check_loads
 from rirag.hub.manifest import ManifestError, load_manifest

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rirag.cli import main
-from rirag.data.ingest import build_corpus, ingest
+from rirag.data.ingest.corpus import build_corpus, ingest
 from rirag.data.obliqa import load_obliqa
 from rirag.errors import DataError
 
@@ -210,13 +210,10 @@ def test_bad_input_is_one_line_exit_2_and_out_untouched(tmp_path, caplog):
     assert "no parsable page" in _bad(tmp_path, empty, caplog)
     blank = tmp_path / "blank"
     blank.mkdir()
-    (blank / "a.html").write_text(AUDITORS, "utf-8")
     (blank / "b.html").write_text("<html><body>  </body></html>", "utf-8")
-    assert "b.html: no text" in _bad(tmp_path, blank, caplog)
-    latin = tmp_path / "latin"
-    latin.mkdir()
-    (latin / "p.html").write_bytes("<html><body><p>Caf\u00e9 rules</p></body></html>".encode("latin-1"))
-    assert "p.html: not UTF-8" in _bad(tmp_path, latin, caplog)
+    (blank / "c.md").write_bytes(b"\x00\x01binary")
+    line = _bad(tmp_path, blank, caplog)  # every file bad: one line naming each file and why
+    assert "no file has content (2 read)" in line and "b.html: no text" in line and "c.md: not text" in line
     jsonl = tmp_path / "bad.jsonl"
     jsonl.write_text('{"document": "GEN", "text": "fine"}\n{"id": "r2", "document": "GEN"}\n', "utf-8")
     line = _bad(tmp_path, jsonl, caplog)

@@ -113,9 +113,6 @@ INGEST_MAX_PASSAGE_WORDS = 400
 INGEST_PART_WORDS = 250
 #: A line of up to this many words without closing punctuation (a defined term) stays with the line after it.
 INGEST_TERM_MAX_WORDS = 6
-INGEST_HTML_SUFFIXES = (".html", ".htm")
-INGEST_TEXT_SUFFIXES = (".txt", ".md", ".markdown")
-INGEST_RECORD_SUFFIXES = (".jsonl", ".csv")
 
 #: Gold passages given by text (question files on any corpus, :mod:`rirag.data.questions`): a text no passage holds
 #: word for word maps to the passage with the best rapidfuzz partial_ratio at or above this, among passages at least

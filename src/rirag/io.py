@@ -200,8 +200,12 @@ def with_fingerprints(rows: list[dict], cache: dict | None = None) -> list[dict]
 #: The input size limit in force (bytes): :data:`~rirag.constants.MAX_INPUT_BYTES` unless a command's
 #: ``--max-input-bytes`` set another for its run (:func:`input_limit`).
 _INPUT_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("rirag_input_limit", default=MAX_INPUT_BYTES)
-#: How a refusal says to raise the limit.
+#: Whether the limit in force came from a command's ``--max-input-bytes`` (:func:`input_limit` with a value).
+_LIMIT_OPTION: contextvars.ContextVar[bool] = contextvars.ContextVar("rirag_input_limit_option", default=False)
+#: How a refusal says to raise the limit, where the command has the option.
 RAISE_LIMIT_HINT = "pass --max-input-bytes N to read a larger file"
+#: What a refusal says where it has not (``rirag ask``, a library call): never an option the command refuses.
+NO_LIMIT_OPTION_HINT = "split the file: this command reads no larger file"
 
 
 def max_input_bytes() -> int:
@@ -214,14 +218,17 @@ def input_limit(limit: int | None) -> Iterator[int]:
     """Within the block, inputs may be up to ``limit`` bytes (``None``: the default,
     :data:`~rirag.constants.MAX_INPUT_BYTES`)."""
     token = _INPUT_LIMIT.set(MAX_INPUT_BYTES if limit is None else int(limit))
+    option = _LIMIT_OPTION.set(limit is not None)
     try:
         yield _INPUT_LIMIT.get()
     finally:
+        _LIMIT_OPTION.reset(option)
         _INPUT_LIMIT.reset(token)
 
 
 def _too_large(path: Path, what: str, limit: int, size: str) -> DataError:
-    return DataError(f"{what}{path}: {size} than the {limit}-byte input limit; {RAISE_LIMIT_HINT}")
+    hint = RAISE_LIMIT_HINT if _LIMIT_OPTION.get() else NO_LIMIT_OPTION_HINT
+    return DataError(f"{what}{path}: {size} than the {limit}-byte input limit; {hint}")
 
 
 def check_input_size(path: str | Path, what: str = "") -> int:

@@ -93,7 +93,11 @@ def int_between(minimum: int, limit: str) -> Callable[[Any, str], int]:
 
 # -- bounds of the options that allocate ----------------------------------------------------------------------------
 
-#: Why ``--k`` and the depths stop at :data:`~rirag.constants.OBLIQA_PASSAGES`: what the index holds.
+#: The bound of ``--k`` when it is parsed, before any corpus loads; the corpus that loads bounds it exactly
+#: (:func:`k_within_corpus`): ObliQA has 13,012 passages, the PRA Rulebook 13,982, any other corpus its own.
+K_LIMIT = 10_000_000
+K_WHY = "passages per question; the corpus that loads bounds it by its own size"
+#: Why the depths stop at :data:`~rirag.constants.OBLIQA_PASSAGES`: what the index holds.
 CORPUS_WHY = (f"the ObliQA index holds {OBLIQA_PASSAGES} passages, the non-empty ones of its "
               f"{OBLIQA_PASSAGE_RECORDS} records")
 
@@ -101,7 +105,7 @@ CORPUS_WHY = (f"the ObliQA index holds {OBLIQA_PASSAGES} passages, the non-empty
 #: is refused when it is parsed, before any work. ``k`` and the candidate depths are also checked against the
 #: corpus that loads (:func:`k_within_corpus`), which may be smaller than ObliQA's.
 LIMITS: dict[str, tuple[int, str]] = {
-    "k": (OBLIQA_PASSAGES, CORPUS_WHY),
+    "k": (K_LIMIT, K_WHY),
     "depth": (OBLIQA_PASSAGES, CORPUS_WHY),
     "encoder_batch_size": (4096, "inputs per forward pass; larger batches only exhaust memory"),
     "max_seq_length": (8192, "tokens per input; beyond every encoder's position table"),
@@ -124,8 +128,15 @@ def limit_of(name: str) -> tuple[int, str]:
     return LIMITS[name]
 
 
+class DefaultK(int):
+    """A ``--k`` the user did not give (the option's default): fitted to the corpus that loads, never refused."""
+
+
 def k_within_corpus(k: int, corpus_size: int, what: str = "--k") -> int:
-    """``k`` passages per question cannot exceed the corpus that loaded (checked before any retrieval)."""
+    """``k`` passages per question cannot exceed the corpus that loaded (checked before any retrieval); a default
+    ``k`` (:class:`DefaultK`) larger than the corpus is the corpus size."""
+    if isinstance(k, DefaultK):
+        return min(int(k), corpus_size)
     if k > corpus_size:
         raise UsageError(f"{what}: must be at most {corpus_size} (the corpus has {corpus_size} passages), got {k}")
     return k

@@ -1,7 +1,7 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
 :func:`rirag.hub.dataset_build.build`; ``rirag data ingest``: a rulebook (pages, passages or text files) into a corpus
-folder that every ``--data`` accepts, over :func:`rirag.data.ingest.ingest`; ``rirag data xref``: the cross-reference
-graph (:mod:`rirag.xref`)."""
+folder that every ``--data`` accepts, over :func:`rirag.data.ingest.corpus.ingest`; ``rirag data xref``: the
+cross-reference graph (:mod:`rirag.xref`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from rirag import validation as check
 from rirag.cli import checks
-from rirag.cli.options import Parser, add_data_option, add_seed_option
+from rirag.cli.options import Parser, add_data_option, add_max_input_option, add_seed_option
 from rirag.cli.output import format_table
 from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
@@ -59,7 +59,7 @@ def cmd_data_xref(args) -> int:
 
 
 def cmd_data_ingest(args) -> int:
-    from rirag.data.ingest import check_out, ingest
+    from rirag.data.ingest.corpus import check_out, ingest
 
     source = Path(args.source)
     if not source.exists():
@@ -73,6 +73,10 @@ def cmd_data_ingest(args) -> int:
     if mapping:
         sys.stdout.write(f"gold passages of {args.questions}: {mapping['gold_mapped']} of {mapping['gold_items']} "
                          f"mapped ({mapping['gold_mapped_share']:.1%}; {mapping['by']})\n")
+    for item in report.get("skipped", []):
+        sys.stdout.write(f"skipped {item['file']}: {item['reason']}\n")
+    if report.get("replaced"):
+        sys.stdout.write(f"replaced in {out}: {', '.join(report['replaced'])}\n")
     sys.stdout.write(f"wrote {report['passages']} passages of {report['documents']} documents to {out}\n")
     return EXIT_OK
 
@@ -111,13 +115,15 @@ def add_parsers(sub: Any) -> None:
     add_data_option(x)
     x.add_argument("--out", default=None, help="output folder (default: DATA/xref, beside the corpus)")
     x.set_defaults(func=cmd_data_xref)
-    i = data.add_parser("ingest", help="a rulebook (saved HTML pages, JSONL/CSV passages or .txt/.md files) into a "
-                                       "corpus folder for --data")
+    i = data.add_parser("ingest", help="a rulebook (saved HTML pages, JSONL/CSV passages, .txt/.md/.rst files) "
+                                       "into a corpus folder for --data")
     i.add_argument("source", metavar="SOURCE",
-                   help="a folder of saved HTML pages or of .txt/.md files, or a .jsonl/.csv of passages "
+                   help="a folder (each file read by the reader of its suffix, or listed with its reason under "
+                        "'skipped' in ingest_report.json) or one file, e.g. a .jsonl/.csv of passages "
                         "({id?, document, rule?, text})")
-    i.add_argument("--out", required=True, help="corpus folder to write (replaced as a whole when it holds a corpus "
-                                                "this command wrote; left untouched on any error)")
+    i.add_argument("--out", required=True, help="corpus folder to write (when it holds a corpus this command wrote, "
+                                                "only that corpus's files are replaced; left untouched on any error)")
+    add_max_input_option(i)
     i.add_argument("--questions", default=None, metavar="FILE",
                    help="also map this question file's gold passages (by id or by text) to the corpus and report "
                         "the share that maps")

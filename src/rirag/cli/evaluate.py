@@ -27,6 +27,7 @@ from rirag.constants import EVAL_K
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import read_trec
 from rirag.data.splits import qrels_of, split_questions
+from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK, EXIT_USAGE
 from rirag.io import atomic_write_json
 from rirag.retrieval.metrics import evaluate_run, metric_names, pair_metric_names, pair_metrics
@@ -59,6 +60,7 @@ def cmd_evaluate_retrieval(args) -> int:
             check.output_file(path, option)
     run = read_trec(args.run)
     obliqa = load_obliqa(args.data)
+    check.k_within_corpus(args.k, len(obliqa.corpus))  # a k given above the corpus is refused, the default is not
     mapping = None
     if args.split:
         questions = split_questions(obliqa, args.split, args.seed)
@@ -72,6 +74,9 @@ def cmd_evaluate_retrieval(args) -> int:
         mapping = qset.report()
         sys.stdout.write(f"gold passages of {args.questions}: {mapping['gold_mapped']} of {mapping['gold_items']} "
                          f"mapped to the corpus ({mapping['by']})\n")
+        if not mapping["gold_mapped"]:  # not a split mismatch: the file's gold is of another corpus
+            raise UsageError(f"--questions {args.questions}: none of its {mapping['gold_items']} gold passages maps "
+                             f"to the corpus of --data ({mapping['by']}): questions of another corpus?")
     qrels = qrels_of(questions)
     checks.run_matches(run, obliqa.corpus, qrels, args.run, label)
     result = evaluate_run(qrels, run, k=args.k, per_query=bool(args.per_query))
@@ -275,7 +280,7 @@ def add_parsers(sub: Any) -> None:
                    help="questions with gold passages given by passage id or by text ({QuestionID, Question, "
                         "Gold: [{text, page?} | ID]}), mapped to the corpus of --data, instead of --split")
     e.add_argument("--run", required=True, help="TREC run file")
-    add_k_option(e, EVAL_K, f"metric cut-off (1 to {check.LIMITS['k'][0]}, the corpus size)")
+    add_k_option(e, EVAL_K, "metric cut-off (1 to the corpus size)")
     e.add_argument("--json", default=None, help="write the metrics here")
     e.add_argument("--per-query", default=None, metavar="FILE", help="write per-question metrics here (JSON)")
     add_max_input_option(e)

@@ -28,7 +28,7 @@ from rirag.generation.base import (
     MAX_NEW_TOKENS,
     OFFLINE_GENERATOR,
 )
-from rirag.generation.focused.config import add_switches
+from rirag.generation.focused.config import FocusedConfig, switch_fields
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.retrieval.registry import RETRIEVERS, every_option, option_pair
 
@@ -59,7 +59,7 @@ def argtype(validator: Callable[[Any, str], Any], name: str) -> Callable[[str], 
 system_name = argtype(check.word, "system name")
 #: ``--seed``: any integer.
 seed_value = argtype(check.integer, "integer")
-#: ``--k``: passages per question, 1 to the corpus size.
+#: ``--k``: passages per question, 1 to the corpus size (checked again once the corpus loads).
 k_value = argtype(check.int_between(1, "k"), "passages per question")
 
 
@@ -131,7 +131,8 @@ def add_split_option(p: argparse.ArgumentParser, required: bool = True, extra: s
 
 
 def add_k_option(p: argparse.ArgumentParser, default: int | None, help: str) -> None:
-    p.add_argument("--k", type=k_value, default=default, help=help)
+    """``--k``; its default is a :class:`~rirag.validation.DefaultK`, fitted to a smaller corpus instead of refused."""
+    p.add_argument("--k", type=k_value, default=None if default is None else check.DefaultK(default), help=help)
 
 
 def add_system_option(p: argparse.ArgumentParser) -> None:
@@ -171,6 +172,13 @@ def add_overwrite_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="discard the answers already in --out (of another run, or without a manifest) and start "
                         "afresh; without it such answers stop the command before any work")
+
+
+def add_switches(group: argparse._ActionsContainer, config: type = FocusedConfig) -> None:
+    """Add each switch of ``config``'s fields (:func:`rirag.generation.focused.config.switch_fields`) as a flag
+    (``store_true``, its ``dest`` the field's name) to ``group`` (the command's generator options)."""
+    for name, switch in switch_fields(config):
+        group.add_argument(switch.flag, dest=name, action="store_true", help=f"'{FOCUSED}': {switch.help}")
 
 
 def add_generator_options(p: argparse.ArgumentParser) -> None:

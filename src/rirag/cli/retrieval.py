@@ -60,8 +60,8 @@ def add_parsers(sub: Any) -> None:
                         "questions of a corpus that rirag data ingest wrote")
     add_retriever_options(r, "bm25", model_help="model name or path (dense retrievers)", list_options=True)
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
-    add_k_option(r, None, f"passages per question, 1 to the corpus size ({check.LIMITS['k'][0]} for ObliQA: its "
-                          f"non-empty passages); default {RUN_DEPTH}")
+    add_k_option(r, None, f"passages per question, 1 to the corpus size; default {RUN_DEPTH}, or the corpus size "
+                          "when smaller")
     add_system_option(r)
     r.add_argument("--max-bytes", type=bounded_int("max_bytes"), default=MAX_RUN_BYTES, metavar="N",
                    help=f"refuse a run larger than N bytes (TREC text, estimated before retrieval; default "

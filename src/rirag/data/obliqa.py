@@ -138,9 +138,23 @@ def resolve_data_dir(data: str | os.PathLike | None = None) -> Path:
     path = Path(data)
     if path.is_dir():
         return path
-    if "/" in str(data) and not path.exists() and not str(data).startswith((".", "/")):
+    if _hub_id(str(data)):
         return _hub_snapshot(str(data))
-    raise DataError(f"data folder not found: {path} (set --data or ${DATA_ENV_VAR} to a folder in the ObliQA layout)")
+    raise DataError(f"data folder not found: {path} (set --data or ${DATA_ENV_VAR} to a folder in the ObliQA layout"
+                    f"{'' if path.exists() else ', or to a Hub dataset id owner/name'})")
+
+
+#: A Hub repository id: owner/name, of letters, digits, '-', '_' and '.'.
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
+
+
+def _hub_id(data: str) -> bool:
+    """``data`` is taken as a Hub id only when it is one (owner/name) and nothing local is what it names: no file of
+    that name, and no local folder ``owner`` (then ``owner/name`` is a mistyped path in it)."""
+    if not HUB_ID.fullmatch(data) or data.endswith((".json", ".jsonl", ".csv")):
+        return False
+    path = Path(data)
+    return not path.exists() and not path.parent.exists()
 
 
 def _hub_snapshot(repo_id: str) -> Path:

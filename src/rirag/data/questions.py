@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
-from rirag.data.ingest_html import document_key
+from rirag.data.ingest.raw import document_key
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question
 from rirag.errors import DataError
 from rirag.io import read_json

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -86,7 +87,9 @@ class AnsweringSession:
             if self.corpus is None:
                 self.obliqa = load_obliqa(self.data)
                 self.corpus, self.root = self.obliqa.corpus, self.obliqa.root
-            check.k_within_corpus(self.options.k, len(self.corpus))
+            k = check.k_within_corpus(self.options.k, len(self.corpus))  # a default k above a small corpus: its size
+            if k != self.options.k:
+                self.options = replace(self.options, k=k)
         return self
 
     def open(self) -> "AnsweringSession":

@@ -2,19 +2,17 @@
 
 A field of :class:`FocusedConfig` whose metadata holds a :class:`Switch` under :data:`SWITCH` is a switch of the
 command (``rirag ask`` / ``answer`` / ``submit``) and of the generator spec: its flag is generated from the field
-(:func:`add_switches`), and the spec and the run manifest carry it only when it is on (:func:`switches_on`), so
-answers written before a switch existed keep their spec and manifest. Adding a switch is adding one field.
+(``rirag.cli.options.add_switches`` over :func:`switch_fields`), and the spec and the run manifest carry it only
+when it is on (:func:`switches_on`), so answers written before a switch existed keep their spec and manifest. Adding
+a switch is adding one field.
 
 This module imports nothing heavy: the command builds its flags from it.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field, fields
 from typing import Any
-
-from rirag.generation.base import FOCUSED
 
 #: The metadata key of a field that is a user switch.
 SWITCH = "switch"
@@ -110,13 +108,10 @@ class FocusedConfig:
 SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(FocusedConfig) if SWITCH in f.metadata)
 
 
-def add_switches(group: argparse._ActionsContainer, config: type = FocusedConfig) -> None:
-    """Add each switch of ``config``'s fields as a flag (``store_true``, its ``dest`` the field's name) to ``group``
-    (the command's generator options)."""
-    for f in fields(config):
-        if SWITCH in f.metadata:
-            switch: Switch = f.metadata[SWITCH]
-            group.add_argument(switch.flag, dest=f.name, action="store_true", help=f"'{FOCUSED}': {switch.help}")
+def switch_fields(config: type = FocusedConfig) -> list[tuple[str, Switch]]:
+    """Each switch of ``config``'s fields, ``(field name, Switch)``, in field order: what the command turns into
+    flags (``rirag.cli.options.add_switches``)."""
+    return [(f.name, f.metadata[SWITCH]) for f in fields(config) if SWITCH in f.metadata]
 
 
 def switches_on(options: Any, config: type = FocusedConfig) -> dict[str, bool]:

@@ -1,64 +1,19 @@
-"""The raw records of an ingested rulebook (documents, passages, what was dropped and why) and the reading of saved
-HTML pages into them (lxml): rule rows with their numbers and heading paths, lists and table rows kept whole,
-navigation, stamps and hidden text dropped."""
+"""The reader of saved HTML pages (``.html``, ``.htm``; lxml): rule rows with their numbers and heading paths, lists
+and table rows kept whole, navigation, stamps and hidden text dropped.
+
+HTML pages of the PRA Rulebook layout (``div.part-content`` holding ``div.chapter-section`` and ``div.row-block``,
+the rule number in ``span.rule-number``) are read by that structure; any other page by its headings and blocks.
+Navigation, headers and footers, scripts, forms, "effective date" stamps (``row-block__info``), export links
+(``page-utilities``), hidden text and tooltips are never part of a passage."""
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from rirag.constants import (
-    INGEST_SUBHEADING_MAX_WORDS,
-)
+from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
+from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, document_key, read_text
 from rirag.errors import DataError
-
-
-@dataclass
-class RawPassage:
-    rule: str  # the number as printed ("" when none)
-    headings: tuple[str, ...]
-    lines: list[str]
-    label: str = ""  # PassageID, set when the document's passages are numbered
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-
-@dataclass
-class RawDocument:
-    key: str  # stable document key (source file stem less any capture-date suffix)
-    title: str
-    source: str  # file name (and record range) it came from
-    passages: list[RawPassage] = field(default_factory=list)
-
-
-@dataclass
-class Dropped:
-    counts: Counter = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
-
-    def add(self, reason: str, where: str, n: int = 1) -> None:
-        self.counts[reason] += n
-        ex = self.examples.setdefault(reason, [])
-        if len(ex) < 5:
-            ex.append(where)
-
-
-def document_key(stem: str) -> str:
-    """The file stem less a trailing capture-date-and-hash suffix ("_21-01-2026__4611300738")."""
-    return re.sub(r"_\d{2}-\d{2}-\d{4}(?:__[0-9a-f]+)?$", "", stem)
-
-
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from err
-
 
 # -- HTML vocabulary (element names and class names, never patterns over markup) ----------------------------------
 SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "button", "form", "input", "select", "textarea",
@@ -73,15 +28,6 @@ BLOCK_TAGS = frozenset({"p", "div", "section", "article", "main", "blockquote", 
                         "th", "tbody", "thead", "tfoot", "body"})
 LIST_TAGS = frozenset({"ol", "ul", "dl", "menu"})
 HEADING_TAGS = {f"h{i}": i for i in range(1, 7)}
-
-#: A leading rule or paragraph number in text (plain text, never markup): "1.2", "1.2.3A", "12.", "(3)".
-RULE_NUMBER = re.compile(r"^(\d+(?:\.\d+)*[A-Z]?\.?|\(\w{1,4}\))\s+(?=\S)")
-#: The short reference of a heading, used to qualify a rule number that repeats in a document ("Article 277a").
-HEADING_REF = re.compile(r"^((?:Article|Section|Chapter|Part|Annex|Schedule|Regulation|Rule|Appendix)\s+[\w.]+)",
-                         re.IGNORECASE)
-#: A paragraph number that means something only inside its article or section: "2.", "3", "(4)", "(b)".
-BARE_NUMBER = re.compile(r"^\(?[0-9A-Za-z]{1,4}\)?\.?$")
-
 
 # ====================================================================================================================
 # Text of HTML blocks
@@ -199,10 +145,21 @@ def table_lines(table) -> list[str]:
     return out
 
 
+#: A charset an HTML page declares in its first bytes: ``<meta charset="...">``, ``<meta http-equiv="Content-Type"
+#: content="text/html; charset=...">`` or an XML declaration's ``encoding="..."``.
+DECLARED_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)"""
+                              rb"""|<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def declared_charset(data: bytes) -> str | None:
+    m = DECLARED_CHARSET.search(data[:4096])
+    return (m.group(1) or m.group(2)).decode("ascii") if m else None
+
+
 def _parse_html(path: Path):
     from lxml import etree, html
 
-    text = _read_text(path)
+    text = read_text(path, declared_charset)
     try:
         root = html.document_fromstring(text.encode("utf-8"), parser=html.HTMLParser(encoding="utf-8"))
     except (etree.ParserError, ValueError) as err:
@@ -229,7 +186,9 @@ def _page_title(root, fallback: str) -> str:
     return fallback
 
 
-def read_html_page(path: Path, dropped: Dropped) -> RawDocument:
+def read_html_page(path: Path, root_folder: Path, dropped: Dropped) -> list[RawDocument]:
+    """The page's document, keyed by its file stem less any capture-date suffix (none when it holds nothing beside
+    navigation: counted as an "empty page")."""
     root = _parse_html(path)
     key = document_key(path.stem)
     doc = RawDocument(key, _page_title(root, key), path.name)
@@ -242,7 +201,8 @@ def read_html_page(path: Path, dropped: Dropped) -> RawDocument:
         if not " ".join(root.text_content().split()):
             raise DataError(f"{path}: no text")
         dropped.add("empty page", f"{doc.source}: no content beside navigation")
-    return doc
+        return []
+    return [doc]
 
 
 def _rule_number(row) -> str:
@@ -269,54 +229,72 @@ def _rulebook_section(container, path: tuple[str, ...], doc: RawDocument, droppe
         if _tag(child) is None:
             continue
         if "chapter-section" in cls:
-            head = next((c for c in child if "div-row" in _classes(c)), None)
-            label = ""
-            if head is not None:
-                number = _rule_number(head)
-                col2 = _col2(head)
-                heading = " ".join(block_lines(col2)) if col2 is not None else ""
-                label = " ".join(x for x in (number, heading) if x)
-            _rulebook_section(child, path + (label,) if label else path, doc, dropped)
+            _rulebook_section(child, path + _section_label(child), doc, dropped)
         elif "row-block" in cls:
-            row = next((c for c in child if "div-row" in _classes(c)), None)
-            col2 = _col2(row) if row is not None else None
-            if col2 is None:
-                dropped.add("empty", f"{doc.source}: row without content")
-                continue
-            number = _rule_number(row)
-            notes = [el for el in col2.iter() if isinstance(el.tag, str) and "rb-footnotes" in _classes(el)]
-            lines = block_lines(col2, skip=frozenset(notes))
-            has_info = any("row-block__info" in _classes(c) for c in child)
-            if not lines:
-                if not notes:
-                    dropped.add("empty", f"{doc.source}: {number or 'unnumbered row'}")
-            elif (not number and not has_info and len(lines) == 1
-                  and len(lines[0].split()) <= INGEST_SUBHEADING_MAX_WORDS
-                  and (any(_tag(c) in HEADING_TAGS for c in col2) or not lines[0].endswith((".", ";", ":")))):
-                subheading = lines[0]  # an in-text heading (h1-h6, or no closing stop): it heads the rules after it
-                continue
-            else:
-                heads = path + (subheading,) if subheading else path
-                doc.passages.append(RawPassage(number, heads, lines))
-            for note in notes:
-                for item in note.iter("li"):
-                    text = _footnote(item)
-                    if text:
-                        mark = text.split()[0].rstrip(".")
-                        heads = path + (subheading,) if subheading else path
-                        doc.passages.append(RawPassage(f"footnote {mark}", heads, [text]))
+            subheading = _row_block(child, path, subheading, doc, dropped)
         elif cls & NAV_CLASSES:
             dropped.add("navigation", f"{doc.source}: {' '.join(sorted(cls & NAV_CLASSES))}")
-        elif "div-row" in cls:
-            continue  # the section's own heading row, read above
-        else:
+        elif "div-row" not in cls:  # a "div-row" is the section's own heading row, read by _section_label
             lines = block_lines(child)
             if lines:
                 doc.passages.append(RawPassage("", path, lines))
 
 
+def _section_label(section) -> tuple[str, ...]:
+    """The heading path step of a ``chapter-section``: its number and heading (none when it has neither)."""
+    head = next((c for c in section if "div-row" in _classes(c)), None)
+    if head is None:
+        return ()
+    col2 = _col2(head)
+    heading = " ".join(block_lines(col2)) if col2 is not None else ""
+    label = " ".join(x for x in (_rule_number(head), heading) if x)
+    return (label,) if label else ()
+
+
+def _row_block(block, path: tuple[str, ...], subheading: str | None, doc: RawDocument, dropped: Dropped) -> str | None:
+    """One rule row: its passage and its footnotes' passages; returns the in-text heading in force after it."""
+    row = next((c for c in block if "div-row" in _classes(c)), None)
+    col2 = _col2(row) if row is not None else None
+    if col2 is None:
+        dropped.add("empty", f"{doc.source}: row without content")
+        return subheading
+    number = _rule_number(row)
+    notes = [el for el in col2.iter() if isinstance(el.tag, str) and "rb-footnotes" in _classes(el)]
+    lines = block_lines(col2, skip=frozenset(notes))
+    heads = path + (subheading,) if subheading else path
+    if not lines:
+        if not notes:
+            dropped.add("empty", f"{doc.source}: {number or 'unnumbered row'}")
+    elif _is_subheading(block, col2, number, lines):
+        return lines[0]  # an in-text heading (h1-h6, or no closing stop): it heads the rules after it
+    else:
+        doc.passages.append(RawPassage(number, heads, lines))
+    for note in notes:
+        for item in note.iter("li"):
+            text = _footnote(item)
+            if text:
+                mark = text.split()[0].rstrip(".")
+                doc.passages.append(RawPassage(f"footnote {mark}", heads, [text]))
+    return subheading
+
+
+def _is_subheading(block, col2, number: str, lines: list[str]) -> bool:
+    """An unnumbered, unstamped row of one short line that is a heading element or has no closing stop."""
+    if number or len(lines) != 1 or len(lines[0].split()) > INGEST_SUBHEADING_MAX_WORDS:
+        return False
+    if any("row-block__info" in _classes(c) for c in block):
+        return False
+    return any(_tag(c) in HEADING_TAGS for c in col2) or not lines[0].endswith((".", ";", ":"))
+
+
 def _footnote(item) -> str:
     return " ".join(" ".join(block_lines(item)).split())
+
+
+#: Elements whose presence inside a block makes it a container to walk into, not a paragraph.
+CONTAINER_TAGS = BLOCK_TAGS | LIST_TAGS | {"table"} | set(HEADING_TAGS)
+#: Elements that are always one paragraph.
+PARAGRAPH_TAGS = frozenset({"p", "pre", "blockquote", "dd", "dt", "figcaption"})
 
 
 def _generic_page(root, doc: RawDocument, dropped: Dropped) -> None:
@@ -326,52 +304,63 @@ def _generic_page(root, doc: RawDocument, dropped: Dropped) -> None:
     if body is None:
         body = root
     main = next((el for el in body.iter("main", "article") if not _hidden(el)), body)
-    heads: dict[int, str] = {}
-    current: list[RawPassage] = []
+    _GenericPage(doc, dropped).walk(main)
 
-    def path() -> tuple[str, ...]:
-        return tuple(heads[k] for k in sorted(heads))
 
-    def walk(el) -> None:
+def _is_paragraph(el, tag: str) -> bool:
+    return tag in PARAGRAPH_TAGS or (
+        tag in BLOCK_TAGS and not any(_tag(c) in CONTAINER_TAGS for c in el.iter() if c is not el))
+
+
+class _GenericPage:
+    """The walk over a generic page: the heading path in force and the passage a list or table joins."""
+
+    def __init__(self, doc: RawDocument, dropped: Dropped) -> None:
+        self.doc, self.dropped = doc, dropped
+        self.heads: dict[int, str] = {}
+        self.current: RawPassage | None = None
+
+    def path(self) -> tuple[str, ...]:
+        return (self.doc.title,) + tuple(self.heads[k] for k in sorted(self.heads))
+
+    def walk(self, el) -> None:
         for child in el:
             tag = _tag(child)
             if tag is None or _hidden(child):
                 continue
             if tag in NAV_TAGS or _classes(child) & NAV_CLASSES:
                 if "".join(child.itertext()).strip():
-                    dropped.add("navigation", f"{doc.source}: <{tag}>")
-                continue
-            if tag in HEADING_TAGS:
-                level = HEADING_TAGS[tag]
-                text = " ".join(block_lines(child))
-                for k in [k for k in heads if k >= level]:
-                    del heads[k]
-                if text and level > 1:
-                    heads[level] = text
-                current.clear()
+                    self.dropped.add("navigation", f"{self.doc.source}: <{tag}>")
+            elif tag in HEADING_TAGS:
+                self.heading(child, HEADING_TAGS[tag])
             elif tag in LIST_TAGS or tag == "table":
-                lines = block_lines(child) if tag in LIST_TAGS else table_lines(child)
-                if not lines:
-                    continue
-                if current:
-                    current[-1].lines.extend(lines)
-                else:
-                    p = RawPassage("", (doc.title,) + path(), lines)
-                    doc.passages.append(p)
-                    current.append(p)
-            elif tag in ("p", "pre", "blockquote", "dd", "dt", "figcaption") or (
-                    tag in BLOCK_TAGS and not any(_tag(c) in BLOCK_TAGS | LIST_TAGS | {"table"} | HEADING_TAGS.keys()
-                                                  for c in child.iter() if c is not child)):
-                lines = block_lines(child)
-                if not lines:
-                    continue
-                m = RULE_NUMBER.match(lines[0])
-                rule = m.group(1) if m else ""
-                p = RawPassage(rule, (doc.title,) + path(), lines)
-                doc.passages.append(p)
-                current[:] = [p]
+                self.attach(block_lines(child) if tag in LIST_TAGS else table_lines(child))
+            elif _is_paragraph(child, tag):
+                self.paragraph(block_lines(child))
             else:
-                walk(child)
+                self.walk(child)
 
-    walk(main)
+    def heading(self, el, level: int) -> None:
+        text = " ".join(block_lines(el))
+        for k in [k for k in self.heads if k >= level]:
+            del self.heads[k]
+        if text and level > 1:
+            self.heads[level] = text
+        self.current = None
 
+    def attach(self, lines: list[str]) -> None:
+        """A list or table: it joins the paragraph before it, else it is a passage of its own."""
+        if not lines:
+            return
+        if self.current is not None:
+            self.current.lines.extend(lines)
+        else:
+            self.current = RawPassage("", self.path(), lines)
+            self.doc.passages.append(self.current)
+
+    def paragraph(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        m = RULE_NUMBER.match(lines[0])
+        self.current = RawPassage(m.group(1) if m else "", self.path(), lines)
+        self.doc.passages.append(self.current)
