@@ -42,7 +42,7 @@ def project(tmp_path):
                   "detection_precision": 0.975, "detection_recall": 0.95, "resolution_precision": 0.9412,
                   "resolution_recall": 0.9143},
                  {"corpus": "other", "set": "held-out", "resolution_precision": 0.1}]}))
-    common = {"license": "other", "datasets": [], "command": "make rulebook-data", **TERMS,
+    common = {"license": "other", "license_name": "rb-terms", "datasets": [], "command": "make rulebook-data", **TERMS,
               "rebuild": ["rirag data ingest PAGES --out rb", "rirag data xref --data rb"]}
     entries = [
         {"name": "rb-corpus", "kind": "dataset", "source": "artifacts/datasets/rb", "repo": "rb-corpus",

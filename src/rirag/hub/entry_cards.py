@@ -4,6 +4,7 @@ usage snippets, repo ids in place of local paths."""
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ from rirag.hub.card_data import (
     RAFTAdapterCard,
     card_type,
     load_card_data,
+    weights_dtype,
 )
 from rirag.hub.cards import (
     SEED_PAPERS_BIBTEX,
@@ -170,7 +172,7 @@ def _publish_values(entry: Entry, manifest: Manifest, saved: CardData | None) ->
     """The card's fields before publishing adds its own: the saved card data (the artifact's record) with the
     manifest's words over it (:data:`rirag.hub.card_data.WORDS`); without card data, the manifest's defaults and
     context."""
-    words = {**manifest.defaults, **entry.context}
+    words = {k: v for k, v in {**manifest.defaults, **entry.context}.items() if k not in LICENSE_KEYS}
     if saved is None:
         return words
     values = asdict(saved)
@@ -259,8 +261,9 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     values.update(extra)
     card = cls.from_dict(values, where=f"{entry.name}: card context")
     card.datasets = [_hub_id(manifest, x) for x in card.datasets or []]
-    if isinstance(card, DemoSpaceCard):
-        card.models = [_hub_id(manifest, x) for x in card.models or []]
+    if isinstance(card, DemoSpaceCard):  # the models the Space runs: those its variables name (entries or Hub ids)
+        named = [v for v in entry.space_variables.values() if "/" in str(v) or v in {e.name for e in manifest.entries}]
+        card.models = list(dict.fromkeys(_hub_id(manifest, x) for x in named or card.models or []))
     if isinstance(card, LearnedFusionCard) and saved is not None:
         card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
     if isinstance(card, RAFTAdapterCard):  # the adapter a merged model was merged from, the RAFT data: as Hub ids
@@ -275,6 +278,8 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
     if isinstance(card, ClassifierCard) and metric is not None:
         card.metric_repo = manifest.repo_id(metric)
+    if isinstance(card, ClassifierCard):
+        card.weights_dtype = weights_dtype(folder)
     card.name, card.repo_id = entry.repo, manifest.repo_id(entry)
     _measured_model_index(card, saved, entry, manifest, root)
     if saved is None or saved.command == CardData.command:
@@ -379,6 +384,38 @@ def with_hub_sources(text: str, entry: Entry, manifest: Manifest) -> str:
     card = DatasetCard(text, ignore_metadata_errors=True)
     card.data.source_datasets = hub or None
     return card.content
+
+
+#: Context keys written into a card's front matter by :func:`with_license_name`, never card data fields.
+LICENSE_KEYS = ("license_name", "license_link")
+
+
+def with_license_name(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A card whose licence is ``other`` names it (``license_name``, and ``license_link`` when known): from the
+    card's own front matter, else the entry's context; a CardError when neither names it."""
+    meta = _card_metadata(text)
+    if meta.get("license") != "other" or meta.get("license_name"):
+        return text
+    words = {**manifest.defaults, **entry.context}
+    if not words.get("license_name"):
+        raise CardError(f"{entry.name}: `license: other` needs a license_name (and license_link if known) in the "
+                        "entry's context")
+    lines = "".join(f"\n{key}: {words[key]}" for key in LICENSE_KEYS if words.get(key))
+    return re.sub(r"^(license: other)$", lambda m: m.group(1) + lines, text, count=1, flags=re.M)
+
+
+def with_sdk_version(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A Space card pinning the manifest's ``space_sdk_version`` (the Gradio the Hub installs for it): the line
+    after ``sdk:`` in its front matter, replacing any pin it had."""
+    if not manifest.space_sdk_version:
+        raise CardError(f"{entry.name}: the manifest names no space_sdk_version (the Gradio its Spaces pin)")
+    head, sep, body = text[3:].partition("\n---")
+    if not text.startswith("---") or not re.search(r"^sdk:", head, re.M):
+        raise CardError(f"{entry.name}: the Space card has no front matter with an `sdk:` line")
+    head = re.sub(r"^sdk_version:.*\n?", "", head, flags=re.M)
+    head = re.sub(r"^(sdk:.*)$", lambda m: f"{m.group(1)}\nsdk_version: {manifest.space_sdk_version}", head,
+                  count=1, flags=re.M)
+    return "---" + head + sep + body
 
 
 def with_citation(text: str) -> str:
