@@ -341,6 +341,8 @@ def usage_context(text: str, entry: Entry, manifest: Manifest) -> dict:
         split = files[0].get("split", "train") if isinstance(files, list) and files and isinstance(files[0], dict) \
             else "train"
         configs.append({"name": config.get("config_name", "default"), "split": split})
+    if [c["name"] for c in configs] == ["default"]:  # one config: the snippet loads it whole, every split
+        configs = []
     base = meta.get("base_model")
     base = base[0] if isinstance(base, list) and base else base
     library = meta.get("library_name") or ""

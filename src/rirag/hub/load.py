@@ -231,11 +231,12 @@ SPACE_FOLDER = "app"
 
 @contextlib.contextmanager
 def running_space(folder: str | Path, variables: Mapping[str, str] | None = None, python: str | None = None,
-                  timeout: float = APP_TIMEOUT_S) -> Iterator[str]:
+                  timeout: float = APP_TIMEOUT_S, environ: Mapping[str, str] | None = None) -> Iterator[str]:
     """A Space started as the Hub starts it: a copy of its upload folder named ``app`` (so nothing the run writes,
     caches included, lands in the upload folder, and code that relies on its folder's name fails here as there),
-    ``python app.py`` with the Space's ``variables``, Gradio on a free port of 127.0.0.1. Yields its URL once it
-    answers; stopped after."""
+    ``python app.py`` (``python``: this interpreter by default) with the Space's ``variables`` over ``environ``
+    (default: this process's environment, PYTHONPATH left out), Gradio on a free port of 127.0.0.1. Yields its URL
+    once it answers; stopped after."""
     import shutil
     import time
     import urllib.error
@@ -245,7 +246,7 @@ def running_space(folder: str | Path, variables: Mapping[str, str] | None = None
         app = Path(tmp) / SPACE_FOLDER
         shutil.copytree(folder, app)
         port = free_port()
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env = {k: v for k, v in (os.environ if environ is None else environ).items() if k != "PYTHONPATH"}
         env.update(variables or {})
         env.update(GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), GRADIO_ANALYTICS_ENABLED="False")
         log = Path(tmp) / "space.log"
@@ -344,11 +345,12 @@ def metric_space_variables(ids: Mapping[str, str]) -> tuple[dict[str, str], list
 
 
 def run_space(entry_kind: str, folder: str | Path, variables: Mapping[str, str] | None = None,
-              python: str | None = None, ask: bool = True, timeout: float = APP_TIMEOUT_S) -> str:
+              python: str | None = None, ask: bool = True, timeout: float = APP_TIMEOUT_S,
+              environ: Mapping[str, str] | None = None) -> str:
     """Start a Space as the Hub does (:func:`running_space`) after checking its Gradio pin (:func:`check_space_sdk`),
     and (``ask``) get an answer (the demo) or a score (the metric) over HTTP."""
     pinned = check_space_sdk(folder)
-    with running_space(folder, variables, python, timeout) as url:
+    with running_space(folder, variables, python, timeout, environ) as url:
         if not ask:
             return f"gradio {pinned}, started as {SPACE_FOLDER}/, served"
         done = ask_demo(url) if entry_kind == "app-space" else score_metric(url)
