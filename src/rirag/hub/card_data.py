@@ -85,6 +85,11 @@ def _labels(id2label: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in id2label.items())
 
 
+#: Every card kind, by the template that renders it and by the kind recorded in card_data.json: each class below
+#: that names its own ``TEMPLATE`` registers itself here when it is defined (one declaration per kind).
+CARD_TYPES: list[type[CardData]] = []
+
+
 @dataclass
 class CardData:
     """The fields every card template uses. ``repo_id`` is what the usage snippet loads: the artifact's folder (or
@@ -92,6 +97,14 @@ class CardData:
 
     TEMPLATE: ClassVar[str] = ""
     KIND: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("TEMPLATE"):  # a concrete kind (not a shared base such as RulebookCard)
+            known = {c.KIND for c in CARD_TYPES} | {c.TEMPLATE for c in CARD_TYPES}
+            if cls.KIND in known or cls.TEMPLATE in known:
+                raise TypeError(f"{cls.__name__}: card kind {cls.KIND!r} or template {cls.TEMPLATE!r} is taken")
+            CARD_TYPES.append(cls)
 
     name: str = ""
     repo_id: str = ""
@@ -281,10 +294,6 @@ class DemoSpaceCard(CardData):
     variables: list[dict] = field(default_factory=list)
 
 
-#: Every card kind, by the template that renders it and by the kind recorded in card_data.json.
-CARD_TYPES: tuple[type[CardData], ...] = (ClassifierCard, JudgeCard, EncoderCard, RerankerCard, LearnedFusionCard,
-                                          RAFTAdapterCard, NLIDatasetCard, RulebookCorpusCard, XrefGraphCard,
-                                          DemoSpaceCard)
 
 
 def card_type(template_or_kind: str) -> type[CardData]:
