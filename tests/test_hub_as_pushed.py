@@ -310,6 +310,25 @@ def test_upload_folders_hold_only_what_was_assembled_after_the_load_check(hub):
     assert rows["demo"].files == len(rows["demo"].paths)
 
 
+def test_the_load_check_leaves_no_cache_in_the_demos_upload_folder(hub, monkeypatch):
+    """The demo's load check as `make publish` runs it in a plain shell (the caches at their default, ``.cache/``
+    of the working directory; byte-code written): the Space's caches stay out of its upload folder."""
+    from rirag.hub.load import check_load, local_ids
+    from rirag.hub.manifest import load_manifest
+    from rirag.hub.push import unlisted_files
+
+    _, rows = hub
+    row = rows["demo"]
+    root = Path(row.folder).parents[2]  # <project>/artifacts/hub/<repo>
+    manifest = load_manifest(MANIFEST)
+    monkeypatch.delenv("RIRAG_CACHE_DIR", raising=False)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    entry = next(e for e in manifest.entries if e.name == "demo")
+    said = check_load(entry, manifest, row.folder, local_ids(manifest, root))
+    assert said.startswith("ok") and "answered over HTTP" in said, said
+    assert unlisted_files(Path(row.folder), row.paths) == []
+
+
 def test_the_push_uploads_the_assembled_list_and_nothing_else(tmp_path, monkeypatch):
     from huggingface_hub import HfApi
 
