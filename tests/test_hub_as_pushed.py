@@ -411,3 +411,19 @@ def test_the_cards_pin_what_their_spaces_run(hub):
     assert "Weights: stored as **float32**" in _card(rows["obligation-classifier"])
     assert ModelCard(_card(rows["obligation-classifier"])).data.to_dict()["license"] == "apache-2.0"
     assert sys.version_info >= (3, 10)
+
+
+def test_the_metric_spaces_model_variables_are_the_ones_the_check_sets():
+    """app.py cannot import rirag: its variable table and the load check's are compared here (each names the
+    ``evaluate.load`` option of the default model it replaces)."""
+    import ast
+
+    from rirag.hub.load import metric_model_variables
+    from rirag.scoring.constants import OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, OFFICIAL_OBLIGATION_MODEL
+
+    tree = ast.parse((REPO / "evaluate_scripts" / "repass" / "app.py").read_text())
+    table = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 and getattr(node.targets[0], "id", "") == "MODEL_VARIABLES")
+    defaults = {"nli_model": OFFICIAL_NLI_MODEL, "coverage_model": OFFICIAL_COVERAGE_MODEL,
+                "obligation_model": OFFICIAL_OBLIGATION_MODEL}
+    assert {name: defaults[option] for name, option in table.items()} == metric_model_variables()

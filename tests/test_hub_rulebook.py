@@ -83,6 +83,11 @@ def test_builder_only_uploads_hold_the_card_alone_with_source_terms_and_build_nu
         for fact in ("three test rules", "01-02-2026", "Test terms: no redistribution.", "rirag data ingest PAGES"):
             assert fact in text, (name, fact)
         assert row.load.startswith("ok (builder only"), row.load
+        # the card tells users to run rirag, which is on no package index: it says how to install it
+        from rirag.hub.cards import SOURCE_REPOSITORY
+
+        assert f'pip install "rirag @ git+{SOURCE_REPOSITORY}"' in text, name
+        assert card.data.to_dict()["license_name"] == "rb-terms"
     corpus_card = (Path(rows["rb-corpus"].folder) / "README.md").read_text()
     assert f"| passages | {report['passages']} |" in corpus_card and report["passages"] == 3
     xref_card = (Path(rows["rb-xref"].folder) / "README.md").read_text()
