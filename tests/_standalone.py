@@ -252,9 +252,12 @@ class HubServer:
 
 
 def requirement_closure_with_extras(requirements: Iterable[str]) -> dict[str, metadata.Distribution]:
-    """:func:`requirement_closure` of requirement strings, their extras included (``rirag[train]``)."""
+    """:func:`requirement_closure` of requirement strings, their extras included (``rirag[train]``); a requirement
+    asked for by name whose installed version is outside its range (``gradio==3.19.1``) is a ValueError: the
+    environment would not be what was asked for."""
     found: dict[str, metadata.Distribution] = {}
     todo = [Requirement(r) for r in requirements]
+    roots = list(todo)
     while todo:
         req = todo.pop()
         name = canonicalize_name(req.name)
@@ -265,6 +268,8 @@ def requirement_closure_with_extras(requirements: Iterable[str]) -> dict[str, me
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
+        if req in roots and req.specifier and not req.specifier.contains(dist.version, prereleases=True):
+            raise ValueError(f"{req} is asked for, but {name} {dist.version} is what is installed here")
         found[key] = dist
         for line in dist.requires or []:
             dep = Requirement(line)
