@@ -271,3 +271,18 @@ def test_a_new_card_kind_is_its_class_and_one_table_row(tmp_path, monkeypatch):
         assert card.render(tmp_path).endswith("# probe-repo: ns/other-repo\n")
     finally:
         CARD_TYPES.remove(ProbeCard)
+
+
+def test_the_classifier_card_says_its_weights_are_float16_when_they_are(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from rirag.hub.card_data import weights_dtype
+
+    save_file({"w": torch.zeros(2, dtype=torch.float16)}, str(tmp_path / "model.safetensors"))
+    assert weights_dtype(tmp_path) == "float16"
+    card = ClassifierCard(name="c", repo_id="ns/c", weights_dtype=weights_dtype(tmp_path))
+    assert "Weights: stored as **float16** (half precision" in card.render()
+    save_file({"w": torch.zeros(2)}, str(tmp_path / "model.safetensors"))  # the twin: float32 weights say so
+    assert weights_dtype(tmp_path) == "float32" and "float16" not in ClassifierCard(
+        name="c", repo_id="ns/c", weights_dtype=weights_dtype(tmp_path)).render()
