@@ -127,3 +127,174 @@ def hub_cache(cache: Path, repos: Mapping[str, str | Path], kind: str = "models"
         (repo / "refs").mkdir(parents=True, exist_ok=True)
         (repo / "refs" / "main").write_text(COMMIT)
     return cache
+
+
+class HubServer:
+    """A local stand-in for the Hub serving whole repositories from folders: ``{(kind, repo_id): folder}``, kind
+    ``model``, ``dataset`` or ``space``. It answers what huggingface_hub, transformers, sentence-transformers,
+    datasets and evaluate ask of the Hub with ``HF_ENDPOINT`` pointing at it: file resolution (``resolve/main`` and
+    ``resolve/<commit>``, with the commit and ETag headers), repo info (``/api/<kind>s/<id>[/revision/<rev>]``), the
+    tree listing and paths-info of the file system API. Only 127.0.0.1; every request is recorded."""
+
+    PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
+
+    def __init__(self, repos: Mapping[tuple[str, str], str | Path]):
+        import json
+        import urllib.parse
+
+        self.repos = {key: Path(folder) for key, folder in repos.items()}
+        self.requests: list[tuple[str, str, int]] = []
+        hub = self
+
+        def files_of(folder: Path) -> list[str]:
+            return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+        def entry(folder: Path, rel: str) -> dict:
+            path = folder / rel
+            if path.is_dir():
+                return {"type": "directory", "path": rel, "oid": COMMIT}
+            return {"type": "file", "path": rel, "size": path.stat().st_size,
+                    "oid": hashlib.sha1(path.read_bytes()).hexdigest()}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _route(self) -> tuple[int, bytes, dict]:
+                url = urllib.parse.urlsplit(self.path)
+                parts = [urllib.parse.unquote(p) for p in url.path.strip("/").split("/")]
+                query = urllib.parse.parse_qs(url.query)
+                if parts[0] == "api" and len(parts) >= 4 and parts[1] in ("models", "datasets", "spaces"):
+                    kind, repo = parts[1][:-1], f"{parts[2]}/{parts[3]}"
+                    folder = hub.repos.get((kind, repo))
+                    rest = parts[4:]
+                    if folder is None:
+                        return 404, b'{"error": "Repository not found"}', {"X-Error-Code": "RepoNotFound"}
+                    if not rest or rest[0] == "revision":
+                        if rest and rest[1:] and rest[1] not in ("main", COMMIT):
+                            return 404, b'{"error": "Revision not found"}', {"X-Error-Code": "RevisionNotFound"}
+                        info = {"id": repo, "sha": COMMIT, "private": False, "disabled": False, "gated": False,
+                                "siblings": [{"rfilename": f} for f in files_of(folder)],
+                                "lastModified": "2026-01-01T00:00:00.000Z"}
+                        return 200, json.dumps(info).encode(), {"Content-Type": "application/json"}
+                    if rest[0] == "tree" and len(rest) >= 2 and rest[1] in ("main", COMMIT):
+                        base = "/".join(rest[2:])
+                        start = folder / base if base else folder
+                        if not start.is_dir():
+                            return 404, b'{"error": "not found"}', {"X-Error-Code": "EntryNotFound"}
+                        walk = start.rglob("*") if query.get("recursive", ["false"])[0].lower() == "true" \
+                            else start.iterdir()
+                        rows = [entry(folder, p.relative_to(folder).as_posix()) for p in sorted(walk)]
+                        return 200, json.dumps(rows).encode(), {"Content-Type": "application/json"}
+                    if rest[0] == "paths-info" and len(rest) >= 2 and rest[1] in ("main", COMMIT):
+                        length = int(self.headers.get("Content-Length") or 0)
+                        body = self.rfile.read(length).decode() if length else ""
+                        if self.headers.get("Content-Type", "").startswith("application/json"):
+                            paths = json.loads(body or "{}").get("paths", [])
+                        else:
+                            paths = urllib.parse.parse_qs(body).get("paths", [])
+                        rows = [entry(folder, p.strip("/")) for p in paths if (folder / p.strip("/")).exists()]
+                        return 200, json.dumps(rows).encode(), {"Content-Type": "application/json"}
+                    return 404, b'{"error": "unknown endpoint"}', {}
+                for kind, prefix in hub.PREFIX.items():
+                    head = prefix.rstrip("/").split("/") if prefix else []
+                    if parts[:len(head)] != head:
+                        continue
+                    rest = parts[len(head):]
+                    if len(rest) >= 5 and rest[2] == "resolve" and (kind, f"{rest[0]}/{rest[1]}") in hub.repos:
+                        if rest[3] not in ("main", COMMIT):
+                            return 404, b"", {"X-Error-Code": "RevisionNotFound"}
+                        path = hub.repos[(kind, f"{rest[0]}/{rest[1]}")].joinpath(*rest[4:])
+                        if not path.is_file():
+                            return 404, b"", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT}
+                        body = path.read_bytes()
+                        return 200, body, {"X-Repo-Commit": COMMIT,
+                                           "ETag": '"' + hashlib.sha256(body).hexdigest() + '"'}
+                return 404, b"", {"X-Error-Code": "RepoNotFound"}
+
+            def _answer(self, send_body: bool) -> None:
+                status, body, headers = self._route()
+                hub.requests.append((self.command, self.path, status))
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if send_body:
+                    self.wfile.write(body)
+
+            def do_HEAD(self):  # noqa: N802 - http.server's name
+                self._answer(False)
+
+            def do_GET(self):  # noqa: N802
+                self._answer(True)
+
+            def do_POST(self):  # noqa: N802
+                self._answer(True)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "HubServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def missed(self) -> list[str]:
+        """The requests answered 404 (what a client asked that this stand-in, or the repo, lacks)."""
+        return [f"{m} {p}" for m, p, status in self.requests if status == 404]
+
+
+def requirement_closure_with_extras(requirements: Iterable[str]) -> dict[str, metadata.Distribution]:
+    """:func:`requirement_closure` of requirement strings, their extras included (``rirag[train]``); a requirement
+    asked for by name whose installed version is outside its range (``gradio==3.19.1``) is a ValueError: the
+    environment would not be what was asked for."""
+    found: dict[str, metadata.Distribution] = {}
+    todo = [Requirement(r) for r in requirements]
+    roots = list(todo)
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        key = name + "[" + ",".join(sorted(req.extras)) + "]"
+        if key in found:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if req in roots and req.specifier and not req.specifier.contains(dist.version, prereleases=True):
+            raise ValueError(f"{req} is asked for, but {name} {dist.version} is what is installed here")
+        found[key] = dist
+        for line in dist.requires or []:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in ("", *req.extras)):
+                todo.append(dep)
+    return {k.split("[")[0]: d for k, d in found.items()}
+
+
+def venv_from_requirements(dest: Path, requirements: Iterable[str], rirag_src: Path | None = None) -> Path:
+    """A virtual environment at ``dest`` (no system site-packages) holding what ``pip install REQUIREMENTS`` would
+    give, from this interpreter's installed distributions (symlinks, no download); ``rirag`` (on no package index:
+    ``rirag @ git+URL``) as this checkout's ``rirag_src``. Its python."""
+    venv.EnvBuilder(with_pip=False, symlinks=True, system_site_packages=False).create(dest)
+    site = next(dest.glob("lib/python3*/site-packages"))
+    for name, dist in requirement_closure_with_extras(requirements).items():
+        if name == "rirag":
+            continue
+        base = Path(dist.locate_file(""))
+        for top in sorted({f.parts[0] for f in dist.files or []}):
+            if top in ("..", "__pycache__") or top.endswith(".pth") or not (base / top).exists():
+                continue
+            if not (site / top).exists():
+                (site / top).symlink_to(base / top)
+    if any(canonicalize_name(Requirement(r).name) == "rirag" for r in requirements):
+        if rirag_src is None:
+            raise ValueError("rirag is required: give its source folder")
+        (site / "rirag").symlink_to(rirag_src)
+    return dest / "bin" / "python"

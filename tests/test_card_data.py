@@ -219,3 +219,70 @@ def test_non_default_hyperparameters_leave_accelerates_state_alone():
         assert PartialState._shared_state.get("_rirag_sentinel") is True
     finally:
         PartialState._shared_state.pop("_rirag_sentinel", None)
+
+
+def test_card_kinds_are_declared_once_each_with_its_template():
+    """Every card class with a template registers itself (CARD_TYPES is not a hand-kept list), its template exists,
+    and the Hub card kinds table (rirag.hub.card_kinds) names only registered kinds; a second class claiming a kind
+    or template already taken is refused (the can-fail twin)."""
+    from rirag.hub.card_data import CARD_TYPES, CardData
+    from rirag.hub.card_kinds import HUB_CARD_KINDS, card_kind
+    from rirag.hub.cards import TEMPLATES_DIR
+
+    assert len(CARD_TYPES) == len({c.KIND for c in CARD_TYPES}) == len({c.TEMPLATE for c in CARD_TYPES}) >= 10
+    assert all((TEMPLATES_DIR / c.TEMPLATE).is_file() for c in CARD_TYPES)
+    assert set(HUB_CARD_KINDS) <= set(CARD_TYPES)
+    assert card_kind(EncoderCard).context is None and card_kind(EncoderCard).publish is None
+    with pytest.raises(TypeError, match="is taken"):
+        @dataclass
+        class Twin(CardData):
+            TEMPLATE = EncoderCard.TEMPLATE
+            KIND = "twin"
+    assert "twin" not in {c.KIND for c in CARD_TYPES}
+
+
+def test_a_new_card_kind_is_its_class_and_one_table_row(tmp_path, monkeypatch):
+    """What adding a Hub artifact kind takes: its card class (registered when defined), its template, and one row of
+    HUB_CARD_KINDS for what publishing adds (here: an id of its own rewritten as the Hub id of an entry)."""
+    from rirag.hub import card_kinds
+    from rirag.hub.card_data import CARD_TYPES, CardData
+    from rirag.hub.entry_cards import publish_card
+    from rirag.hub.manifest import Entry
+
+    (tmp_path / "probe.md.j2").write_text("---\nlicense: {{ license }}\n---\n# {{ name }}: {{ partner }}\n")
+
+    @dataclass
+    class ProbeCard(CardData):
+        TEMPLATE = "probe.md.j2"
+        KIND = "probe-kind"
+        partner: str = ""
+
+    try:
+        def publish(card, entry, manifest, folder, saved):
+            card.partner = card_kinds.hub_id(manifest, card.partner)
+
+        monkeypatch.setitem(card_kinds.HUB_CARD_KINDS, ProbeCard, card_kinds.CardKind(publish=publish))
+        entries = [Entry(name="probe", kind="model", repo="probe-repo", source="src", card="probe.md.j2",
+                         context={"partner": "other"}),
+                   Entry(name="other", kind="model", repo="other-repo", source="elsewhere")]
+        (tmp_path / "src").mkdir()
+        card = publish_card(entries[0], Manifest(namespace="ns", entries=entries), tmp_path / "src", tmp_path)
+        assert isinstance(card, ProbeCard) and card.partner == "ns/other-repo"
+        assert card.render(tmp_path).endswith("# probe-repo: ns/other-repo\n")
+    finally:
+        CARD_TYPES.remove(ProbeCard)
+
+
+def test_the_classifier_card_says_its_weights_are_float16_when_they_are(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from rirag.hub.card_data import weights_dtype
+
+    save_file({"w": torch.zeros(2, dtype=torch.float16)}, str(tmp_path / "model.safetensors"))
+    assert weights_dtype(tmp_path) == "float16"
+    card = ClassifierCard(name="c", repo_id="ns/c", weights_dtype=weights_dtype(tmp_path))
+    assert "Weights: stored as **float16** (half precision" in card.render()
+    save_file({"w": torch.zeros(2)}, str(tmp_path / "model.safetensors"))  # the twin: float32 weights say so
+    assert weights_dtype(tmp_path) == "float32" and "float16" not in ClassifierCard(
+        name="c", repo_id="ns/c", weights_dtype=weights_dtype(tmp_path)).render()

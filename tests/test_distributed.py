@@ -85,8 +85,23 @@ def _card(folder: Path) -> dict:
     return json.loads((folder / "card_data.json").read_text())
 
 
+def _launched_processes(command: str) -> int:
+    """How many processes a recorded command starts: ``accelerate launch``'s ``--num_processes`` (read by accelerate's
+    own parser), 1 for ``python SCRIPT``."""
+    import shlex
+
+    from accelerate.commands.launch import launch_command_parser
+
+    words = shlex.split(command)
+    if words[:2] != ["accelerate", "launch"]:
+        assert words[0] == "python", command
+        return 1
+    return int(launch_command_parser().parse_args(words[2:]).num_processes)
+
+
 def _assert_scale(card: dict, world: int, per_device: int, accumulation: int = 1) -> None:
     assert card["world_size"] == world and card["per_device_batch"] == per_device
+    assert _launched_processes(card["command"]) == world, card["command"]  # the recorded command reproduces it
     assert card["global_batch"] == per_device * accumulation * world
     assert f"Processes: {world}; batch {per_device} per device, {card['global_batch']} in all" in \
         (Path(card["_folder"]) / "README.md").read_text()

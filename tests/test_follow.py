@@ -1,4 +1,4 @@
-"""Following cross-references in focused answers (rirag.generation.follow): a cited rule's reference to another
+"""Following cross-references in focused answers (rirag.generation.focused.follow): a cited rule's reference to another
 rule of the corpus is followed and cited when the answer needs it, within the length limits; one the answer does
 not need, or one outside the corpus, is not."""
 

@@ -74,7 +74,7 @@ def _trained_folder(folder: Path) -> None:
 
 def _write_manifest(root: Path, entries: list[dict], **top) -> Path:
     path = root / "manifest.yaml"
-    path.write_text(yaml.safe_dump({"namespace": "me", "entries": entries, **top}))
+    path.write_text(yaml.safe_dump({"namespace": "me", "space_sdk_version": "6.31.0", "entries": entries, **top}))
     return path
 
 

@@ -42,7 +42,7 @@ def project(tmp_path):
                   "detection_precision": 0.975, "detection_recall": 0.95, "resolution_precision": 0.9412,
                   "resolution_recall": 0.9143},
                  {"corpus": "other", "set": "held-out", "resolution_precision": 0.1}]}))
-    common = {"license": "other", "datasets": [], "command": "make rulebook-data", **TERMS,
+    common = {"license": "other", "license_name": "rb-terms", "datasets": [], "command": "make rulebook-data", **TERMS,
               "rebuild": ["rirag data ingest PAGES --out rb", "rirag data xref --data rb"]}
     entries = [
         {"name": "rb-corpus", "kind": "dataset", "source": "artifacts/datasets/rb", "repo": "rb-corpus",
@@ -83,6 +83,11 @@ def test_builder_only_uploads_hold_the_card_alone_with_source_terms_and_build_nu
         for fact in ("three test rules", "01-02-2026", "Test terms: no redistribution.", "rirag data ingest PAGES"):
             assert fact in text, (name, fact)
         assert row.load.startswith("ok (builder only"), row.load
+        # the card tells users to run rirag, which is on no package index: it says how to install it
+        from rirag.hub.cards import SOURCE_REPOSITORY
+
+        assert f'pip install "rirag @ git+{SOURCE_REPOSITORY}"' in text, name
+        assert card.data.to_dict()["license_name"] == "rb-terms"
     corpus_card = (Path(rows["rb-corpus"].folder) / "README.md").read_text()
     assert f"| passages | {report['passages']} |" in corpus_card and report["passages"] == 3
     xref_card = (Path(rows["rb-xref"].folder) / "README.md").read_text()

@@ -130,7 +130,7 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
     """The card data of the tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the template
     hub_push renders too). The selection Recall@10 is a training fact (on the selection corpus, not the whole one), so
     it is a setting; the model-index comes from ``benchmarks/retrieval.py``'s results when hub_push renders it."""
-    from rirag.hub.card_data import EncoderCard
+    from rirag.hub.card_data import EncoderCard, training_command
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     best = summary["best"]
@@ -142,7 +142,7 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
         description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
                     "MultipleNegativesRankingLoss over the in-batch negatives of the global batch (gathered across "
                     "devices), no duplicate question or passage in a batch, epoch chosen by selection Recall@10.",
-        command="python train/contrastive_tuning.py " + " ".join(sys.argv[1:]),
+        command=training_command("train/contrastive_tuning.py", sys.argv[1:], training_args.world_size),
         train_data=f"ObliQA split `{script_args.train_split}`: {summary['pairs']} (question, gold passage) pairs",
         settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
                   f"selection Recall@{EVAL_K} (best epoch)": best and round(best["recall@10"], 4),
@@ -164,7 +164,7 @@ def save_and_push(script_args: ContrastiveTuningArguments, training_args, traine
     """``save_model`` on every rank (it writes once, from rank 0's whole DDP copy); on rank 0 the checkpoints go, the
     card replaces sentence-transformers' README.md, the results JSON is written and the folder pushed; every rank then
     waits for the others."""
-    from rirag.hub.card_data import save_card
+    from rirag.hub.card_data import save_card, training_command
     from rirag.hub.push import push_trained
     from rirag.training.runner import remove_checkpoints, wait_for_everyone
 
@@ -176,8 +176,8 @@ def save_and_push(script_args: ContrastiveTuningArguments, training_args, traine
         if script_args.results_path:
             from rirag.io import atomic_write_json
 
-            atomic_write_json(script_args.results_path, summary | {"command": "python train/contrastive_tuning.py "
-                                                                    + " ".join(sys.argv[1:])})
+            atomic_write_json(script_args.results_path, summary | {"command": training_command(
+                "train/contrastive_tuning.py", sys.argv[1:], training_args.world_size)})
         push_trained(push)
     wait_for_everyone(training_args)
 

@@ -91,7 +91,7 @@ def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: d
     """The card data of the entailment-tuned encoder (rendered by ``model_cards/sentence_transformer.md.j2``, the
     template hub_push renders too); ``facts``: ``examples``, ``train_loss``, ``train_seconds`` and the batch facts
     (:func:`rirag.training.runner.batch_facts`)."""
-    from rirag.hub.card_data import EncoderCard
+    from rirag.hub.card_data import EncoderCard, training_command
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     return EncoderCard(
@@ -99,7 +99,7 @@ def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: d
         datasets=["RegNLP/ObliQA"], tags=["entailment-tuning"],
         description="Bi-encoder after entailment tuning (stage 1 of the domain-adapted retriever): masked-LM "
                     "reconstruction of question-derived claims from their gold ObliQA passages, mean pooling.",
-        command="python train/entailment_tuning.py " + " ".join(sys.argv[1:]),
+        command=training_command("train/entailment_tuning.py", sys.argv[1:], training_args.world_size),
         train_data=f"ObliQA split `{script_args.train_split}`: {facts['examples']} (claim, gold passage) examples",
         settings={"β (hypothesis mask probability)": script_args.mask_probability,
                   "max length": script_args.max_length, "epochs": training_args.num_train_epochs,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from rirag.constants import SEED
 from rirag.errors import DataError
-from rirag.hub.card_data import CARD_DATA_FILE, ClassifierCard
+from rirag.hub.card_data import CARD_DATA_FILE, ClassifierCard, training_command
 from rirag.scoring.constants import OBLIGATION_ID2LABEL
 from rirag.training.precision import PRECISION_KEY
 from rirag.training.runner import RunArguments
@@ -156,7 +156,7 @@ def save_classifier(script_args: ObligationScriptArguments, training_args, train
         return
     tokenizer.save_pretrained(training_args.output_dir)
     remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
-    result["command"] = "python train/obligation_classifier.py " + " ".join(sys.argv[1:])
+    result["command"] = training_command("train/obligation_classifier.py", sys.argv[1:], training_args.world_size)
     result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir)  # the weights these numbers are of
     save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
     if script_args.results_path:

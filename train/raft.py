@@ -359,12 +359,13 @@ def save_and_push(data_args, script_args: RaftTrainingArguments, training_args, 
 def main(data_args, script_args: RaftTrainingArguments, training_args, model_args) -> dict:
     from transformers import set_seed
 
+    from rirag.hub.card_data import training_command
     from rirag.hub.push import hold_trainer_push
     from rirag.training.runner import require_full_state_dict
 
     require_full_state_dict(training_args, "RAFT")  # an FSDP / ZeRO-3 save must gather the adapter whole
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
-    command = "train/raft.py " + " ".join(sys.argv[1:])
+    command = training_command("train/raft.py", sys.argv[1:], training_args.world_size)
     set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     # Load datasets and Model (build_trainer)
     trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)

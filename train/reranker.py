@@ -102,7 +102,7 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
     """The card data of the trained reranker (rendered by ``model_cards/cross_encoder_reranker.md.j2``, the template
     hub_push renders too): base model, negatives, loss and training facts; the model-index comes from
     ``benchmarks/retrieval.py``'s results when hub_push renders it."""
-    from rirag.hub.card_data import RerankerCard
+    from rirag.hub.card_data import RerankerCard, training_command
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     retriever = script_args.negatives_retriever
@@ -121,7 +121,7 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
         description="Cross-encoder reranker (one relevance logit) for the hybrid retriever's top candidates: gold "
                     "passages as positives, non-gold top-ranked passages of a first-stage retriever as negatives, "
                     f"{loss}. Inputs are (question, passage) without prefixes.",
-        command="python train/reranker.py " + " ".join(sys.argv[1:]),
+        command=training_command("train/reranker.py", sys.argv[1:], training_args.world_size),
         train_data=f"ObliQA split `{script_args.train_split}`: {summary['examples']} training "
                    + ("examples" if script_args.loss == "bce" else "(question, gold passage) groups"),
         settings={"negatives": f"{script_args.negatives_per_question} per question from the top "

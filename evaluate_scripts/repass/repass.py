@@ -78,13 +78,15 @@ Returns (11 keys; the four means are `None` when no answer was scored):
     n_scored (`int`): number of answers scored.
     no_passage_text (`list` of `int`): scored answers whose passages hold no sentence (E = C = OC = 0).
     truncations (`dict`): inputs cut to fit a model (`nli`, `obligation`, `coverage`, `coverage_obligation`).
-    truncated_items (`list` of `int`): answers with a coverage input cut on the answer side.
+    truncated_items (`list` of `int`): answers with a coverage input cut, on the answer side (`coverage`) or on
+        the obligation side too (`coverage_obligation`).
     signature (`str`): what made the numbers: mode, the three models, precision, sentence splitter, coverage
         threshold and rirag version (`repass:mode=reference|nli=...|...`); its models say whether a number is
         "RePASs" or "RePASs (local judge)".
 Examples:
     With models (offline: the local judge; label such numbers "RePASs (local judge)"):
 
+    >>> import evaluate
     >>> judge = "rirag/rirag-nli-judge"
     >>> repass = evaluate.load("rirag/repass", nli_model=judge, coverage_model=judge,
     ...     obligation_model="rirag/rirag-obligation-classifier")

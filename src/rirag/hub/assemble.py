@@ -44,13 +44,16 @@ from rirag.hub.card_data import (
 from rirag.hub.cards import (
     CardError,
     check_card,
+    with_install,
 )
 from rirag.hub.entry_cards import (
     complete_model_card,
     publish_card,
     with_citation,
     with_hub_sources,
+    with_license_name,
     with_repo_ids,
+    with_sdk_version,
     with_usage,
 )
 from rirag.hub.manifest import Entry, Manifest, ManifestError, builder_only_extras, read_config
@@ -180,6 +183,7 @@ class Row:
     folder: str = ""
     detail: str = ""
     load: str = ""  # what loading the upload folder as its card says gave (rirag.hub.load): ok ..., failed ..., ...
+    paths: tuple[str, ...] = ()  # the upload folder's files as assembled (relative, sorted): all the push uploads
 
     def as_dict(self) -> dict:
         return {"name": self.name, "repo": self.repo_id, "kind": self.kind, "status": self.status,
@@ -226,6 +230,11 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             elif entry.repo_type == "dataset":
                 text = with_citation(with_hub_sources(text, entry, manifest))
             atomic_write_text(tmp / CARD_FILE, text)
+        if (tmp / CARD_FILE).exists():
+            text = with_install((tmp / CARD_FILE).read_text(encoding="utf-8"))  # every card says how to install
+            text = with_license_name(text, entry, manifest)
+            atomic_write_text(tmp / CARD_FILE, with_sdk_version(text, entry, manifest)
+                              if entry.repo_type == "space" else text)
         attributes = gitattributes(tmp)
         if attributes:
             atomic_write_text(tmp / ".gitattributes", attributes)
@@ -234,6 +243,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     files = [p for p in out.rglob("*") if p.is_file()]
     card = check_card(out / CARD_FILE, entry.repo_type)
     row.status, row.files, row.bytes = "assembled", len(files), sum(p.stat().st_size for p in files)
+    row.paths = tuple(sorted(p.relative_to(out).as_posix() for p in files))
     row.card, row.results, row.folder = card["status"], card["results"], str(out)
     return row
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
-from rirag.hub.cards import CardError, model_index, render_card, results_from, results_table
+from rirag.hub.cards import CardError, model_index, render_card, results_from, results_table, with_install
 from rirag.io import atomic_write_json, atomic_write_text, weights_fingerprint
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
@@ -45,8 +45,49 @@ IGNORED_HYPERPARAMETERS = frozenset({
 })
 
 
+#: safetensors' names of the floating-point tensor types, as torch names them.
+SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
+
+
+def weights_dtype(folder: str | Path) -> str:
+    """The floating-point type of the tensors of a folder's ``*.safetensors`` files (read from their headers), joined
+    with ``+`` when they differ; empty when there is none."""
+    import struct
+
+    found = set()
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with open(path, "rb") as fh:
+            (size,) = struct.unpack("<Q", fh.read(8).ljust(8, b"\0"))
+            if not 0 < size <= path.stat().st_size - 8:
+                continue  # not a safetensors file (a stand-in)
+            try:
+                header = json.loads(fh.read(size))
+            except ValueError:
+                continue
+        found |= {SAFETENSORS_DTYPES[t["dtype"]] for k, t in header.items()
+                  if k != "__metadata__" and t.get("dtype") in SAFETENSORS_DTYPES}
+    return "+".join(sorted(found))
+
+
+def training_command(script: str, argv: list[str], world_size: int | None = 1) -> str:
+    """The command a trainer ran, as a card records it: ``python SCRIPT ARGS`` on one process, ``accelerate launch
+    --num_processes N SCRIPT ARGS`` on N (``world_size``, the run's process count), so that running it again gives
+    the same world size (and so the same global batch)."""
+    import shlex
+
+    args = shlex.join(argv)
+    if int(world_size or 1) > 1:
+        return f"accelerate launch --num_processes {int(world_size)} {script} {args}".rstrip()
+    return f"python {script} {args}".rstrip()
+
+
 def _labels(id2label: dict) -> str:
     return ", ".join(f"{k} = {v}" for k, v in id2label.items())
+
+
+#: Every card kind, by the template that renders it and by the kind recorded in card_data.json: each class below
+#: that names its own ``TEMPLATE`` registers itself here when it is defined (one declaration per kind).
+CARD_TYPES: list[type[CardData]] = []
 
 
 @dataclass
@@ -56,6 +97,14 @@ class CardData:
 
     TEMPLATE: ClassVar[str] = ""
     KIND: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("TEMPLATE"):  # a concrete kind (not a shared base such as RulebookCard)
+            known = {c.KIND for c in CARD_TYPES} | {c.TEMPLATE for c in CARD_TYPES}
+            if cls.KIND in known or cls.TEMPLATE in known:
+                raise TypeError(f"{cls.__name__}: card kind {cls.KIND!r} or template {cls.TEMPLATE!r} is taken")
+            CARD_TYPES.append(cls)
 
     name: str = ""
     repo_id: str = ""
@@ -96,7 +145,7 @@ class CardData:
         return {"kind": self.KIND, **asdict(self)}
 
     def render(self, templates_dir: str | Path | None = None) -> str:
-        return render_card(self.TEMPLATE, templates_dir, **asdict(self))
+        return with_install(render_card(self.TEMPLATE, templates_dir, **asdict(self)))
 
     def with_results(self, data: Any, artifact: str, source: str) -> CardData:
         """This card with ``results`` and ``model_index`` read from one results record (as hub_push reads the file
@@ -115,6 +164,7 @@ class ClassifierCard(CardData):
 
     labels: str = field(default_factory=lambda: _labels(OBLIGATION_ID2LABEL))
     metric_repo: str = LOCAL_METRIC
+    weights_dtype: str = ""  # the floating-point type of the weights' tensors (weights_dtype), e.g. float16
 
 
 @dataclass
@@ -244,10 +294,6 @@ class DemoSpaceCard(CardData):
     variables: list[dict] = field(default_factory=list)
 
 
-#: Every card kind, by the template that renders it and by the kind recorded in card_data.json.
-CARD_TYPES: tuple[type[CardData], ...] = (ClassifierCard, JudgeCard, EncoderCard, RerankerCard, LearnedFusionCard,
-                                          RAFTAdapterCard, NLIDatasetCard, RulebookCorpusCard, XrefGraphCard,
-                                          DemoSpaceCard)
 
 
 def card_type(template_or_kind: str) -> type[CardData]:
@@ -262,6 +308,8 @@ def save_card(card: CardData, folder: str | Path) -> str:
     """Write ``card_data.json`` and the ``README.md`` rendered from it into ``folder``; returns the card text. The
     card records the fingerprint of the weights already in ``folder`` (:func:`rirag.io.weights_fingerprint`)."""
     card.weights_sha256 = weights_fingerprint(folder) or card.weights_sha256
+    if isinstance(card, ClassifierCard):
+        card.weights_dtype = weights_dtype(folder) or card.weights_dtype
     text = card.render()
     atomic_write_json(Path(folder) / CARD_DATA_FILE, card.to_dict())
     atomic_write_text(Path(folder) / CARD_FILE, text)

@@ -10,6 +10,7 @@ Every template can use the global ``SEED_PAPERS_BIBTEX`` (the two seed papers) a
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -19,6 +20,91 @@ from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, 
 
 #: The templates live at the repository root (recipes run from a checkout with an editable install).
 TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "model_cards"
+
+#: Where rirag's source is: it is on no package index, so every card that runs rirag installs it from here
+#: (:func:`install_command`), and so do the users of the Spaces it vendors into.
+SOURCE_REPOSITORY = "https://github.com/rirag/rirag"
+#: What a card's snippet uses -> the distributions that install it: a Python snippet's top-level imports, a shell
+#: snippet's commands (``rirag data`` needs the base package; other ``rirag`` commands its models, the ``train``
+#: extra). Models of transformers, peft and the RePASs metric run on torch, which none of them requires.
+INSTALLS = {
+    "datasets": ("datasets",),
+    "sentence_transformers": ("sentence-transformers",),
+    "transformers": ("transformers", "torch"),
+    "peft": ("peft", "transformers", "torch"),
+    "evaluate": ("evaluate", "transformers", "torch"),
+    "huggingface_hub": ("huggingface_hub",),
+    "hf": ("huggingface_hub",),
+    "rirag data": (f"rirag @ git+{SOURCE_REPOSITORY}",),
+    "rirag": (f"rirag[train] @ git+{SOURCE_REPOSITORY}",),
+}
+
+
+def snippet_needs(language: str, code: str) -> list[str]:
+    """The :data:`INSTALLS` keys a card's code block uses: its top-level imports (Python), or the commands it runs
+    (shell); a doctest block is read as the Python it holds."""
+    import ast
+
+    found: list[str] = []
+    if language == "python":
+        lines = [line[4:] if line.startswith((">>> ", "... ")) else line for line in code.splitlines()
+                 if not code.lstrip().startswith(">>>") or line.startswith((">>> ", "... "))]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            return found
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [n.split(".")[0] for n in names if n.split(".")[0] in INSTALLS]
+    elif language in ("bash", "sh", "shell"):
+        for line in code.replace("\\\n", " ").splitlines():
+            for command in line.split("&&"):
+                words = command.split("#", 1)[0].split()
+                if words[:2] == ["rirag", "data"]:
+                    found.append("rirag data")
+                elif words[:1] in (["rirag"], ["hf"]):
+                    found.append(words[0])
+    return list(dict.fromkeys(found))
+
+
+def install_command(needs: Iterable[str]) -> str:
+    """One ``pip install`` line for what :func:`snippet_needs` found (empty when nothing): each distribution once,
+    a requirement with a URL quoted."""
+    distributions = list(dict.fromkeys(d for need in needs for d in INSTALLS[need]))
+    if any(d.startswith("rirag[") for d in distributions):  # the extra holds the base package
+        distributions = [d for d in distributions if not d.startswith("rirag @")]
+    return "pip install " + " ".join(f'"{d}"' if " " in d else d for d in distributions) if distributions else ""
+
+
+def missing_installs(text: str) -> list[str]:
+    """The distributions a card's snippets use (:func:`rirag.hub.cards.snippet_needs`) that no ``pip install`` line
+    of the card names."""
+    needs = [need for lang, code in code_blocks(text) for need in snippet_needs(lang, code)]
+    wanted = install_command(needs).removeprefix("pip install ")
+    named = " ".join(line for line in text.splitlines() if "pip install" in line)
+    return [d.strip('"') for d in re.findall(r'"[^"]+"|\S+', wanted) if d.strip('"') not in named]
+
+
+def with_install(text: str) -> str:
+    """A card that says how to install what its snippets use: a ``pip install`` block before the first snippet that
+    needs something no install line of the card names (rirag itself from its source repository)."""
+    if not missing_installs(text):
+        return text
+    needs = [need for lang, code in code_blocks(text) for need in snippet_needs(lang, code)]
+    first = next(m for m in _FENCE.finditer(text)
+                 if snippet_needs(m.group(1).lower(), m.group(2)))
+    block = f"Install what the snippets below use:\n\n```bash\n{install_command(needs)}\n```\n\n"
+    return text[:first.start()] + block + text[first.start():]
+
+
+_FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, code) of every fenced block of a Markdown text, in order."""
+    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+
 
 #: BibTeX of the two seed papers; every card ends with it.
 SEED_PAPERS_BIBTEX = REGNLP_BIBTEX + """

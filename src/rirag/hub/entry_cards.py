@@ -4,22 +4,17 @@ usage snippets, repo ids in place of local paths."""
 from __future__ import annotations
 
 import logging
-import sys
+import re
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
-from rirag.constants import INGEST_REPORT_FILE
 from rirag.hub.card_data import (
     WORDS,
     CardData,
-    ClassifierCard,
-    DemoSpaceCard,
-    LearnedFusionCard,
-    RAFTAdapterCard,
     card_type,
     load_card_data,
 )
+from rirag.hub.card_kinds import card_kind, hub_id
 from rirag.hub.cards import (
     SEED_PAPERS_BIBTEX,
     CardError,
@@ -33,7 +28,6 @@ from rirag.hub.load import code_blocks
 from rirag.hub.manifest import Entry, Manifest, read_config
 from rirag.io import WEIGHTS_FINGERPRINT, weights_fingerprint
 from rirag.models import looks_local
-from rirag.retrieval.learned_fusion import CONFIG_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -50,138 +44,16 @@ def recorded_command(entry: Entry, root: Path) -> str | None:
     return str(command) if command else None
 
 
-def _encoder_refs(manifest: Manifest, paths: list[str]) -> list[dict]:
-    """A learned-fusion ranker's encoders as its card lists them: the path it was trained with, its Hub repo."""
-    refs = []
-    for path in paths:
-        hub = manifest.hub_id_of(path)
-        refs.append({"path": path, "repo": hub, "hub_or_path": hub or path})
-    return refs
-
-
-def _learned_fusion_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
-    path = folder / CONFIG_FILE
-    if not path.exists():
-        return {}
-    config = read_config(path)
-    encoders = _encoder_refs(manifest, config.get("encoders", []))
-    settings = {"train split": config.get("train_split"), "training questions": config.get("train_questions"),
-                "candidate depth": config.get("candidate_depth"),
-                "candidate recall (training)": config.get("candidate_recall"),
-                "boosting rounds": config.get("num_boost_round"),
-                "question memory depth": config.get("memory_depth") or "off",
-                "top features by gain": ", ".join(n for n, _ in config.get("top_features_by_gain", [])[:5]),
-                "train seconds": config.get("train_seconds")}
-    return {"encoders": encoders, "feature_version": config.get("feature_version"),
-            "memory": bool(config.get("memory_depth")),
-            "settings": {k: v for k, v in settings.items() if v is not None},
-            "recorded_command": config.get("command")}
-
-
-def _nli_dataset_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
-    """Rows per split and source of a saved NLI DatasetDict (``dataset_builders/nli.py``)."""
-    from collections import Counter
-
-    from datasets import load_from_disk
-
-    ds = load_from_disk(str(folder))
-    counts = {split: dict(sorted(Counter(part["source"]).items())) for split, part in ds.items()}
-    sources = sorted({s for c in counts.values() for s in c})
-    return {"splits": list(ds), "data_files": [{"split": split, "path": f"{split}/*.arrow"} for split in ds],
-            "statistics": [{"source": s, **{split: counts[split].get(s, 0) for split in ds}}
-                                                for s in sources]}
-
-
-def _demo_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
-    """The demo's configuration variables, read from its backend module (one source of truth)."""
-    import importlib.util
-
-    path = folder / "backend.py"
-    if not path.exists():
-        return {"variables": []}
-    spec = importlib.util.spec_from_file_location("rirag_demo_backend", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the module runs
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(spec.name, None)
-    return {"variables": [{"name": n, "default": d, "help": h} for n, d, h in module.ENV_VARIABLES]}
-
-
-#: The build report fields a corpus card shows: counts only (the report's dropped examples quote the source text).
-REPORT_FIELDS = ("source", "kind", "documents", "passages", "dropped", "length_words")
-
-
-def _rulebook_corpus_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
-    """The build report of a corpus folder written by ``rirag data ingest`` (its counts, never its examples)."""
-    path = folder / INGEST_REPORT_FILE
-    if not path.is_file():
-        raise CardError(f"{entry.name}: {path} not found: {entry.source} is not a folder `rirag data ingest` wrote")
-    report = read_config(path)
-    return {"report": {k: report[k] for k in REPORT_FIELDS if k in report},
-            "builder_only": entry.builder_only}
-
-
-#: The columns of a resolver quality row (benchmarks/results/xref.json) a graph card shows.
-XREF_QUALITY_FIELDS = ("set", "labelled_references", "labelled_in_corpus", "detection_precision",
-                       "detection_recall", "resolution_precision", "resolution_recall")
-
-
-def _xref_context(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> dict:
-    """A cross-reference graph (``xref/`` in the entry's source, as ``rirag data xref`` writes it): its counts, the
-    card section that says what a row is and how references resolve, and the resolver's measured quality on this
-    corpus (the rows of the manifest's ``quality.file`` in the results folder whose ``corpus`` is
-    ``quality.corpus``)."""
-    from rirag.xref import graph as xref_graph
-
-    path = folder / xref_graph.GRAPH_CONFIG / xref_graph.SUMMARY_FILE
-    if not path.is_file():
-        raise CardError(f"{entry.name}: {path} not found: write the graph with `rirag data xref --out "
-                        f"{entry.source}/{xref_graph.GRAPH_CONFIG}`")
-    summary = read_config(path)
-    wanted = dict({**manifest.defaults, **entry.context}.get("quality") or {})
-    results = root / manifest.results_dir / str(wanted.get("file", "xref.json"))
-    quality = {"corpus": wanted.get("corpus"), "rows": []}
-    if results.is_file():
-        data = read_config(results)
-        quality.update({k: data.get(k) for k in ("command", "labels", "guidelines")})
-        quality["rows"] = [{k: row.get(k) for k in XREF_QUALITY_FIELDS} for row in data.get("rows", [])
-                           if row.get("corpus") == wanted.get("corpus")]
-    if not quality["rows"]:
-        quality["why"] = f"no row for corpus {wanted.get('corpus')!r} in {results.relative_to(root)}"
-        logger.warning("%s: %s", entry.name, quality["why"])
-    return {"summary": summary, "section": xref_graph.card_section(summary), "quality": quality,
-            "config": xref_graph.GRAPH_CONFIG, "data_file": f"{xref_graph.GRAPH_CONFIG}/{xref_graph.GRAPH_FILE}",
-            "builder_only": entry.builder_only}
-
-
-#: Extra card context read from an artifact's own files (and the results folder under ``root``), by template.
-CONTEXT_READERS: dict[str, Callable[[Entry, Manifest, Path, Path], dict]] = {
-    "learned_fusion.md.j2": _learned_fusion_context,
-    "demo_space.md.j2": _demo_context,
-    "nli_dataset.md.j2": _nli_dataset_context,
-    "rulebook_corpus.md.j2": _rulebook_corpus_context,
-    "xref_dataset.md.j2": _xref_context,
-}
-
-
 def _publish_values(entry: Entry, manifest: Manifest, saved: CardData | None) -> dict:
     """The card's fields before publishing adds its own: the saved card data (the artifact's record) with the
     manifest's words over it (:data:`rirag.hub.card_data.WORDS`); without card data, the manifest's defaults and
     context."""
-    words = {**manifest.defaults, **entry.context}
+    words = {k: v for k, v in {**manifest.defaults, **entry.context}.items() if k not in LICENSE_KEYS}
     if saved is None:
         return words
     values = asdict(saved)
     values.update({k: v for k, v in words.items() if k in WORDS})
     return values
-
-
-def _hub_id(manifest: Manifest, name: str) -> str:
-    """A manifest entry's name, an artifact path or a local model name as the Hub id it is published under."""
-    ids = {e.name: manifest.repo_id(e) for e in manifest.entries}
-    return ids.get(name) or manifest.hub_id_of(name) or name
 
 
 #: A trainer's record of its own run beside the weights (older trainers wrote it instead of card_data.json).
@@ -252,29 +124,20 @@ def publish_card(entry: Entry, manifest: Manifest, folder: Path, root: Path) -> 
     cls = card_type(entry.card)
     saved = load_card_data(folder, cls)
     values = _publish_values(entry, manifest, saved)
-    reader = CONTEXT_READERS.get(entry.card)  # kinds whose producer does not save card data yet
-    extra = reader(entry, manifest, folder, root) if reader and saved is None else {}
-    recorded = extra.pop("recorded_command", None)
+    kind = card_kind(cls)
+    extra = kind.context(entry, manifest, folder, root) if kind.context and saved is None else {}
+    recorded = extra.pop("recorded_command", None)  # (read only for kinds whose producer saves no card data yet)
     values["settings"] = dict(values.get("settings") or {}) | extra.pop("settings", {})
     values.update(extra)
     card = cls.from_dict(values, where=f"{entry.name}: card context")
-    card.datasets = [_hub_id(manifest, x) for x in card.datasets or []]
-    if isinstance(card, DemoSpaceCard):
-        card.models = [_hub_id(manifest, x) for x in card.models or []]
-    if isinstance(card, LearnedFusionCard) and saved is not None:
-        card.encoders = _encoder_refs(manifest, [e["path"] for e in card.encoders])
-    if isinstance(card, RAFTAdapterCard):  # the adapter a merged model was merged from, the RAFT data: as Hub ids
-        card.adapter = _hub_id(manifest, card.adapter) if card.adapter else card.adapter
-        if card.raft_data.get("dataset"):
-            card.raft_data = {**card.raft_data, "dataset": _hub_id(manifest, card.raft_data["dataset"])}
+    card.datasets = [hub_id(manifest, x) for x in card.datasets or []]
     if card.base_model:
-        card.base_model = _hub_id(manifest, card.base_model)
+        card.base_model = hub_id(manifest, card.base_model)
         given = {**manifest.defaults, **entry.context}.get("base_model")
         if given and looks_local(card.base_model):  # an unpublished start model (the entailment-tuned encoder a
-            card.base_model = _hub_id(manifest, given)  # contrastive run began from): the manifest's base model
-    metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
-    if isinstance(card, ClassifierCard) and metric is not None:
-        card.metric_repo = manifest.repo_id(metric)
+            card.base_model = hub_id(manifest, given)  # contrastive run began from): the manifest's base model
+    if kind.publish:  # the kind's own ids and publish-time facts
+        kind.publish(card, entry, manifest, folder, saved)
     card.name, card.repo_id = entry.repo, manifest.repo_id(entry)
     _measured_model_index(card, saved, entry, manifest, root)
     if saved is None or saved.command == CardData.command:
@@ -336,6 +199,8 @@ def usage_context(text: str, entry: Entry, manifest: Manifest) -> dict:
         split = files[0].get("split", "train") if isinstance(files, list) and files and isinstance(files[0], dict) \
             else "train"
         configs.append({"name": config.get("config_name", "default"), "split": split})
+    if [c["name"] for c in configs] == ["default"]:  # one config: the snippet loads it whole, every split
+        configs = []
     base = meta.get("base_model")
     base = base[0] if isinstance(base, list) and base else base
     library = meta.get("library_name") or ""
@@ -373,12 +238,44 @@ def with_hub_sources(text: str, entry: Entry, manifest: Manifest) -> str:
     sources = meta.get("source_datasets")
     if not isinstance(sources, list) or not any(isinstance(x, str) and looks_local(x) for x in sources):
         return text
-    given = [_hub_id(manifest, d) for d in {**manifest.defaults, **entry.context}.get("datasets") or []]
+    given = [hub_id(manifest, d) for d in {**manifest.defaults, **entry.context}.get("datasets") or []]
     hub = [x for x in sources if isinstance(x, str) and not looks_local(x)]
     hub += [d for d in given if not looks_local(d) and d not in hub and d != manifest.repo_id(entry)]
     card = DatasetCard(text, ignore_metadata_errors=True)
     card.data.source_datasets = hub or None
     return card.content
+
+
+#: Context keys written into a card's front matter by :func:`with_license_name`, never card data fields.
+LICENSE_KEYS = ("license_name", "license_link")
+
+
+def with_license_name(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A card whose licence is ``other`` names it (``license_name``, and ``license_link`` when known): from the
+    card's own front matter, else the entry's context; a CardError when neither names it."""
+    meta = _card_metadata(text)
+    if meta.get("license") != "other" or meta.get("license_name"):
+        return text
+    words = {**manifest.defaults, **entry.context}
+    if not words.get("license_name"):
+        raise CardError(f"{entry.name}: `license: other` needs a license_name (and license_link if known) in the "
+                        "entry's context")
+    lines = "".join(f"\n{key}: {words[key]}" for key in LICENSE_KEYS if words.get(key))
+    return re.sub(r"^(license: other)$", lambda m: m.group(1) + lines, text, count=1, flags=re.M)
+
+
+def with_sdk_version(text: str, entry: Entry, manifest: Manifest) -> str:
+    """A Space card pinning the manifest's ``space_sdk_version`` (the Gradio the Hub installs for it): the line
+    after ``sdk:`` in its front matter, replacing any pin it had."""
+    if not manifest.space_sdk_version:
+        raise CardError(f"{entry.name}: the manifest names no space_sdk_version (the Gradio its Spaces pin)")
+    head, sep, body = text[3:].partition("\n---")
+    if not text.startswith("---") or not re.search(r"^sdk:", head, re.M):
+        raise CardError(f"{entry.name}: the Space card has no front matter with an `sdk:` line")
+    head = re.sub(r"^sdk_version:.*\n?", "", head, flags=re.M)
+    head = re.sub(r"^(sdk:.*)$", lambda m: f"{m.group(1)}\nsdk_version: {manifest.space_sdk_version}", head,
+                  count=1, flags=re.M)
+    return "---" + head + sep + body
 
 
 def with_citation(text: str) -> str:

@@ -12,9 +12,11 @@ in the round-trip tests on tiny artifacts. Per card:
   its library equivalent (:func:`rirag.retrieval.registry.build_retriever`) on a few probe passages;
 - a builder-only dataset (its source text may not be redistributed) is checked to hold its card alone, whose
   ``bash`` block builds the data (``rirag data ingest`` / ``rirag data xref``);
-- an app Space is started in a fresh interpreter from its upload folder (its vendored ``rirag/`` first on the path)
-  with its Space variables (Hub ids mapped to local copies): ``warm()``, one question answered, its Gradio app built
-  (not launched).
+- a Space (the demo and the metric's) is started as the Hub starts it (:func:`running_space`: a copy of its upload
+  folder named ``app``, ``python app.py``, Gradio on 127.0.0.1) after its card's Gradio pin is checked against the
+  Gradio that runs it (:func:`check_space_sdk`); the demo, with its Space variables (Hub ids mapped to local
+  copies), answers one question over HTTP, the metric scores one answer over HTTP when its models are here. Nothing
+  is written into the upload folder.
 
 Each check runs in a fresh ``datasets`` cache and gives ``ok (...)``, ``failed: ...`` or ``skipped: ...``
 (something it needs is neither assembled nor on this machine, e.g. a base model only the Hub has).
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from rirag.data.obliqa import Passage
+from rirag.hub.cards import code_blocks
 from rirag.hub.manifest import builder_only_extras
 from rirag.models import resolve_model
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
@@ -54,17 +57,11 @@ PROBE_QUESTION = "How long must customer due diligence records be kept?"
 #: Seconds an app Space may take to import and build its app in a fresh interpreter.
 APP_TIMEOUT_S = 600
 
-_FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```", re.S | re.M)
 _HUB_ID = re.compile(r"""["']([A-Za-z0-9][\w.-]*/[\w.-]+)["']""")
 
 
 class SnippetSkipped(Exception):
     """Something the snippet needs is not on this machine (not a failure of the artifact)."""
-
-
-def code_blocks(text: str) -> list[tuple[str, str]]:
-    """(language, code) of every fenced block of a Markdown text, in order."""
-    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
 
 
 def local_ids(manifest, root: str | Path = ".") -> dict[str, str]:
@@ -194,31 +191,170 @@ def space_environment(variables: Mapping[str, str], ids: Mapping[str, str]) -> d
     return env
 
 
-def run_app_space(folder: str | Path, timeout: float = APP_TIMEOUT_S,
-                  variables: Mapping[str, str] | None = None) -> str:
-    """Start a Gradio Space from its upload folder in a fresh interpreter, as the Space does: build its backend with
-    ``variables`` (its Space variables), ``warm()`` it (data, retriever, the generator's models), answer one question
-    and build its app (no launch)."""
-    code = ("import sys; sys.path.insert(0, '.')\n"
-            "import app, rirag\n"
-            "backend = sys.modules['backend'].Backend(examples=['" + PROBE_QUESTION + "']).warm()\n"
-            "answered = backend.answer('" + PROBE_QUESTION + "')\n"
-            "assert answered['answer'].strip() or answered['message'], answered\n"
-            "made = app.build_app(backend)\n"
-            "print(type(made).__name__, len(answered['citations']), 'rirag from', rirag.__file__)\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(variables or {})
-    env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    done = subprocess.run([sys.executable, "-c", code], cwd=str(folder), env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        raise RuntimeError(lines[-1] if lines else f"exit {done.returncode}")
-    out = done.stdout.strip().splitlines()[-1]
-    if str(Path(folder).resolve()) not in out:
-        raise RuntimeError(f"the app did not import its vendored rirag ({out})")
-    kind, cited = out.split(" rirag from")[0].split()
-    return f"{kind}, warmed, one question answered ({cited} cited), vendored rirag"
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def call_gradio(url: str, api_name: str, inputs: list, timeout: float = APP_TIMEOUT_S) -> list:
+    """One call of a running Gradio app's HTTP API (``POST /gradio_api/call/<api>``, then its event stream): the
+    outputs; a RuntimeError with the app's message when it answers with an error."""
+    import json
+    import urllib.request
+
+    base = f"{url.rstrip('/')}/gradio_api/call/{api_name.strip('/')}"
+    request = urllib.request.Request(base, data=json.dumps({"data": inputs}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 (127.0.0.1 only)
+        event = json.loads(answer.read())["event_id"]
+    with urllib.request.urlopen(f"{base}/{event}", timeout=timeout) as stream:  # noqa: S310
+        kind = None
+        for raw in stream:
+            line = raw.decode("utf-8").rstrip("\n")
+            if line.startswith("event:"):
+                kind = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and kind in ("complete", "error"):
+                data = line.split(":", 1)[1].strip()
+                if kind == "error":
+                    raise RuntimeError(f"the app answered an error: {data}")
+                return json.loads(data)
+    raise RuntimeError(f"{api_name}: the event stream ended without a result")
+
+
+#: Where a Space's files are on the Space (its working directory): its folder's name is ``app``, not the repo's.
+SPACE_FOLDER = "app"
+
+
+@contextlib.contextmanager
+def running_space(folder: str | Path, variables: Mapping[str, str] | None = None, python: str | None = None,
+                  timeout: float = APP_TIMEOUT_S, environ: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A Space started as the Hub starts it: a copy of its upload folder named ``app`` (so nothing the run writes,
+    caches included, lands in the upload folder, and code that relies on its folder's name fails here as there),
+    ``python app.py`` (``python``: this interpreter by default) with the Space's ``variables`` over ``environ``
+    (default: this process's environment, PYTHONPATH left out), Gradio on a free port of 127.0.0.1. Yields its URL
+    once it answers; stopped after."""
+    import shutil
+    import time
+    import urllib.error
+    import urllib.request
+
+    with tempfile.TemporaryDirectory(prefix="rirag-space-") as tmp:
+        app = Path(tmp) / SPACE_FOLDER
+        shutil.copytree(folder, app)
+        port = free_port()
+        env = {k: v for k, v in (os.environ if environ is None else environ).items() if k != "PYTHONPATH"}
+        env.update(variables or {})
+        env.update(GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), GRADIO_ANALYTICS_ENABLED="False")
+        log = Path(tmp) / "space.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen([python or sys.executable, "app.py"], cwd=str(app), env=env, stdout=out,
+                                    stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+                    raise RuntimeError(f"the Space exited ({proc.returncode}) before serving: "
+                                       f"{lines[-1] if lines else 'no output'}")
+                try:
+                    with urllib.request.urlopen(f"{url}/gradio_api/info", timeout=5):  # noqa: S310
+                        break
+                except (urllib.error.URLError, ConnectionError, TimeoutError):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the Space did not serve within {timeout:.0f} s") from None
+                    time.sleep(0.5)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def ask_demo(url: str, question: str = PROBE_QUESTION) -> str:
+    """The demo Space's answer to one question over HTTP (its ``/ask`` API): what the check reports."""
+    answer, cited, used = call_gradio(url, "ask", [question])
+    if "rirag-answer" not in answer and "rirag-message" not in answer:
+        raise RuntimeError(f"the demo answered no answer and no message: {answer[:200]!r}")
+    return f"answered over HTTP ({cited.count('rirag-passage')} passage(s) cited)"
+
+
+def score_metric(url: str) -> str:
+    """The metric Space's score of one answer over HTTP (its ``/score`` API)."""
+    import json
+
+    (text,) = call_gradio(url, "score", ["Firms must keep records for six years.",
+                                         "An Authorised Person must maintain records for at least six years."])
+    result = json.loads(text)
+    if result.get("n_scored") != 1 or not isinstance(result.get("repass"), float):
+        raise RuntimeError(f"the metric Space scored nothing: {result}")
+    return f"scored over HTTP (RePASs {result['repass']})"
+
+
+def check_space_sdk(folder: str | Path) -> str:
+    """The Gradio a Space's card pins (``sdk_version``): the same major version as the Gradio this check starts the
+    app with, and inside the folder's ``requirements.txt`` gradio range if it has one; the pin, or a
+    RuntimeError saying which."""
+    import gradio
+    from huggingface_hub import SpaceCard
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pinned = SpaceCard.load(Path(folder) / "README.md").data.to_dict().get("sdk_version")
+    if not pinned:
+        raise RuntimeError("the card pins no sdk_version: the Hub would start the app with a Gradio nobody checked")
+    if Version(str(pinned)).major != Version(gradio.__version__).major:
+        raise RuntimeError(f"the card pins gradio {pinned}, but the check runs gradio {gradio.__version__}: the "
+                           "Space would start with a Gradio this check never ran")
+    requirements = Path(folder) / "requirements.txt"
+    for line in requirements.read_text().splitlines() if requirements.is_file() else []:
+        line = line.split("#", 1)[0].strip()
+        if line and Requirement(line).name.lower() == "gradio" and str(pinned) not in Requirement(line).specifier:
+            raise RuntimeError(f"the card pins gradio {pinned}, outside requirements.txt's {line}")
+    return str(pinned)
+
+
+def metric_model_variables() -> dict[str, str]:
+    """The metric Space's variables that replace its default models (``evaluate_scripts/repass/app.py``'s
+    ``MODEL_VARIABLES``), with the default model each replaces."""
+    from rirag.scoring.constants import OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL, OFFICIAL_OBLIGATION_MODEL
+
+    return {"REPASS_NLI_MODEL": OFFICIAL_NLI_MODEL, "REPASS_COVERAGE_MODEL": OFFICIAL_COVERAGE_MODEL,
+            "REPASS_OBLIGATION_MODEL": OFFICIAL_OBLIGATION_MODEL}
+
+
+def metric_space_variables(ids: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The metric Space's variables for the check (each default model with a local copy: that copy) and the default
+    models that are neither assembled nor in the Hugging Face cache (the Space then starts, but scores nothing)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    variables, absent = {}, []
+    for name, model in metric_model_variables().items():
+        if model in ids:
+            variables[name] = ids[model]
+        elif not isinstance(try_to_load_from_cache(model, "config.json"), str):
+            absent.append(model)
+    return variables, sorted(set(absent))
+
+
+def run_space(entry_kind: str, folder: str | Path, variables: Mapping[str, str] | None = None,
+              python: str | None = None, ask: bool = True, timeout: float = APP_TIMEOUT_S,
+              environ: Mapping[str, str] | None = None) -> str:
+    """Start a Space as the Hub does (:func:`running_space`) after checking its Gradio pin (:func:`check_space_sdk`),
+    and (``ask``) get an answer (the demo) or a score (the metric) over HTTP."""
+    pinned = check_space_sdk(folder)
+    with running_space(folder, variables, python, timeout, environ) as url:
+        if not ask:
+            return f"gradio {pinned}, started as {SPACE_FOLDER}/, served"
+        done = ask_demo(url) if entry_kind == "app-space" else score_metric(url)
+    return f"gradio {pinned}, started as {SPACE_FOLDER}/, {done}"
 
 
 #: ``datasets``' cache settings (environment variable -> ``datasets.config`` attribute) that one check replaces.
@@ -290,12 +426,18 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> 
             names = {e.name: manifest.repo_id(e) for e in manifest.entries}  # as push_all sets the variables
             given = {k: names.get(v, v) for k, v in (getattr(entry, "space_variables", None) or {}).items()}
             variables = space_environment(given, ids)
-            return f"{OK} ({run_app_space(folder, variables=variables)})"
+            return f"{OK} ({run_space(entry.kind, folder, variables)})"
         card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
         if getattr(entry, "builder_only", False):
             return check_builder_card(card, folder)
         blocks = [(lang, code) for lang, code in code_blocks(card) if repo_id in code]
         for lang, code in blocks:
+            if lang == "python" and entry.kind == "metric-space":
+                loaded = run_python_snippet(code, repo_id, ids)
+                variables, absent = metric_space_variables(ids)
+                started = run_space(entry.kind, folder, variables, ask=not absent)
+                why = f"; no score: {', '.join(absent)} neither assembled nor cached" if absent else ""
+                return f"{OK} ({loaded}; Space: {started}{why})"
             if lang == "python":
                 return f"{OK} ({run_python_snippet(code, repo_id, ids)})"
             if lang in ("bash", "sh", "shell") and "rirag retrieve" in code:

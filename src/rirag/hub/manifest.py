@@ -65,6 +65,8 @@ class Manifest:
     results_dir: str = "benchmarks/results"
     aliases: dict = field(default_factory=dict)  # local model names -> Hub ids (e.g. the wheel-shipped MiniLM)
     defaults: dict = field(default_factory=dict)  # card context shared by every entry
+    #: The Gradio version every Space card pins (``sdk_version``): the one the load check starts the Spaces with.
+    space_sdk_version: str = ""
 
     def repo_id(self, entry: Entry) -> str:
         return f"{self.namespace}/{entry.repo}"
@@ -119,7 +121,7 @@ def load_manifest(path: str | Path, namespace: str | None = None) -> Manifest:
     return Manifest(namespace=ns, entries=entries, private=bool(raw.get("private", False)),
                     create_pr=bool(raw.get("create_pr", False)), out_dir=raw.get("out_dir", "artifacts/hub"),
                     results_dir=raw.get("results_dir", "benchmarks/results"), aliases=raw.get("aliases") or {},
-                    defaults=raw.get("defaults") or {})
+                    defaults=raw.get("defaults") or {}, space_sdk_version=str(raw.get("space_sdk_version") or ""))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -124,12 +124,15 @@ def check_hub_access(token: str | None = None) -> str:
 def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, private: bool | None = None,
                 create_pr: bool = False, commit_message: str | None = None, token: str | None = None,
                 space_sdk: str | None = None, space_variables: dict | None = None,
-                path_in_repo: str | None = None) -> str | None:
+                path_in_repo: str | None = None, files: list[str] | tuple[str, ...] | None = None) -> str | None:
     """Create the repo if needed and upload ``folder``; the only place rirag talks to the Hub.
 
     Returns the commit (or pull-request) URL; None on a non-main process. The token comes from ``token``,
-    ``HF_TOKEN`` or ``hf auth login``.
+    ``HF_TOKEN`` or ``hf auth login``. ``files`` (relative paths): upload those and nothing else of the folder (what
+    was assembled; a file written there since, a cache, is left behind).
     """
+    import glob
+
     from huggingface_hub import HfApi
 
     if not is_main_process():
@@ -147,8 +150,9 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, p
         extra["space_variables"] = [{"key": k, "value": str(v)} for k, v in space_variables.items()]
     try:
         api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, space_sdk=space_sdk, **extra)
+        allow = [glob.escape(f) for f in files] if files is not None else None
         info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type,
-                                 path_in_repo=path_in_repo, create_pr=create_pr,
+                                 path_in_repo=path_in_repo, create_pr=create_pr, allow_patterns=allow,
                                  commit_message=commit_message or f"rirag: upload {folder.name}")
     except Exception as err:
         mapped = access_error(err, f"push {repo_id}")
@@ -158,6 +162,13 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", *, p
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None) or str(info)
     logger.info("pushed %s to %s (%s): %s", folder, repo_id, repo_type, url)
     return url
+
+
+def unlisted_files(folder: Path, paths: tuple[str, ...]) -> list[str]:
+    """The files of an upload folder that its assembly did not write (relative paths, sorted)."""
+    listed = set(paths)
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and p.relative_to(folder).as_posix() not in listed)
 
 
 def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None,
@@ -176,12 +187,16 @@ def push_all(manifest: Manifest, rows: list[Row], *, private: bool | None = None
             row.detail = f"not pushed: it does not load as its card says ({row.load})"
             continue
         entry = entries[row.name]
+        extra = unlisted_files(Path(row.folder), row.paths)
+        if extra:
+            logger.warning("%s: %d file(s) in %s were not assembled and are not uploaded: %s", entry.name,
+                           len(extra), row.folder, ", ".join(extra[:5]))
         variables = {k: ids.get(v, v) for k, v in entry.space_variables.items()}
         try:
             row.detail = push_folder(row.folder, row.repo_id, entry.repo_type, space_variables=variables or None,
                                      private=manifest.private if private is None else private,
                                      create_pr=manifest.create_pr if create_pr is None else create_pr,
-                                     commit_message=f"rirag hub_push: {entry.name}") or ""
+                                     commit_message=f"rirag hub_push: {entry.name}", files=row.paths) or ""
         except HubAccessError as err:
             done = [r.repo_id for r in rows if r.status == "pushed"]
             raise type(err)(f"{err} (pushed before this: {', '.join(done) if done else 'nothing'})") from err
