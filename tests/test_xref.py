@@ -172,6 +172,26 @@ def test_graph_is_written_deterministically_with_its_datasets_config(tmp_path):
     assert row["source_id"] == "g5" and row["targets"] == ["g4"]
 
 
+def test_two_corpora_graphs_each_load_their_own_rows(tmp_path, monkeypatch):
+    """Every graph folder is named xref: under one config name, datasets served the second corpus the first one's
+    rows from its cache. A content-named config keeps them apart; the same graph keeps its name."""
+    from datasets import load_dataset
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    passages = _adgm()
+    rows = graph_rows(passages, ALIASES)
+    summary = graph_summary(rows, len(passages))
+    write_graph(rows, summary, tmp_path / "one" / "xref")
+    write_graph(rows[:1], graph_summary(rows[:1], len(passages)), tmp_path / "two" / "xref")
+    first = load_dataset(str(tmp_path / "one" / "xref"), split="train")
+    second = load_dataset(str(tmp_path / "two" / "xref"), split="train")
+    assert len(first) == len(rows) and len(second) == 1
+    write_graph(rows, summary, tmp_path / "again" / "xref")
+    names = [(tmp_path / d / "xref" / "README.md").read_text().split("config_name: ")[1].split("\n")[0]
+             for d in ("one", "two", "again")]
+    assert names[0] == names[2] != names[1] and names[0].startswith("xref-")
+
+
 def test_data_xref_command_writes_the_graph_beside_the_corpus(tmp_path):
     root = tmp_path / "corpus"
     (root / "documents").mkdir(parents=True)

@@ -6,6 +6,7 @@ read it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -86,16 +87,23 @@ def card_section(summary: dict) -> str:
     )
 
 
+def local_config_name(graph_bytes: bytes) -> str:
+    """The datasets config of a written graph folder: ``xref-`` and the first 12 hex digits of its
+    ``references.jsonl``'s SHA-256. ``datasets`` caches a local folder by its name (always ``xref``) and config, not
+    by its path, so graphs of two corpora under one config name would share a cache entry and
+    ``load_dataset("other/xref")`` would return the first one's rows; a content-named config never does."""
+    return f"{GRAPH_CONFIG}-{hashlib.sha256(graph_bytes).hexdigest()[:12]}"
+
+
 def write_graph(rows: list[dict], summary: dict, out: str | os.PathLike) -> Path:
     """Write the graph folder atomically: ``references.jsonl``, ``summary.json`` and a ``README.md`` whose
-    front matter declares the ``xref`` datasets config."""
+    front matter declares its datasets config (:func:`local_config_name`), so ``load_dataset(out)`` loads it."""
     out = Path(out)
+    data = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows).encode("utf-8")
     with atomic_dir(out) as tmp:
-        with open(tmp / GRAPH_FILE, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        (tmp / GRAPH_FILE).write_bytes(data)
         (tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        front = (f"---\nconfigs:\n- config_name: {GRAPH_CONFIG}\n  data_files:\n  - split: train\n"
+        front = (f"---\nconfigs:\n- config_name: {local_config_name(data)}\n  data_files:\n  - split: train\n"
                  f"    path: {GRAPH_FILE}\n---\n\n")
         (tmp / "README.md").write_text(front + card_section(summary), encoding="utf-8")
     return out
