@@ -298,3 +298,27 @@ def venv_from_requirements(dest: Path, requirements: Iterable[str], rirag_src: P
             raise ValueError("rirag is required: give its source folder")
         (site / "rirag").symlink_to(rirag_src)
     return dest / "bin" / "python"
+
+
+#: Runs each snippet file named on its command line in a fresh namespace (a ``>>>`` block as a doctest) and prints
+#: ``RESULTS`` with, per snippet, the doctest's tries and failures or ``REPORT`` (an expression over ``namespace``).
+_SNIPPET_DRIVER = r'''
+import doctest, json, sys
+out = []
+for path in sys.argv[1:]:
+    code = open(path).read()
+    if code.lstrip().startswith(">>>"):
+        runner = doctest.DocTestRunner()
+        runner.run(doctest.DocTestParser().get_doctest(code, {}, path, path, 0))
+        out.append({"doctest": [runner.tries, runner.failures]})
+        continue
+    namespace = {"__name__": "__main__"}
+    exec(compile(code, path, "exec"), namespace)
+    out.append(REPORT)
+print("RESULTS " + json.dumps(out))
+'''
+
+
+def snippet_driver(report: str) -> str:
+    """The snippet-running script, reporting ``report`` (a Python expression over ``namespace``) per snippet."""
+    return _SNIPPET_DRIVER.replace("REPORT", report)

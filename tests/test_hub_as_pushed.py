@@ -21,27 +21,13 @@ import pytest
 
 from _hub_project import MANIFEST, REPO, build_tiny_project
 from _scoring_fixtures import tiny_models
-from _standalone import HubServer, venv_from_requirements
+from _standalone import HubServer, snippet_driver, venv_from_requirements
 from conftest import write_tiny_obliqa
 from tiny_encoder import tiny_sentence_transformer
 
 #: Runs each snippet file in a fresh namespace (a ``>>>`` block as a doctest); prints what each bound or failed.
-DRIVER = r'''
-import doctest, json, sys
-out = []
-for path in sys.argv[1:]:
-    code = open(path).read()
-    if code.lstrip().startswith(">>>"):
-        runner = doctest.DocTestRunner()
-        runner.run(doctest.DocTestParser().get_doctest(code, {}, path, path, 0))
-        out.append({"doctest": [runner.tries, runner.failures]})
-        continue
-    namespace = {"__name__": "__main__"}
-    exec(compile(code, path, "exec"), namespace)
-    out.append({k: type(v).__name__ for k, v in namespace.items() if not k.startswith("__")
-                and type(v).__name__ not in ("module", "function", "type")})
-print("RESULTS " + json.dumps(out))
-'''
+DRIVER = snippet_driver('{k: type(v).__name__ for k, v in namespace.items() if not k.startswith("__") '
+                        'and type(v).__name__ not in ("module", "function", "type")}')
 
 
 @pytest.fixture(scope="module")

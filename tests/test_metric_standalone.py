@@ -14,27 +14,13 @@ from pathlib import Path
 import pytest
 
 from _scoring_fixtures import tiny_models
-from _standalone import LocalHub, fresh_venv, hub_cache
+from _standalone import LocalHub, fresh_venv, hub_cache, snippet_driver
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = REPO / "hub_push" / "manifest.yaml"
 
 #: Runs each snippet in a fresh namespace (a ``>>>`` block as a doctest) and prints what it computed.
-DRIVER = r'''
-import doctest, json, sys
-out = []
-for path in sys.argv[1:]:
-    code = open(path).read()
-    if code.lstrip().startswith(">>>"):
-        runner = doctest.DocTestRunner()
-        runner.run(doctest.DocTestParser().get_doctest(code, {}, path, path, 0))
-        out.append({"doctest": [runner.tries, runner.failures]})
-    else:
-        namespace = {"__name__": "__main__"}
-        exec(compile(code, path, "exec"), namespace)
-        out.append({"results": namespace.get("results"), "metric": type(namespace.get("repass")).__name__})
-print("RESULTS " + json.dumps(out))
-'''
+DRIVER = snippet_driver('{"results": namespace.get("results"), "metric": type(namespace.get("repass")).__name__}')
 
 
 @pytest.fixture(scope="module")
