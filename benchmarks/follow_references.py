@@ -122,7 +122,7 @@ def evaluate(name: str, questions, gold, corpus, graph: ReferenceGraph, filtered
     per: dict[str, list[dict]] = {v: [] for v in variants}
     start = time.perf_counter()
     for i, (qid, question) in enumerate(questions):
-        passages = select_passages(run.get(qid, {}), corpus, k=10, filtered=filtered)
+        passages = select_passages(run.get(qid, {}), corpus, k=10, context=filtered)
         ptexts, ids, scores = [p.text for p in passages], [p.id for p in passages], [p.score for p in passages]
         answerer.config = base_cfg
         cache.clear()

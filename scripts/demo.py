@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rirag.cli import format_table
 from rirag.cli.answers import format_answer
-from rirag.constants import EVAL_K, RUN_DEPTH, SEED
+from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, RUN_DEPTH, SEED
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import write_trec
 from rirag.data.splits import qrels_of, split_questions
@@ -100,7 +100,8 @@ def main(config: DemoConfig) -> None:
     else:
         generator = build_generator(GeneratorSpec(name, options={"max_new_tokens": config.answer_max_new_tokens}))
     question = obliqa.unseen[0]
-    out(f"\n# 4. A cited answer ({name}, {config.retriever} passages, RIRAG-filtered)\n\nQ: {question.text}\n")
+    out(f"\n# 4. A cited answer ({name}, {config.retriever} passages, context filter {DEFAULT_CONTEXT_FILTER})"
+        f"\n\nQ: {question.text}\n")
     answer = answer_question(question.text, retriever, generator, config.answer_strategy, corpus=obliqa.corpus,
                              question_id=question.id)
     out(format_answer(answer, obliqa.titles))

@@ -154,8 +154,8 @@ def test_the_command_the_benchmark_and_the_demo_share_one_typed_request():
     options = answer_options(args)
     assert vars(args) == before  # resolved once, args left as parsed
     assert isinstance(options, AnswerOptions) and isinstance(options.generator, GeneratorSpec)
-    assert (options.retriever.name, options.retriever.options, options.k, options.filtered) == ("bm25", {"k1": 1.2},
-                                                                                               7, False)
+    assert (options.retriever.name, options.retriever.options, options.k, options.context_filter) == (
+        "bm25", {"k1": 1.2}, 7, "top-k")
     assert options.retriever_manifest() == {"retriever": "bm25", "retriever_model": None,
                                             "retriever_options": [["k1", 1.2]]}
 

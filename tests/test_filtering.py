@@ -31,3 +31,33 @@ def test_filter_run_does_not_mutate_input():
     copy = {q: dict(r) for q, r in run.items()}
     assert filter_run(run) == {"q1": {"a": 1.0}, "q2": {"c": 0.5}}
     assert run == copy
+
+
+def test_a_context_filter_decides_on_its_depth_only():
+    """The same context from a run of 100 results as from its top 10 (raw BM25-like scores are normalised over the
+    filter's depth); normalising over everything the run holds, as before, gives another context."""
+    from rirag.retrieval.filtering import ContextFilter, context_filter
+    from rirag.retrieval.fusion import min_max_normalise
+
+    deep = {f"p{i:03d}": 30.0 - 0.05 * i * i for i in range(100)}  # raw scores, falling faster down the list
+    top10 = dict(sorted(deep.items(), key=lambda kv: -kv[1])[:10])
+    rule = ContextFilter("rule@10", 0.7, 0.2, depth=10)
+    assert rule.select(deep) == rule.select(top10)
+    assert 1 < len(rule.select(deep)) < 10
+    over_all = list(filter_ranked(min_max_normalise(deep)))  # the old decision: normalised over the whole run
+    assert over_all != [pid for pid, _ in rule.select(deep)]
+    paper = context_filter("rirag")
+    assert paper.depth == 100 and paper.search_depth(10) == 100 and context_filter(True) is paper
+    top_k = context_filter(False)
+    assert [pid for pid, _ in top_k.select(deep, 10)] == list(top10) and top_k.search_depth(10) == 10
+    assert top_k.select(deep, 10) == top_k.select(top10, 10)
+
+
+def test_an_unknown_context_filter_is_named():
+    import pytest
+
+    from rirag.errors import DataError
+    from rirag.retrieval.filtering import context_filter
+
+    with pytest.raises(DataError, match="--context-filter 'best'.*top-k.*rirag"):
+        context_filter("best")

@@ -19,8 +19,12 @@ from pathlib import Path
 import pytest
 
 from rirag.cli import main
+from rirag.constants import DEFAULT_CONTEXT_FILTER
 from rirag.generation.runfiles import AnswersRun, build_manifest, differences, fingerprint
+from rirag.retrieval.filtering import CONTEXT_FILTERS
 from tests.test_generation_prompts import _tiny_classifier
+
+OTHER_FILTER = next(name for name in CONTEXT_FILTERS if name != DEFAULT_CONTEXT_FILTER)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,7 +95,8 @@ def _case_answer_with_another_generator_option(t, data, clf):
     assert main(["answer", "--data", str(data), "--split", "original-dev", "--run", str(dev), "--out", str(out),
                  *_generator(clf)]) == 0
     return (["answer", "--data", str(data), "--split", "original-dev", "--run", str(dev), "--out", str(out),
-             *_generator(clf), "--no-filter"], ["score filter (true there, false now)"])
+             *_generator(clf), "--context-filter", OTHER_FILTER],
+            [f"context filter ({DEFAULT_CONTEXT_FILTER} there, {OTHER_FILTER} now)"])
 
 
 def _case_submit_out_is_a_file(t, data, clf):
@@ -244,7 +249,8 @@ def test_overwrite_starts_afresh(tiny_data_dir, tmp_path, classifier, monkeypatc
     assert [r["QuestionID"] for r in json.loads((out / "answers.json").read_text())] == ["u1"]  # no old record
     manifest = json.loads((out / "answers.json.manifest.json").read_text())
     assert manifest["retriever"] == "rank-fusion" and manifest["questions"].startswith("1 questions from")
-    assert manifest["generator"] == "extractive" and manifest["k"] == 10 and manifest["filter"] is True
+    assert manifest["generator"] == "extractive" and manifest["k"] == 10 \
+        and manifest["filter"] == DEFAULT_CONTEXT_FILTER
     assert "device" not in manifest["generator_options"]  # how, not what: not compared
     assert main([*base, "--retriever", "rank-fusion"]) == 0  # the same run resumes
     assert main([*base, "--retriever", "rank-fusion", "--device", "cpu"]) == 0  # another device: still the same run
@@ -254,7 +260,7 @@ def test_manifest_differences_and_check(tmp_path):
     questions = [("q1", "What?"), ("q2", "Why?")]
     assert fingerprint(questions) == fingerprint(list(questions)) != fingerprint(questions[::-1])
     common = dict(generator={"generator": "extractive", "generator_options": {"adapter": None}}, strategy="zero-shot",
-                  k=10, filtered=True)
+                  k=10, context_filter="rirag")
     a = build_manifest("answer", questions, "split validation", passages={"retriever": "bm25"}, **common)
     b = build_manifest("answer", questions, "a copy", passages={"retriever": "bm25"}, **common)
     assert differences(a, b) == []  # where the questions came from is information, not identity

@@ -60,7 +60,7 @@ def draw(config: Config) -> tuple[dict, list[dict]]:
     drawn = random.Random(config.seed).sample(pool, config.size)
     items = []
     for q in drawn:
-        given = select_passages(run[q.id], obliqa.passages, EVAL_K, filtered=True, where=f"{config.run}, {q.id}")
+        given = select_passages(run[q.id], obliqa.passages, EVAL_K, "rirag", where=f"{config.run}, {q.id}")
         items.append({"QuestionID": q.id, "Question": q.text, "gold": list(q.gold),
                       "passages": [{"id": p.id, "score": round(p.score, 4), "DocumentID": p.document_id,
                                     "PassageID": p.passage_id, "text": p.text} for p in given]})

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 TITLE = "rirag: ask the ADGM rulebooks"
 INTRO = ("Type a compliance question about the Abu Dhabi Global Market rulebooks (ObliQA corpus). The answer cites "
          "the retrieved passages as [1], [2], …; each cited passage is listed with its document, passage id and "
-         "retrieval score (normalised per question, as the RIRAG score filter that picks the passages uses it).")
+         "retrieval score.")
 
 
 def _text(text: str) -> str:

@@ -2,7 +2,7 @@
 
 The settings become rirag's :class:`~rirag.generation.pipeline.AnswerOptions` and the answering is rirag's own
 session (:class:`rirag.generation.session.AnsweringSession`: the corpus, the retriever and the generator built on
-first use, once; cross-references attached when followed; retrieve, RIRAG score filter, generate, cite), the one
+first use, once; cross-references attached when followed; retrieve, context filter, generate, cite), the one
 ``rirag ask`` uses. This module only reads the settings and shapes the answer for the page.
 """
 
@@ -14,10 +14,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from rirag.constants import DEFAULT_CONTEXT_FILTER
 from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, FOCUSED
 from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.prompts import ZERO_SHOT
 from rirag.generation.registry import PASSAGE_GENERATORS
+from rirag.retrieval.filtering import CONTEXT_FILTERS
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,9 @@ ENV_VARIABLES = (
                                          "`rirag ask --follow-references` does (the followed rule is cited right "
                                          "after the reference and listed under References followed); empty: off"),
     ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
-    ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the RIRAG score filter then keeps the generator's input"),
+    ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the context filter then keeps the generator's input"),
+    ("RIRAG_DEMO_CONTEXT_FILTER", DEFAULT_CONTEXT_FILTER, "which of them the generator sees, as rirag ask's "
+                                                          "--context-filter: " + ", ".join(CONTEXT_FILTERS)),
     ("RIRAG_DATA_DIR", "", "local ObliQA folder; empty: the Hub dataset RegNLP/ObliQA"),
 )
 
@@ -79,6 +83,7 @@ class DemoSettings:
     follow_references: bool = False
     strategy: str = ZERO_SHOT
     top_k: int = 10
+    context_filter: str = DEFAULT_CONTEXT_FILTER
     data: str | None = None
 
     @classmethod
@@ -95,6 +100,9 @@ class DemoSettings:
             top_k = int(get["RIRAG_DEMO_TOP_K"])
         except ValueError as err:
             raise ValueError(f"RIRAG_DEMO_TOP_K must be a whole number, got {get['RIRAG_DEMO_TOP_K']!r}") from err
+        context = get["RIRAG_DEMO_CONTEXT_FILTER"].strip()
+        if context not in CONTEXT_FILTERS:
+            raise ValueError(f"RIRAG_DEMO_CONTEXT_FILTER must be one of {', '.join(CONTEXT_FILTERS)}, got {context!r}")
         follow = get["RIRAG_DEMO_FOLLOW_REFERENCES"].strip().lower()
         if follow and follow not in (*TRUE_VALUES, "0", "false", "no", "off"):
             raise ValueError(f"RIRAG_DEMO_FOLLOW_REFERENCES must be true or false, got {follow!r}")
@@ -108,7 +116,8 @@ class DemoSettings:
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
                    generator_encoder=get["RIRAG_DEMO_GENERATOR_ENCODER"] or None,
                    follow_references=follow in TRUE_VALUES,
-                   strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, data=get["RIRAG_DATA_DIR"] or None)
+                   strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, context_filter=context,
+                   data=get["RIRAG_DATA_DIR"] or None)
 
     def answer_options(self):
         """The settings as :class:`~rirag.generation.pipeline.AnswerOptions`, the typed options ``rirag ask``
@@ -121,7 +130,8 @@ class DemoSettings:
         if self.follow_references and self.generator == FOCUSED:  # only when on, as the CLI's spec
             options["follow_references"] = True
         return AnswerOptions(GeneratorSpec(self.generator, self.generator_model, options),
-                             RetrieverSpec(self.retriever, self.model, dict(self.options)), self.strategy, self.top_k)
+                             RetrieverSpec(self.retriever, self.model, dict(self.options)), self.strategy, self.top_k,
+                             self.context_filter)
 
     def retriever_label(self) -> str:
         label = self.retriever + (f" ({self.model})" if self.model else "")

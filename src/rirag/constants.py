@@ -70,6 +70,10 @@ XREF_MAX_TARGETS = 1
 #: at the first consecutive drop > max_drop, always keep at least one passage.
 FILTER_MIN_SCORE = 0.7
 FILTER_MAX_DROP = 0.2
+#: The answerer's context (rirag.retrieval.filtering.CONTEXT_FILTERS) unless ``--context-filter`` names another, the
+#: same on every path (ask, answer --run, submit, the demo): chosen on validation data by
+#: benchmarks/context_filter.py (docs/results.md), where the RIRAG filter left out gold passages the top k held.
+DEFAULT_CONTEXT_FILTER = "top-k"
 
 #: Entailment tuning: probability of masking each hypothesis token, and the premise–hypothesis connective.
 ET_MASK_PROBABILITY = 0.8

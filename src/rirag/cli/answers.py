@@ -3,7 +3,7 @@
 its questions and prints what comes back.
 
     rirag answer (--run RUN.trec --split SPLIT | --questions FILE [--run RUN.trec]) --out answers.json
-                 [--generator G] [--strategy S] [--k 10] [--no-filter] [--allow-missing]
+                 [--generator G] [--strategy S] [--k 10] [--context-filter F] [--allow-missing]
     rirag ask "question" ["another question" ...] [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
 
@@ -43,7 +43,7 @@ from rirag.cli.options import (
     add_split_option,
     add_system_option,
 )
-from rirag.constants import EVAL_K
+from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K
 from rirag.data.answers import AnswersFile, shared_task_records
 from rirag.data.questions import read_questions
 from rirag.data.runs import read_trec, write_trec
@@ -58,6 +58,7 @@ from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
 from rirag.generation.session import AnsweringSession
 from rirag.io import atomic_write_json
 from rirag.retrieval.defaults import with_default_retriever
+from rirag.retrieval.filtering import CONTEXT_FILTERS
 from rirag.retrieval.registry import retriever_spec
 from rirag.text.citations import strip_citations
 
@@ -108,7 +109,7 @@ def answer_options(args: Any) -> AnswerOptions:
     loads; ``args`` unchanged). A command answering from ``--run`` has no retriever."""
     retriever = None if getattr(args, "run", None) else retriever_spec_from_args(args)
     spec = generator_spec(args.generator, args.generator_model, args)
-    return AnswerOptions(spec, retriever, args.strategy, args.k, not args.no_filter)
+    return AnswerOptions(spec, retriever, args.strategy, args.k, "top-k" if args.no_filter else args.context_filter)
 
 
 def session_from_args(args: Any) -> AnsweringSession:
@@ -153,7 +154,7 @@ def _answers_run(command: str, args: Any, options: AnswerOptions, answers: Path,
     """The manifest and lock of ``answers`` (see :mod:`rirag.generation.runfiles`), checked (nothing written)."""
     manifest = build_manifest(command, questions, questions_from, passages=passages,
                               generator=generator_manifest(args), strategy=options.strategy, k=options.k,
-                              filtered=options.filtered)
+                              context_filter=options.context.name)
     run = AnswersRun(answers, manifest, overwrite=args.overwrite, label=label, companions=companions)
     run.check()
     return run
@@ -203,6 +204,7 @@ def cmd_answer(args: Any) -> int:
     if args.run:
         run = read_trec(args.run)
         checks.run_for_answers(run, session.corpus, [qid for qid, _ in questions], str(args.run), args.allow_missing)
+        _warn_shallow_run(run, options, len(session.corpus), str(args.run))
     session.open()
     prepared = prepare_questions(questions)
     with answers_run:  # a second writer is locked out; a failure before the first answer leaves --out as it was
@@ -216,6 +218,22 @@ def cmd_answer(args: Any) -> int:
             return EXIT_GENERATION_ERROR
     sys.stdout.write(_summary(summary, session))
     return EXIT_OK
+
+
+def _warn_shallow_run(run: dict, options: AnswerOptions, corpus_size: int, where: str) -> None:
+    """A run shallower than the depth the context filter normalises over gives other contexts than ``ask``,
+    ``submit`` or a deeper run: said once."""
+    context = options.context
+    depth = min(context.depth, corpus_size)
+    if not context.filters or depth <= options.k:
+        return
+    deepest = max((len(results) for results in run.values()), default=0)
+    # a run cut at the context size (a submit run, rirag retrieve --k 10); a deeper one that holds fewer than
+    # ``depth`` for every question may be the retriever's whole list (BM25 leaves out passages scoring 0)
+    if 0 < deepest <= max(options.k, EVAL_K):
+        logger.warning("%s holds at most %d results per question: --context-filter %s normalises over the top %d, "
+                       "so its contexts differ from a deeper run's (rirag retrieve --k %d)",
+                       where, deepest, context.name, depth, depth)
 
 
 # -- rirag ask ----------------------------------------------------------------------------------------------------
@@ -361,14 +379,18 @@ def cmd_submit(args: Any) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     add_data_option(p)
     add_k_option(p, EVAL_K, "passages considered per question before filtering (1 to the corpus size)")
-    p.add_argument("--no-filter", action="store_true", help="skip the RIRAG score filter (keep the top k)")
+    p.add_argument("--context-filter", default=DEFAULT_CONTEXT_FILTER, choices=list(CONTEXT_FILTERS),
+                   help="which of the top k the answerer sees: "
+                        + "; ".join(f"{name}: {f.note}" for name, f in CONTEXT_FILTERS.items())
+                        + f" (default {DEFAULT_CONTEXT_FILTER}; the same whatever the run's depth)")
+    p.add_argument("--no-filter", action="store_true", help="the top k as ranked (--context-filter top-k)")
 
 
 def add_parsers(sub: Any) -> None:
     """Register ``answer``, ``ask`` and ``submit`` on the ``rirag`` subparsers."""
     a = sub.add_parser("answer", help="answer a split (from a run) or a questions file; resumable answers JSON")
     _common(a)
-    a.add_argument("--run", default=None, help="TREC run whose (filtered) passages ground the answers")
+    a.add_argument("--run", default=None, help="TREC run whose passages (after --context-filter) ground the answers")
     add_split_option(a, required=False, extra="; the questions of the run")
     a.add_argument("--questions", default=None, help="JSON list of {QuestionID, Question} instead of --split")
     a.add_argument("--allow-missing", action="store_true",

@@ -1,8 +1,9 @@
 """Question → retrieved, filtered passages → cited answer; and the resumable answers file.
 
 :func:`answer_question` is the one-call entry point (``rirag ask``, the Gradio demo); :func:`answer_items` answers
-a batch of questions whose passages are known (``rirag answer``/``submit``, the benchmark). Passages go through
-the RIRAG score filter (:mod:`rirag.retrieval.filtering`) on scores normalised per question (:func:`normalise`).
+a batch of questions whose passages are known (``rirag answer``/``submit``, the benchmark). Each question's context
+is what its context filter keeps (:class:`rirag.retrieval.filtering.ContextFilter`: the same from a run file of
+any depth as from the retriever; :func:`select_passages`).
 :func:`answer_all` answers a list of prepared questions (:func:`prepare_questions`, done once, before retrieval)
 into a resumable answers file (:class:`rirag.data.answers.AnswersFile`). The session that builds the parts and calls
 these is :class:`rirag.generation.session.AnsweringSession`.
@@ -23,17 +24,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from rirag.constants import EVAL_K, FILTER_MAX_DROP, FILTER_MIN_SCORE, RUN_DEPTH
+from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K
 from rirag.data.answers import CITATIONS_FIELD, FOLLOWED_FIELD, SHARED_TASK_FIELDS, WARNINGS_FIELD, AnswersFile
 from rirag.data.obliqa import Passage
 from rirag.data.questions import is_blank
-from rirag.data.runs import ranked
 from rirag.errors import DataError
 from rirag.generation.base import BATCH_SIZE, Answerer, AnswerRequest, Draft, GeneratorSpec
 from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES, ZERO_SHOT
 from rirag.generation.render import check_strategy, written
-from rirag.retrieval.filtering import filter_ranked
-from rirag.retrieval.fusion import min_max_normalise
+from rirag.retrieval.filtering import ContextFilter, context_filter
 from rirag.retrieval.registry import RetrieverSpec
 from rirag.text.citations import ParsedAnswer, citation_records, parse_citations, placed_citations
 from rirag.validation import without_controls
@@ -56,14 +55,18 @@ WARN_NO_ANSWER_LINE = "no 'Answer:' line: the whole reply is kept"
 class AnswerOptions:
     """How questions are answered, resolved once from a command's options (``rirag ask``/``answer``/``submit``),
     a benchmark row or the demo's settings: the generator to build, the retriever to build (``None`` when the
-    passages come from a run file), the prompting strategy, the passages considered per question and whether the
-    RIRAG score filter applies."""
+    passages come from a run file), the prompting strategy, the passages considered per question and the context
+    filter that chooses among them (a :data:`rirag.retrieval.filtering.CONTEXT_FILTERS` name)."""
 
     generator: GeneratorSpec
     retriever: RetrieverSpec | None = None
     strategy: str = ZERO_SHOT
     k: int = EVAL_K
-    filtered: bool = True
+    context_filter: str = DEFAULT_CONTEXT_FILTER
+
+    @property
+    def context(self) -> ContextFilter:
+        return context_filter(self.context_filter)
 
     def retriever_manifest(self) -> dict:
         """The retriever part of a run manifest (name, model, options)."""
@@ -160,24 +163,14 @@ def prepare_questions(questions: Iterable[tuple[str, str]]) -> list[PreparedQues
     return out
 
 
-def normalise(results: Mapping[str, float]) -> dict[str, float]:
-    """Scores as the RIRAG filter expects them: unchanged when all lie in [0, 1] (hybrid, rank fusion), else
-    min-max normalised over the question's results (BM25, learned fusion)."""
-    if all(0.0 <= s <= 1.0 for s in results.values()):
-        return dict(results)
-    return min_max_normalise(results)
-
-
 def select_passages(results: Mapping[str, float], corpus: Mapping[str, Passage], k: int = EVAL_K,
-                    filtered: bool = True, where: str = "run") -> list[RetrievedPassage]:
-    """The top ``k`` of one question's results (RIRAG-filtered unless ``filtered`` is false), as passages."""
-    if filtered:
-        scores = normalise(results)
-        chosen = list(filter_ranked(scores, FILTER_MIN_SCORE, FILTER_MAX_DROP, k).items())
-    else:
-        chosen = ranked(results, k)
+                    context: "str | bool | ContextFilter | None" = None,
+                    where: str = "run") -> list[RetrievedPassage]:
+    """One question's context, as passages: at most ``k`` of its results, as the context filter chooses them
+    (:func:`rirag.retrieval.filtering.context_filter`: a name, a filter, ``None`` the default, ``True`` the paper's
+    RIRAG filter, ``False`` the top ``k``)."""
     out = []
-    for pid, score in chosen:
+    for pid, score in context_filter(context).select(results, k):
         p = corpus.get(pid)
         if p is None:
             raise DataError(f"{where}: passage id {pid!r} is not in the corpus")
@@ -247,7 +240,7 @@ def _write(answer: Answer, draft: Draft, grounded: bool) -> None:
 
 
 def answer_question(question: str, retriever, generator: Answerer, strategy: str = ZERO_SHOT, *,
-                    corpus: Mapping[str, Passage], k: int = EVAL_K, filtered: bool = True,
+                    corpus: Mapping[str, Passage], k: int = EVAL_K, context: "str | bool | ContextFilter | None" = None,
                     question_id: str = "question") -> Answer:
     """Retrieve (top ``k``), filter, and answer one question with citations.
 
@@ -256,9 +249,10 @@ def answer_question(question: str, retriever, generator: Answerer, strategy: str
     prepared = prepare_questions([(question_id, question)])[0]
     if not prepared.text:
         raise DataError("the question is empty")
-    # the run's usual depth, so that min-max normalised scores (BM25) mean what they mean in a run file
-    results = retriever.search({question_id: prepared.text}, k=max(k, RUN_DEPTH)).get(question_id, {})
-    passages = select_passages(results, corpus, k, filtered, where="retriever") if strategy in GROUNDED_STRATEGIES \
+    # the depth the filter decides on, so that the context is the one a run file of any depth gives
+    chosen = context_filter(context)
+    results = retriever.search({question_id: prepared.text}, k=chosen.search_depth(k)).get(question_id, {})
+    passages = select_passages(results, corpus, k, chosen, where="retriever") if strategy in GROUNDED_STRATEGIES \
         else []
     return _answer([(prepared, passages)], generator, strategy)[0]
 
@@ -267,8 +261,9 @@ def answer_question(question: str, retriever, generator: Answerer, strategy: str
 
 
 def answer_all(questions: Sequence[PreparedQuestion], run: Mapping[str, Mapping[str, float]], corpus, generator,
-               strategy: str, answers: AnswersFile, k: int = EVAL_K, filtered: bool = True,
-               batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
+               strategy: str, answers: AnswersFile, k: int = EVAL_K,
+               context: "str | bool | ContextFilter | None" = None, batch_size: int = BATCH_SIZE,
+               where: str = "run") -> dict:
     """Answer every prepared question not yet in ``answers`` (resumable), flushing each answer; finalizes the file
     (when anything is in it) and returns a summary.
 
@@ -291,7 +286,7 @@ def answer_all(questions: Sequence[PreparedQuestion], run: Mapping[str, Mapping[
         with tqdm(total=len(todo), desc=f"answering ({name})", unit="q") as bar:
             for start in range(0, len(todo), batch_size):
                 chunk = todo[start:start + batch_size]
-                items = [(q, select_passages(run.get(q.id, {}), corpus, k, filtered, where=f"{where}, {q.id}"))
+                items = [(q, select_passages(run.get(q.id, {}), corpus, k, context, where=f"{where}, {q.id}"))
                          for q in chunk]
                 for answer in _answer(items, generator, strategy):
                     answers.write(answer.to_record())

@@ -4,7 +4,7 @@
 ``<answers>.manifest.json`` before their first answer. It holds what decides the answers: the question set (count
 and fingerprint), where the passages come from (the run file's content hash, or the retriever with its model and
 options), the generator with every option that changes what it writes (not its device, batch size, concurrency or
-retries), the prompting strategy, ``k`` and the score filter. A rerun resumes only under the same manifest;
+retries), the prompting strategy, ``k`` and the context filter. A rerun resumes only under the same manifest;
 otherwise it stops with one line that names what differs, unless ``--overwrite``, which discards the answers already
 there and starts afresh. Answers without a manifest (an older rirag, another tool) are not resumed silently either.
 
@@ -55,7 +55,7 @@ FIELD_NAMES = {
     "generator_options": "generator options",
     "strategy": "strategy",
     "k": "k",
-    "filter": "score filter",
+    "filter": "context filter",
 }
 
 
@@ -75,14 +75,14 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 def build_manifest(command: str, questions: list[tuple[str, str]], questions_from: str, *,
                    passages: Mapping[str, Any], generator: Mapping[str, Any], strategy: str, k: int,
-                   filtered: bool) -> dict[str, Any]:
+                   context_filter: str) -> dict[str, Any]:
     """The manifest of one ``answer``/``submit`` run. ``passages``: ``{"run": path, "run_sha256": ...}`` or
     ``{"retriever": ..., "retriever_model": ..., "retriever_options": [...]}``; ``generator``: the generator's name
     under ``"generator"`` and its answer-deciding options under ``"generator_options"``."""
     return {"format": MANIFEST_FORMAT, "command": command,
             "questions": f"{len(questions)} questions from {questions_from}",
             "question_fingerprint": fingerprint(questions), **dict(passages), **dict(generator),
-            "strategy": strategy, "k": k, "filter": bool(filtered), "written_by": f"rirag {__version__}"}
+            "strategy": strategy, "k": k, "filter": context_filter, "written_by": f"rirag {__version__}"}
 
 
 def _short(value: Any, limit: int = 60) -> str:

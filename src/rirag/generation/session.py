@@ -9,7 +9,7 @@
   cross-references, given the corpus's reference graph (``DATA/xref`` when ``rirag data xref`` wrote it, else
   resolved on the fly) and passages.
 * :attr:`AnsweringSession.retriever`: built on first use (a dense index may embed the corpus then).
-* :meth:`AnsweringSession.ask` answers one question (retrieve, RIRAG score filter, answer, cite);
+* :meth:`AnsweringSession.ask` answers one question (retrieve, context filter, answer, cite);
   :meth:`AnsweringSession.retrieve` and :meth:`AnsweringSession.answer_all` answer many into a resumable answers
   file (:class:`rirag.data.answers.AnswersFile`).
 
@@ -160,12 +160,14 @@ class AnsweringSession:
         self.open()
         o = self.options
         return answer_question(question, self.retriever, self.generator, o.strategy, corpus=self.corpus, k=o.k,
-                               filtered=o.filtered, question_id=question_id)
+                               context=o.context, question_id=question_id)
 
     def retrieve(self, questions: Sequence[PreparedQuestion], show_progress: bool = True) -> dict:
-        """The run of the prepared questions (top ``max(k, 10)``; a question empty once prepared is not sent)."""
+        """The run of the prepared questions (top ``max(k, 10)``, deeper when the context filter decides on more; a
+        question empty once prepared is not sent)."""
         queries = {q.id: q.text for q in questions if q.text}
-        return self.retriever.search(queries, k=max(self.options.k, EVAL_K), show_progress=show_progress)
+        depth = self.options.context.search_depth(max(self.options.k, EVAL_K))
+        return self.retriever.search(queries, k=depth, show_progress=show_progress)
 
     def answer_all(self, questions: Sequence[PreparedQuestion], answers: AnswersFile,
                    run: Mapping[str, Mapping[str, float]], batch_size: int = BATCH_SIZE, where: str = "run") -> dict:
@@ -173,7 +175,7 @@ class AnsweringSession:
         :func:`rirag.generation.pipeline.answer_all`)."""
         self.open()
         o = self.options
-        return answer_all(questions, run, self.corpus, self.generator, o.strategy, answers, o.k, o.filtered,
+        return answer_all(questions, run, self.corpus, self.generator, o.strategy, answers, o.k, o.context,
                           batch_size, where)
 
 
