@@ -43,9 +43,10 @@ __all__ = ["AnsweringSession", "follows_references"]
 
 
 def follows_references(options: AnswerOptions) -> bool:
-    """The generator's spec follows cross-references (the focused answerer's ``follow_references``, carried by the
-    spec only when on)."""
-    return bool(options.generator.options.get("follow_references"))
+    """The generator's spec reads cross-references: the focused answerer's ``follow_references`` or its
+    ``passage_set`` (whose decision has a passage's link to the lead as a feature), carried by the spec only when
+    on."""
+    return any(options.generator.options.get(name) for name in ("follow_references", "passage_set"))
 
 
 class AnsweringSession:

@@ -19,7 +19,11 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    Each cited passage contributes its best unit that fits; further units of cited passages are kept while their
    score stays within :attr:`FocusedConfig.keep_ratio` of the best one and above :attr:`FocusedConfig.min_score`,
    within a word budget (:attr:`FocusedConfig.max_words`). Without a gate (``passage_margin`` unset in the scorer
-   and the config) units of any passage compete on score alone;
+   and the config) units of any passage compete on score alone. With :attr:`FocusedConfig.passage_set`
+   (``--passage-set``) the passages are decided as a set instead (:mod:`.passage_set`: the gate's best passage,
+   then each passage a learned model says the question needs, measured by what it adds to the lead, whether it
+   repeats it and its cross-reference link to it), and a cited rule that another cited rule refers to is quoted
+   right after it, its number marked at the reference (:func:`.follow.connect_linked`);
 5. keep the units most relevant first (the best passage's best unit leads), each a part of the answer's draft
    (:class:`~rirag.generation.base.Draft`) citing its passage (and its near-duplicates' passages), written out by
    :func:`rirag.generation.render.render`;
@@ -36,7 +40,8 @@ offsets, score), so a caller can trace each sentence to its rule without re-pars
 The modules, each importing only those listed after it: :mod:`.answerer` (the answerer: models, steps 1-6, the
 answerer interface), :mod:`.follow` (following cross-references: it sees the answerer only through its
 :class:`~.follow.UnitScorer` protocol), :mod:`.answer` (the answer and its draft) and :mod:`.selection` (steps 4 and
-5), :mod:`.scorer` (features and the frozen scorer, ``focused_scorer.json``) and :mod:`.config`
+5), :mod:`.passage_set` (the passage-set decision and its frozen model, ``passage_set.json``), :mod:`.scorer`
+(features and the frozen scorer, ``focused_scorer.json``) and :mod:`.config`
 (:class:`~.config.FocusedConfig` and its switches; nothing heavy, the command reads it).
 
 The names below load their module when first used (``from rirag.generation.focused import FocusedAnswerer``

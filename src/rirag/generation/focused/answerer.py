@@ -19,7 +19,8 @@ from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, Answer
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
 from rirag.generation.focused.answer import FocusedAnswer
 from rirag.generation.focused.config import SWITCHES, FocusedConfig
-from rirag.generation.focused.follow import follow
+from rirag.generation.focused.follow import connect_linked, follow
+from rirag.generation.focused.passage_set import candidates, decide, load_passage_set
 from rirag.generation.focused.scorer import (
     ANSWERABILITY_FEATURES,
     FEATURES,
@@ -33,6 +34,7 @@ from rirag.generation.focused.scorer import (
 )
 from rirag.generation.focused.selection import (
     Limits,
+    PassageSetFn,
     Selection,
     drop_repeated_titles,
     focus_lists,
@@ -43,7 +45,7 @@ from rirag.models import looks_local
 from rirag.retrieval.dense import shared_encoder
 from rirag.text.missing_parts import missing_parts
 from rirag.text.units import Unit, names_row, split_units
-from rirag.xref.graph import ReferenceGraph
+from rirag.xref.graph import Link, ReferenceGraph
 
 logger = logging.getLogger(__name__)
 
@@ -174,21 +176,58 @@ class FocusedAnswerer:
         units, x, _ = self.features(question, passages, scores)
         return self.scored_units(units, x, question) if units else []
 
-    def select(self, scored: list[ScoredUnit]) -> list[ScoredUnit]:
+    def select(self, scored: list[ScoredUnit], passage_set: PassageSetFn | None = None) -> list[ScoredUnit]:
         """The kept units, most relevant first (:class:`~rirag.generation.focused.selection.Selection`)."""
-        return Selection(self.limits)(scored)
+        return Selection(self.limits, passage_set)(scored)
 
-    def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None) -> FocusedAnswer:
-        """The focused answer to one question from its passages (retrieval order) and their retrieval scores."""
-        return self.answer_many([question], [passages], [scores])[0]
+    @property
+    def passage_set_model(self) -> dict:
+        """The frozen passage-set decision (:func:`rirag.generation.focused.passage_set.load_passage_set`)."""
+        return load_passage_set(self.config.passage_set_file)
+
+    def passage_set(self, question: str, passages: Sequence[str], scored: list[ScoredUnit], x: np.ndarray,
+                    ids: Sequence[str] | None = None) -> PassageSetFn:
+        """The passage-set decision for one question, as the selection calls it (the usable units, the lead)."""
+        model = self.passage_set_model
+        links = self.context_links(ids) if ids is not None else {}
+        position = {id(s): i for i, s in enumerate(scored)}
+
+        def choose(usable: Sequence[ScoredUnit], lead: int) -> list[int]:
+            c = candidates(question, passages, scored, x, lead, [position[id(s)] for s in usable], links)
+            return decide(c, model, self.config.passage_set_threshold)
+
+        return choose
+
+    def context_links(self, ids: Sequence[str]) -> dict[tuple[int, int], Link]:
+        """``(i, j) -> Link`` when the ``i``-th given passage refers to the ``j``-th (the attached reference graph;
+        none without one). A reference to more than ``follow_max_targets`` passages (a whole chapter) is no link."""
+        if self.references is None:
+            return {}
+        where = {pid: j for j, pid in enumerate(ids)}
+        out: dict[tuple[int, int], Link] = {}
+        for i, pid in enumerate(ids):
+            for link in self.references.links(pid):
+                if len(link.targets) <= self.config.follow_max_targets:
+                    for t in link.targets:
+                        if t in where and where[t] != i:
+                            out.setdefault((i, where[t]), link)
+        return out
+
+    def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None,
+               ids: Sequence[str] | None = None) -> FocusedAnswer:
+        """The focused answer to one question from its passages (retrieval order), their retrieval scores and ids
+        (the ids give the passage-set decision its cross-reference links)."""
+        return self.answer_many([question], [passages], [scores], [ids])[0]
 
     def answer_many(self, questions: Sequence[str], batch: Sequence[Sequence[str]],
-                    scores: Sequence[Sequence[float] | None] | None = None) -> list[FocusedAnswer]:
+                    scores: Sequence[Sequence[float] | None] | None = None,
+                    ids: Sequence[Sequence[str] | None] | None = None) -> list[FocusedAnswer]:
         if len(questions) != len(batch):
             raise ValueError(f"{len(questions)} questions but {len(batch)} passage lists")
         scores = list(scores) if scores is not None else [None] * len(batch)
+        ids = list(ids) if ids is not None else [None] * len(batch)
         out = []
-        for question, passages, item_scores in zip(questions, batch, scores):
+        for question, passages, item_scores, item_ids in zip(questions, batch, scores, ids):
             units, x, a = self.features(question, passages, item_scores)
             if not units:  # nothing but headings (or nothing) to quote
                 out.append(FocusedAnswer(question, [], [], 0.0, False))
@@ -196,17 +235,21 @@ class FocusedAnswerer:
             scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
-            kept = prefer_named_twin(question, self.select(scored), scored, self.config.dedup_min_ratio)
+            chooser = self.passage_set(question, passages, scored, x, item_ids) if self.config.passage_set else None
+            kept = prefer_named_twin(question, self.select(scored, chooser), scored, self.config.dedup_min_ratio)
             kept = drop_repeated_titles(kept, passages, self._split)
             if self.config.focus_lists:
                 kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
                                    self.config.focus_list_margin, self.config.max_unit_words)
             kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words)
+            linked = self.context_links(item_ids) if self.config.passage_set and item_ids is not None else {}
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
                 if addressed and self.config.say_missing else []
-            out.append(FocusedAnswer(question, kept, scored, answerability, addressed, missing))
+            answer = FocusedAnswer(question, kept, scored, answerability, addressed, missing)
+            # two cited rules, one referring to the other: the referred one quoted after it, marked at the reference
+            out.append(connect_linked(answer, passages, item_ids, linked) if linked else answer)
         return out
 
     # -- the answerer interface ---------------------------------------------------------------------------------
@@ -214,7 +257,7 @@ class FocusedAnswerer:
         """One draft per request: the kept units as parts (passage, offsets, the passages citing them), the
         answerability and the parts of the question not covered."""
         answers = self.answer_many([r.question for r in requests], [r.passages for r in requests],
-                                   [r.scores for r in requests])
+                                   [r.scores for r in requests], [r.ids for r in requests])
         if self.config.follow_references and self.references is not None:
             answers = [self.follow(a, r) for a, r in zip(answers, requests)]
         return [a.draft for a in answers]

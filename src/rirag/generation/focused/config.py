@@ -85,6 +85,18 @@ class FocusedConfig:
         "help": "A followed rule's best unit must score at least this share of the lead unit's score."})
     follow_max_targets: int = field(default=5, metadata={
         "help": "A reference resolving to more passages than this (a whole chapter) is not followed."})
+    # -- the passage-set decision (rirag.generation.focused.passage_set) --
+    passage_set: bool = field(default=False, metadata={
+        "help": "Decide the cited passages as a set (rirag.generation.focused.passage_set): the lead passage, then "
+                "every passage the learned decision says the question needs (it adds a part of the question the "
+                "lead does not state, or is linked to it by a cross-reference), instead of the gate's margin.",
+        SWITCH: Switch("--passage-set", "cite every passage the question needs, decided as a set by a model "
+                       "learned on questions with several gold passages (rirag.generation.focused.passage_set)")})
+    passage_set_threshold: float | None = field(default=None, metadata={
+        "help": "With passage_set: cite a passage other than the lead when its probability reaches this (default: "
+                "the decision file's)."})
+    passage_set_file: str | None = field(default=None, metadata={
+        "help": "With passage_set: the decision file (default: rirag/generation/focused/passage_set.json)."})
     # -- focusing long lists on the items the question asks about (focus_lists) --
     focus_lists: bool = field(default=False, metadata={
         "help": "Quote a kept list unit longer than focus_list_min_words with at least 3 top-level items as its "

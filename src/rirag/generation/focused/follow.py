@@ -97,6 +97,32 @@ def follow(answerer: UnitScorer, answer: FocusedAnswer, passages: Sequence[str],
     return replace(answer, kept=follower.kept, followed=follower.followed, added=follower.added)
 
 
+def connect_linked(answer: FocusedAnswer, passages: Sequence[str], ids: Sequence[str],
+                   links: Mapping[tuple[int, int], Link]) -> FocusedAnswer:
+    """``answer`` with each cited rule that another cited rule refers to quoted right after it, the reference
+    marked inline with the referred rule's number ("... subject to Rule 9.5.2 [2] ... [1]. <Rule 9.5.2> [2].") and
+    recorded as followed; ``links``: ``(i, j) -> Link`` when the ``i``-th passage refers to the ``j``-th. The units
+    are the answer's own (nothing added, nothing dropped); unchanged when no two cited passages are linked."""
+    kept = list(answer.kept)
+    followed = list(answer.followed)
+    for (i, j), link in sorted(links.items()):
+        source = next((n for n, k in enumerate(kept) if k.unit.passage == i), None)
+        target = next((n for n, k in enumerate(kept) if k.unit.passage == j), None)
+        if source is None or target is None or any(f.target == j + 1 for f in followed):
+            continue
+        if target != source + 1 and target > 0:  # the referred rule right after the one referring to it
+            unit = kept.pop(target)
+            source = source - 1 if target < source else source
+            kept.insert(source + 1, unit)
+        offset = inline_offset(kept[source].unit, passages[i], link)
+        if offset is not None:
+            kept[source] = replace(kept[source], inline=(*kept[source].inline, (offset, j)))
+        followed.append(Followed(i + 1, link.surface, j + 1, ids[j]))
+    if followed == list(answer.followed):
+        return answer
+    return replace(answer, kept=kept, followed=followed)
+
+
 class _Follower:
     """One answer being followed: the units kept so far (each kept unit, then the units followed from it), the
     passages cited and added, the words quoted."""

@@ -54,11 +54,18 @@ class Limits:
         return int(value) if value is not None else 1 << 30
 
 
+#: The passage-set decision as the selection calls it: (the usable units, the lead passage) -> the passages to cite,
+#: the lead first (:func:`rirag.generation.focused.passage_set.decide`).
+PassageSetFn = Callable[[Sequence[ScoredUnit], int], Sequence[int]]
+
+
 @dataclass(frozen=True)
 class Selection:
-    """The kept units of one question's scored units (``Selection(limits)(scored)``)."""
+    """The kept units of one question's scored units (``Selection(limits)(scored)``); with ``passage_set``, the
+    passages cited are the ones it decides (the gate's lead passage first) instead of the gate's margin."""
 
     limits: Limits
+    passage_set: PassageSetFn | None = None
 
     @property
     def config(self) -> FocusedConfig:
@@ -81,9 +88,12 @@ class Selection:
             best_of.setdefault(s.unit.passage, s)
         passage_score = {p: s.passage_score + weight * s.score for p, s in best_of.items()}
         order = sorted(passage_score, key=lambda p: -passage_score[p])
-        bar = self.limits.passage_min_score()
-        cited = [p for p in order if p == order[0] or (passage_score[p] >= passage_score[order[0]] - margin
-                                                        and best_of[p].score >= bar)][:most]
+        if self.passage_set is not None:
+            cited = list(dict.fromkeys(self.passage_set(usable, order[0])))
+        else:
+            bar = self.limits.passage_min_score()
+            cited = [p for p in order if p == order[0] or (passage_score[p] >= passage_score[order[0]] - margin
+                                                            and best_of[p].score >= bar)][:most]
         lead: list[ScoredUnit] = []
         words, max_words, extra_words = 0, self.limits.option("max_words"), self.limits.extra_unit_words()
         for p in cited:  # each cited passage's best unit that fits (the first always does), most relevant first

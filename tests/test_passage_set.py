@@ -1,0 +1,122 @@
+"""The passage-set decision (rirag.generation.focused.passage_set): what it measures of each candidate, how it
+decides, its file's checks, and the selection citing what it decides."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rirag.errors import DataError
+from rirag.generation.focused.passage_set import PASSAGE_FEATURES, candidates, decide, load_passage_set
+from rirag.generation.focused.scorer import FEATURES, ScoredUnit
+from rirag.text.units import Unit
+
+PASSAGES = ["A firm must keep records of client money for six years.",
+            "A firm must keep records of client money for six years.",  # the lead, repeated word for word
+            "The records must be reproduced within one business day on request.",
+            "Market abuse is prohibited."]
+QUESTION = "How long must client money records be kept and how quickly must they be reproduced?"
+
+
+def _scored(scores=(0.9, 0.85, 0.6, 0.1)):
+    units = [Unit(text, i, 0, 0, len(text)) for i, text in enumerate(PASSAGES)]
+    x = np.zeros((len(units), len(FEATURES)))
+    x[:, FEATURES.index("cosine")] = [0.8, 0.8, 0.5, 0.1]
+    return [ScoredUnit(u, s, 1.0 - 0.1 * i) for i, (u, s) in enumerate(zip(units, scores))], x
+
+
+def _model(**weights) -> dict:
+    coef = [weights.get(name, 0.0) for name in PASSAGE_FEATURES]
+    return {"features": list(PASSAGE_FEATURES), "mean": [0.0] * len(coef), "scale": [1.0] * len(coef),
+            "coef": coef, "intercept": weights.get("intercept", 0.0), "threshold": 0.5, "max_passages": 3}
+
+
+def test_candidates_measure_what_each_passage_adds_to_the_lead():
+    scored, x = _scored()
+    c = candidates(QUESTION, PASSAGES, scored, x, lead=0, links={(2, 0)})
+    assert c.lead == 0 and c.passages == (1, 2, 3)
+    col = {name: c.x[:, i] for i, name in enumerate(PASSAGE_FEATURES)}
+    assert col["lead_repeat"][0] == 1.0 > col["lead_repeat"][1]  # the verbatim repeat, and a new rule
+    assert col["novelty"][0] == 0.0 < col["novelty"][1]  # the second rule adds "reproduced", "quickly"...
+    assert list(col["linked"]) == [0.0, 1.0, 0.0]  # passage 2 refers to the lead
+    assert col["best_score_ratio"][0] == pytest.approx(0.85 / 0.9)
+    assert col["cosine_gap"][2] == pytest.approx(0.7)
+    # a passage whose units are all unusable is no candidate
+    assert candidates(QUESTION, PASSAGES, scored, x, lead=0, usable=[0, 2]).passages == (2,)
+
+
+def test_decide_cites_the_lead_then_the_probable_passages_most_probable_first():
+    scored, x = _scored()
+    c = candidates(QUESTION, PASSAGES, scored, x, lead=0, links={(2, 0)})
+    model = _model(novelty=20.0, lead_repeat=-4.0, intercept=-1.0)
+    assert decide(c, model) == [0, 2]  # the repeat and the off-topic rule left out
+    assert decide(c, model, threshold=0.0) == [0, 2, 3]  # most probable first, at most 3: the repeat is last out
+    assert decide(c, model, threshold=0.0, max_passages=1) == [0]
+    assert decide(c, _model(linked=30.0, intercept=-10.0)) == [0, 2]  # the link alone
+
+
+def test_the_decision_file_is_checked(tmp_path):
+    path = tmp_path / "passage_set.json"
+    with pytest.raises(DataError, match="missing"):
+        load_passage_set(str(path))
+    path.write_text("{")
+    with pytest.raises(DataError, match="not JSON"):
+        load_passage_set(str(path))
+    path.write_text(json.dumps({**_model(), "features": ["old"]}))
+    with pytest.raises(DataError, match="retrain"):
+        load_passage_set(str(path))
+    bad = _model()
+    del bad["threshold"]
+    path.write_text(json.dumps(bad))
+    with pytest.raises(DataError, match="threshold"):
+        load_passage_set(str(path))
+
+
+def test_the_answerer_cites_what_the_decision_decides(tmp_path):
+    """With --passage-set the cited passages are the lead and those the file's model picks; without it, the gate
+    cites by its margin. A model that picks nothing cites the lead alone."""
+    from rirag.generation.focused import FocusedAnswerer
+    from rirag.generation.focused.config import FocusedConfig
+
+    def encode(texts):
+        vectors = [[1.0, t.count("records") + 0.1, t.count("reproduced") + 0.1] for t in texts]
+        v = np.asarray(vectors)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def cited(config):
+        answerer = FocusedAnswerer(config=config, encode=encode, is_obligation=lambda ts: [True] * len(ts))
+        answer = answerer.answer(QUESTION, PASSAGES[1:], [1.0, 0.9, 0.8])
+        return sorted({n for k in answer.kept for n in k.numbers})
+
+    every = tmp_path / "every.json"
+    every.write_text(json.dumps(_model(intercept=10.0)))
+    none = tmp_path / "none.json"
+    none.write_text(json.dumps(_model(intercept=-10.0)))
+    assert cited(FocusedConfig(passage_set=True, passage_set_file=str(every))) == [1, 2, 3]
+    assert cited(FocusedConfig(passage_set=True, passage_set_file=str(none))) == [1]
+    assert cited(FocusedConfig(passage_set=True, passage_set_file=str(every), passage_set_threshold=1.1)) == [1]
+
+
+def test_linked_cited_rules_are_quoted_together_and_marked_at_the_reference():
+    """A cited rule that another cited rule refers to follows it, its number right after the reference; the
+    answer without a link between its cited rules is left as it was."""
+    from rirag.generation.focused.answer import FocusedAnswer
+    from rirag.generation.focused.follow import connect_linked
+    from rirag.generation.render import render
+    from rirag.xref.graph import Link
+
+    passages = ["A firm must keep the records set out in Rule 9.5.2 for six years.", "Market abuse is prohibited.",
+                "Rule 9.5.2 records are client money ledgers and reconciliations."]
+    units = [ScoredUnit(Unit(text, i, 0, 0, len(text)), 1.0 - 0.1 * i) for i, text in enumerate(passages)]
+    answer = FocusedAnswer("What records must be kept?", [units[0], units[1], units[2]], units, 0.9, True)
+    start = passages[0].index("Rule 9.5.2")
+    link = Link("Rule 9.5.2", start, start + len("Rule 9.5.2"), ("p3",))
+    joined = connect_linked(answer, passages, ["p1", "p2", "p3"], {(0, 2): link})
+    assert [k.unit.passage for k in joined.kept] == [0, 2, 1]
+    assert [str(f) for f in joined.followed] == ["[1] Rule 9.5.2 -> [3]"]
+    text = render(joined.draft)
+    assert "set out in Rule 9.5.2 [3] for six years" in text
+    assert text.index("client money ledgers") < text.index("Market abuse")
+    assert connect_linked(answer, passages, ["p1", "p2", "p3"], {}) is answer
