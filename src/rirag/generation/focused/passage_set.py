@@ -21,7 +21,6 @@ names a rulebook.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Mapping, Sequence
@@ -29,7 +28,7 @@ from typing import Collection, Mapping, Sequence
 import numpy as np
 
 from rirag.errors import DataError
-from rirag.generation.focused.scorer import FEATURES, ScoredUnit
+from rirag.generation.focused.scorer import FEATURES, ScoredUnit, read_frozen
 
 #: The frozen decision (weights, feature names, threshold, provenance) written by train/passage_set.py.
 PASSAGE_SET_FILE = Path(__file__).with_name("passage_set.json")
@@ -110,16 +109,9 @@ def candidates(question: str, passages: Sequence[str], scored: Sequence[ScoredUn
 def load_passage_set(path: str | None = None) -> dict:
     """The frozen decision (cached). Missing or malformed: a clear error naming the file."""
     path = Path(path) if path else PASSAGE_SET_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise DataError(f"{path}: the passage-set decision is missing; make it with "
-                        "`python train/passage_set.py --config recipes/passage_set/offline.yaml`") from err
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not JSON ({err.msg})") from err
-    for key in ("features", "mean", "scale", "coef", "intercept", "threshold", "max_passages"):
-        if key not in data:
-            raise DataError(f"{path}: missing field {key!r}")
+    data = read_frozen(path, "the passage-set decision",
+                       "python train/passage_set.py --config recipes/passage_set/offline.yaml",
+                       ("features", "mean", "scale", "coef", "intercept", "threshold", "max_passages"))
     if list(data["features"]) != list(PASSAGE_FEATURES):
         raise DataError(f"{path}: features {data['features']} differ from this version's {PASSAGE_FEATURES}; "
                         "retrain it")

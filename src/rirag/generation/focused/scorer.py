@@ -34,20 +34,28 @@ ObligationFn = Callable[[list[str]], list[bool]]
 EncodeFn = Callable[[list[str]], np.ndarray]
 
 
+def read_frozen(path: Path, what: str, command: str, fields: Sequence[str]) -> dict:
+    """A frozen model file of the focused answerer (``what``, made by ``command``): its JSON, holding ``fields``.
+    Missing or malformed: a clear error naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise DataError(f"{path}: {what} is missing; make it with `{command}`") from err
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not JSON ({err.msg})") from err
+    for key in fields:
+        if key not in data:
+            raise DataError(f"{path}: missing field {key!r}")
+    return data
+
+
 @functools.lru_cache(maxsize=4)
 def load_scorer(path: str | None = None) -> dict:
     """The frozen scorer JSON (cached). Missing or malformed: a clear error naming the file."""
     path = Path(path) if path else SCORER_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise DataError(f"{path}: the focused answerer's scorer is missing; make it with "
-                        "`python train/focused_scorer.py --config recipes/focused/offline.yaml`") from err
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}: not JSON ({err.msg})") from err
-    for key in ("unit", "answerability", "selection"):
-        if key not in data:
-            raise DataError(f"{path}: missing field {key!r}")
+    data = read_frozen(path, "the focused answerer's scorer",
+                       "python train/focused_scorer.py --config recipes/focused/offline.yaml",
+                       ("unit", "answerability", "selection"))
     for key, names in (("unit", FEATURES), ("answerability", ANSWERABILITY_FEATURES)):
         if list(data[key].get("features", [])) != list(names):
             raise DataError(f"{path}: {key} features {data[key].get('features')} differ from this version's "
