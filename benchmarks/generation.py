@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rirag.constants import EVAL_K, SEED
+from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, SEED
 from rirag.data.splits import ANSWER_SAMPLE_SIZE
 from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
@@ -61,6 +61,8 @@ logger = logging.getLogger(__name__)
 SYSTEMS: dict[str, tuple[str, str]] = {
     "focused": (FOCUSED, ZERO_SHOT),
     "focused-lists": (FOCUSED, ZERO_SHOT),
+    "focused-rirag": (FOCUSED, ZERO_SHOT),
+    "focused-passage-set": (FOCUSED, ZERO_SHOT),
     "extractive": (EXTRACTIVE, ZERO_SHOT),
     "zero-shot": ("base", ZERO_SHOT),
     "few-shot": ("base", FEW_SHOT),
@@ -70,12 +72,21 @@ SYSTEMS: dict[str, tuple[str, str]] = {
     "raft-closed-book": ("raft", CLOSED_BOOK),
 }
 #: Generator options of a row beyond its model's defaults (as the CLI flag of the same name sets them).
-ROW_GENERATOR_OPTIONS: dict[str, dict] = {"focused-lists": {"focus_lists": True}}
+ROW_GENERATOR_OPTIONS: dict[str, dict] = {"focused-lists": {"focus_lists": True},
+                                          "focused-passage-set": {"passage_set": True}}
+#: The context filter of a row (``--context-filter``; rirag.retrieval.filtering.CONTEXT_FILTERS): the focused rows
+#: answer from what the commands give them by default; the language-model and extractive rows, and
+#: ``focused-rirag``, from the paper's RIRAG filter they were measured with (a 135M model's prompt stays short).
+ROW_CONTEXT_FILTER: dict[str, str] = {"focused": DEFAULT_CONTEXT_FILTER, "focused-lists": DEFAULT_CONTEXT_FILTER,
+                                      "focused-passage-set": DEFAULT_CONTEXT_FILTER}
+PAPER_CONTEXT_FILTER = "rirag"
 #: Metric keys every scored row carries: RePASs and its parts (local judge), NLI citation support, copying.
 QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", "citation_precision",
                 "citation_recall", "copy_ratio")
 #: Metrics that copying cannot game (rirag.scoring.answer_quality), computed without any model.
-ANSWER_KEYS = ("gold_citation_precision", "gold_citation_recall", "words_median", "words_p95", "words_max",
+ANSWER_KEYS = ("gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",
+               "context_all_share", "context_recall", "cited_per_answer", "gold_per_question",
+               "words_per_cited_passage", "words_median", "words_p95", "words_max",
                "shared_answers", "broken_units", "answers_with_broken_units", "flag_rate", "cites_two_or_more",
                "gold_below_rank1_cited", "gold_below_rank1_questions", "missing_part_rate")
 SAMPLE_SIZE = ANSWER_SAMPLE_SIZE
@@ -102,6 +113,9 @@ class GenerationBenchArguments:
         "help": "Obligation classifier (extractive composer and RePASs)."})
     nli_model: str = field(default=LOCAL_NLI_JUDGE, metadata={"help": "NLI judge (RePASs E, C, OC; attribution)."})
     answers_dir: str = field(default="benchmarks/answers", metadata={"help": "Where the answers files go."})
+    graph: str = field(default="", metadata={
+        "help": "The corpus's cross-reference graph folder (rirag data xref), given to the rows that read references "
+                "(focused-passage-set); empty: none (their link feature is 0)."})
     results: str = field(default="benchmarks/results/generation.json", metadata={"help": "Results JSON."})
     batch_size: int = field(default=BATCH_SIZE, metadata={"help": "Questions per generation call."})
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "New tokens per answer."})
@@ -157,7 +171,7 @@ def _pack(plain: Path) -> Path:
 
 def row_options(args: GenerationBenchArguments, row: str):
     """The row's :class:`~rirag.generation.pipeline.AnswerOptions` (as ``rirag answer --run`` resolves them): its
-    generator, its strategy, the top :data:`EVAL_K` passages of the run, filtered."""
+    generator, its strategy, the top :data:`EVAL_K` passages of the run, its context filter."""
     from rirag.generation.base import GeneratorSpec
     from rirag.generation.pipeline import AnswerOptions
 
@@ -171,7 +185,11 @@ def row_options(args: GenerationBenchArguments, row: str):
                 raise FileNotFoundError(f"RAFT adapter not found: {args.raft_adapter} (train it with train/raft.py)")
             options["adapter"] = args.raft_adapter
         spec = GeneratorSpec(args.base_model, None, options)
-    return AnswerOptions(spec, None, strategy, EVAL_K, filtered=True)
+    return AnswerOptions(spec, None, strategy, EVAL_K, context_filter=row_context_filter(row))
+
+
+def row_context_filter(row: str) -> str:
+    return ROW_CONTEXT_FILTER.get(row, PAPER_CONTEXT_FILTER)
 
 
 def build_row_generator(args: GenerationBenchArguments, row: str):
@@ -193,6 +211,10 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     plain.parent.mkdir(parents=True, exist_ok=True)
     _unpack(plain)
     generator = generator or build_row_generator(args, row)
+    if args.graph and any(options.generator.options.get(k) for k in ("passage_set", "follow_references")):
+        from rirag.xref.graph import ReferenceGraph
+
+        generator.attach_references(ReferenceGraph(graph=Path(args.graph) / "references.jsonl"), corpus)
     load_seconds = None
     if hasattr(generator, "load"):  # load the model outside the timed loop
         start = time.time()
@@ -201,7 +223,7 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     tokens_before = getattr(generator, "generated_tokens", None)
     start = time.time()
     summary = answer_all(prepare_questions((q.id, q.text) for q in questions), run, corpus, generator,
-                         options.strategy, AnswersFile(plain), k=options.k, filtered=options.filtered,
+                         options.strategy, AnswersFile(plain), k=options.k, context=options.context,
                          batch_size=args.batch_size, where=args.run)
     seconds = time.time() - start
     _pack(plain)
@@ -309,7 +331,7 @@ def main(args: GenerationBenchArguments) -> dict:
     ids = [q.id for q in questions]
     golds = {q.id: list(q.gold) for q in sample}
     meta = {"benchmark": "benchmarks/generation.py", "split": args.split, "context_run": args.run,
-            "context": f"top {EVAL_K}, RIRAG score filtering", "sample_size": args.sample_size,
+            "context": f"top {EVAL_K}, each row's context filter (its context_filter)", "sample_size": args.sample_size,
             "sample_seed": args.sample_seed, "judge": f"{LOCAL_JUDGE_LABEL}: {args.nli_model}",
             "repass_input": "each answer without its [n] citation markers (rirag.scoring.answers.repass_text); "
                             "the citations are judged by the attribution metrics",
@@ -321,7 +343,7 @@ def main(args: GenerationBenchArguments) -> dict:
         model, strategy = SYSTEMS[row]
         values: dict = {"model": model if model in PASSAGE_GENERATORS else
                         (args.base_model + (f" + {args.raft_adapter}" if model == "raft" else "")),
-                        "strategy": strategy}
+                        "strategy": strategy, "context_filter": row_context_filter(row)}
         replace = set()
         if args.stage in ("generate", "all"):
             stats = generate_row(args, row, questions, run, obliqa.corpus)

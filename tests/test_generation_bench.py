@@ -18,13 +18,19 @@ import generation as bench  # noqa: E402
 
 
 def test_systems_cover_the_issue_rows():
-    assert set(bench.SYSTEMS) == {"focused", "focused-lists", "extractive", "zero-shot", "few-shot", "few-shot-cot",
-                                  "raft", "zero-shot-closed-book", "raft-closed-book"}
+    assert set(bench.SYSTEMS) == {"focused", "focused-lists", "focused-rirag", "focused-passage-set", "extractive",
+                                  "zero-shot", "few-shot", "few-shot-cot", "raft", "zero-shot-closed-book",
+                                  "raft-closed-book"}
     assert bench.SYSTEMS["raft-closed-book"] == ("raft", "closed-book")
     # the focused-lists row is the focused answerer with --focus-lists, and only that row turns it on
     assert bench.SYSTEMS["focused-lists"] == bench.SYSTEMS["focused"]
     assert [row for row, options in bench.ROW_GENERATOR_OPTIONS.items() if options.get("focus_lists")] == \
         ["focused-lists"]
+    # the focused rows answer from the commands' default context; focused-rirag and the other rows from the paper's
+    # filter they were measured with
+    assert bench.row_context_filter("focused") == bench.DEFAULT_CONTEXT_FILTER
+    assert bench.row_context_filter("focused-rirag") == bench.row_context_filter("raft") == "rirag"
+    assert bench.row_options(bench.GenerationBenchArguments(), "focused-rirag").context.depth == 100
 
 
 class _Scorer:
