@@ -164,6 +164,7 @@ def main(config: Config) -> dict:
         "per_answer_cpu_s": round(sum(later_cpu) / len(later_cpu), 2) if later_cpu else None,
         "command": " ".join(["python benchmarks/ask_latency.py", f"--generator {config.generator}",
                              f"--questions {config.questions}", f"--strategy {config.strategy}"]
+                            + ([f"--retriever {config.retriever}"] if config.retriever else [])
                             + ([f"--threads {config.threads}"] if config.threads else [])),
         "cpu_cores": os.cpu_count(), "cpu_cores_usable": len(os.sched_getaffinity(0)), "threads": config.threads,
         "machine": platform.machine(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
