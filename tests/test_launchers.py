@@ -299,3 +299,18 @@ def test_the_focused_scorer_does_nothing_on_a_rank_other_than_0(tmp_path, monkey
     monkeypatch.setenv("RANK", "0")
     caplog.set_level(logging.ERROR)
     assert run_trainer(script.main, args) == EXIT_USAGE  # rank 0 works: the missing data is one line
+
+
+def test_the_passage_set_trainer_does_nothing_on_a_rank_other_than_0(tmp_path, monkeypatch, caplog):
+    """Under a 2-process launch only rank 0 fits and writes (run_trainer, as the focused scorer): rank 1 reads
+    nothing and writes nothing."""
+    script = load_script("train/passage_set.py", "passage_set_launch")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    args = script.PassageSetArguments(data=str(tmp_path / "absent"), mp=str(tmp_path / "absent_mp"),
+                                      features_cache=str(tmp_path / "features.json"),
+                                      output=str(tmp_path / "passage_set.json"), results=str(tmp_path / "r.json"))
+    caplog.set_level(logging.INFO)
+    assert run_trainer(script.main, args) == 0
+    assert any("rank 1 of 2" in r.getMessage() for r in caplog.records)
+    assert not list(tmp_path.iterdir())

@@ -21,6 +21,10 @@ Reported (``results``): ObliQA-MP validation fold by fold, each fold answered by
 fitted and tuned without it (gold-citation precision, recall, cite-all share, beside the answer without the decision
 and the context's ceiling). The frozen decision is fitted on everything.
 
+Several processes: the decision is fitted in one process (scikit-learn). Under a multi-process launch the main
+process (``RANK`` 0) does all the work and alone writes ``output`` and ``results``; every other rank logs one line and
+exits 0 before loading anything (:func:`rirag.training.runner.run_trainer`).
+
 Usage:
 
     rirag data xref --data ../shared/data/obliqa --out out/obliqa_xref
@@ -275,7 +279,16 @@ def answer_quality_of(answerer, items: list[dict], corpus, model: dict | None) -
     return {"answers": len(answers), **{k: q[k] for k in keys}}
 
 
-def main(args: PassageSetArguments) -> dict:
+def main(args: PassageSetArguments) -> dict | None:
+    """Fit and write the decision (module docstring); on a rank other than the job's main process: nothing (None)."""
+    import os
+
+    from rirag.training.runner import is_main_process, launched_processes
+
+    if not is_main_process():
+        logger.info("rank %s of %d: the passage-set decision is fitted and written by the main process (rank 0) "
+                    "alone; this process does nothing", os.environ.get("RANK"), launched_processes())
+        return None
     from rirag.data.obliqa import load_obliqa
     from rirag.generation.focused.passage_set import PASSAGE_FEATURES
     from rirag.io import atomic_write_json, provenance
