@@ -186,10 +186,10 @@ class FocusedAnswerer:
         return load_passage_set(self.config.passage_set_file)
 
     def passage_set(self, question: str, passages: Sequence[str], scored: list[ScoredUnit], x: np.ndarray,
-                    ids: Sequence[str] | None = None) -> PassageSetFn:
-        """The passage-set decision for one question, as the selection calls it (the usable units, the lead)."""
+                    links: Mapping[tuple[int, int], Link]) -> PassageSetFn:
+        """The passage-set decision for one question, as the selection calls it (the usable units, the lead);
+        ``links``: the given passages' references to one another (:meth:`context_links`)."""
         model = self.passage_set_model
-        links = self.context_links(ids) if ids is not None else {}
         position = {id(s): i for i, s in enumerate(scored)}
 
         def choose(usable: Sequence[ScoredUnit], lead: int) -> list[int]:
@@ -235,14 +235,15 @@ class FocusedAnswerer:
             scored = self.scored_units(units, x, question)
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
-            chooser = self.passage_set(question, passages, scored, x, item_ids) if self.config.passage_set else None
+            # the passages' references to one another: a feature of the passage set, and how linked rules are quoted
+            linked = self.context_links(item_ids) if self.config.passage_set and item_ids is not None else {}
+            chooser = self.passage_set(question, passages, scored, x, linked) if self.config.passage_set else None
             kept = prefer_named_twin(question, self.select(scored, chooser), scored, self.config.dedup_min_ratio)
             kept = drop_repeated_titles(kept, passages, self._split)
             if self.config.focus_lists:
                 kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
                                    self.config.focus_list_margin, self.config.max_unit_words)
             kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words)
-            linked = self.context_links(item_ids) if self.config.passage_set and item_ids is not None else {}
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
