@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rirag.cli import main
-from rirag.data.ingest.corpus import build_corpus, ingest
+from rirag.data.ingest.corpus import ingest
 from rirag.data.obliqa import load_obliqa
 from rirag.errors import DataError
 
@@ -267,12 +267,13 @@ def test_out_that_is_not_a_corpus_is_refused(pages, tmp_path, caplog):
     assert (out / "notes.txt").read_text("utf-8") == "not a corpus"
 
 
-def test_build_corpus_refuses_duplicate_given_ids(tmp_path):
+def test_ingest_refuses_duplicate_given_ids_and_writes_nothing(tmp_path):
     jsonl = tmp_path / "dup.jsonl"
     jsonl.write_text('{"id": "a", "document": "D", "text": "one"}\n{"id": "a", "document": "D", "text": "two"}\n',
                      "utf-8")
     with pytest.raises(DataError, match="line 2 .*id already used on line 1"):
-        build_corpus(jsonl)
+        ingest(jsonl, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dup.jsonl"]  # no corpus, no temporary folder left
 
 
 def test_retrieve_and_evaluate_on_an_ingested_corpus_with_a_questions_file(pages, tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rirag.data.ingest.corpus import build_corpus, ingest
+from rirag.data.ingest.corpus import ingest
 from rirag.errors import DataError
 
 PAGE = "<html><head>{head}</head><body><main><h2>Scope</h2><p>{text}</p></main></body></html>"
@@ -126,7 +126,7 @@ def test_link_only_and_no_word_passages_are_dropped(tmp_path):
         ("footnote 3", "11. www.bankofengland.co.uk/pra/Pages/remuneration.aspx."),
         ("1.2", "."),
         ("1.3", "\u2014")]) + "\n", "utf-8")
-    _, _, report = build_corpus(jsonl)
+    report = ingest(jsonl, jsonl.parent / "out")
     assert report["passages"] == 1
     assert report["dropped"] == {"link only": 2, "no words": 2}
 
@@ -175,7 +175,7 @@ def test_a_single_file_of_another_format_is_read_by_its_reader(tmp_path):
     pdf = tmp_path / "scan.pdf"
     pdf.write_bytes(b"%PDF-1.4")
     with pytest.raises(DataError, match=r"scan.pdf: not a folder .* \(formats: .html, .htm"):
-        build_corpus(pdf)
+        ingest(pdf, tmp_path / "out")
 
 
 def test_a_page_too_large_to_serve_is_refused_at_ingest_in_one_line(tmp_path, monkeypatch, capsys):

@@ -279,6 +279,25 @@ def read_input_bytes(path: str | Path, what: str = "") -> bytes:
     return data
 
 
+def read_input_chunks(path: str | Path, size: int = 1 << 20, what: str = "") -> Iterator[bytes]:
+    """The bytes of an input file in chunks of ``size``, never more than :func:`max_input_bytes` in all (its size
+    checked before a byte is read, :func:`check_input_size`; a file that grows past the limit is refused when it
+    does). A pipe is read whole with the bound (:func:`read_input_bytes`) and yielded in chunks."""
+    path = Path(path)
+    if not check_input_size(path, what) and not path.is_file():  # a pipe: it can be read once only
+        data = read_input_bytes(path, what)
+        for i in range(0, len(data), size):
+            yield data[i:i + size]
+        return
+    limit, total = max_input_bytes(), 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(size):
+            total += len(chunk)
+            if total > limit:
+                raise _too_large(path, what, limit, "more bytes")
+            yield chunk
+
+
 def parse_json(text: str | bytes, source: str) -> Any:
     """``json.loads`` whose every failure is one :class:`DataError` naming ``source``: malformed JSON with its line
     and column, and JSON nested too deeply for Python's parser (``[[[[...`` 200,000 deep) instead of a

@@ -12,14 +12,17 @@ import shutil
 import statistics
 import tempfile
 import uuid
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from tqdm.auto import tqdm
+
 from rirag.constants import INGEST_ID_NAMESPACE, INGEST_REPORT_FILE, MAX_INPUT_BYTES
-from rirag.data.ingest.labels import label_passages, split_long
-from rirag.data.ingest.raw import Dropped, RawDocument
+from rirag.data.ingest.labels import labelled, rule_counts, split_long
+from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage
 from rirag.data.ingest.readers import READERS, reader_for
 from rirag.data.obliqa import DOCUMENT_MAP_FILE
 from rirag.errors import DataError, UsageError
@@ -43,12 +46,60 @@ def _text_key(text: str) -> bytes:
 PROVENANCE_NOTE = "SOURCE.md"
 
 
+class Spool:
+    """The passages read, on disk until their document's turn (one JSON line each, in ``folder``): a source is
+    never held in memory, and a document's passages are read back in order (twice: once to count its rule numbers,
+    once to label and write them)."""
+
+    NAME = ".passages.spool"
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / self.NAME
+        self._fh = open(self.path, "w+b")
+        self._pos = 0
+
+    def add(self, p: RawPassage) -> int:
+        offset = self._fh.seek(0, os.SEEK_END)
+        self._fh.write(json.dumps([p.rule, p.headings, p.lines, p.given_id], ensure_ascii=False).encode("utf-8")
+                       + b"\n")
+        return offset
+
+    def read(self, offsets: array) -> Iterator[RawPassage]:
+        fh = self._fh
+        fh.flush()
+        pos = -1
+        for offset in offsets:
+            if offset != pos:
+                fh.seek(offset)
+            line = fh.readline()
+            pos = offset + len(line)
+            rule, heads, lines, given = json.loads(line)
+            yield RawPassage(rule, tuple(heads), lines, given_id=given)
+
+    def close(self) -> None:
+        self._fh.close()
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class SourceDoc:
+    """A document read: what its reader says of it, and where its passages lie in the :class:`Spool`."""
+
+    raw: RawDocument
+    offsets: array = field(default_factory=lambda: array("Q"))
+    given_ids: bool = False  # a passage of it has the id its record gave
+
+    @property
+    def key(self) -> str:
+        return self.raw.key
+
+
 @dataclass
 class Source:
     """What was read of a source: its documents, the passages dropped, each file skipped with its reason, and the
     kinds of reader used."""
 
-    docs: list[RawDocument] = field(default_factory=list)
+    docs: list[SourceDoc] = field(default_factory=list)
     dropped: Dropped = field(default_factory=Dropped)
     skipped: list[dict[str, str]] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)
@@ -61,18 +112,20 @@ class Source:
         self.skipped.append({"file": name, "reason": reason})
 
 
-def read_source(source: Path, out: Path | None = None) -> Source:
+def read_source(source: Path, spool: Spool, out: Path | None = None) -> Source:
     """Parse ``source`` (a folder, or one file) into documents, each file read by the reader of its suffix
-    (:data:`rirag.data.ingest.readers.READERS`). In a folder every file is read or skipped with its reason (no reader
-    for its suffix, hidden, this command's own output, a file the reader refuses); ``out``, and any corpus folder
-    this command wrote, is never read back as a source."""
+    (:data:`rirag.data.ingest.readers.READERS`) as it is read, its passages put in ``spool``. In a folder every file
+    is read or skipped with its reason (no reader for its suffix, hidden, this command's own output, a file the
+    reader refuses: what it gave before is dropped); ``out``, and any corpus folder this command wrote, is never
+    read back as a source."""
     found = Source()
     if source.is_file():
         reader = reader_for(source)
         if reader is None:
             raise DataError(f"{source}: not a folder of pages or text files, nor a .jsonl/.csv of passages "
                             f"(formats: {', '.join(READERS)})")
-        found.docs, found.kinds = reader.read(source, source.parent, found.dropped), {reader.kind}
+        found.docs = _numbered(_read_file(reader, source, source.parent, found.dropped, spool))
+        found.kinds = {reader.kind}
         return found
     if not source.is_dir():
         raise DataError(f"{source}: no such file or folder")
@@ -85,7 +138,7 @@ def read_source(source: Path, out: Path | None = None) -> Source:
         reader = reader_for(path)
         tried += 1
         try:
-            found.docs.extend(reader.read(path, source, found.dropped))
+            found.docs.extend(_read_file(reader, path, source, found.dropped, spool))
         except DataError as err:  # one bad file is reported and skipped, never the folder aborted
             logger.warning("skipped %s", err)
             found.skip(name, str(err).removeprefix(f"{path}: "))
@@ -97,6 +150,21 @@ def read_source(source: Path, out: Path | None = None) -> Source:
         raise DataError(f"{source}: {what} (formats: {', '.join(READERS)}){'; skipped ' + why if why else ''}")
     found.docs = _numbered(found.docs)
     return found
+
+
+def _read_file(reader, path: Path, root: Path, dropped: Dropped, spool: Spool) -> list[SourceDoc]:
+    """The documents of one file, in the order they first appear, their passages spooled as they are read."""
+    docs: dict[int, SourceDoc] = {}
+    passages = 0
+    for raw, p in reader.read(path, root, dropped):
+        doc = docs.get(id(raw))
+        if doc is None:
+            doc = docs[id(raw)] = SourceDoc(raw)
+        doc.offsets.append(spool.add(p))
+        doc.given_ids = doc.given_ids or p.given_id is not None
+        passages += 1
+    logger.debug("read %s: %d passages", path, passages)
+    return list(docs.values())
 
 
 def _files(source: Path, out: Path | None) -> Iterator[tuple[Path, str]]:
@@ -130,19 +198,23 @@ def _file_reason(path: Path) -> str:
     return ""
 
 
-def _numbered(docs: list[RawDocument]) -> list[RawDocument]:
-    """The documents in key order (two captures of one page kept apart by file name), their passages labelled and
-    long ones cut (unless the reader labelled them)."""
+def _numbered(docs: list[SourceDoc]) -> list[SourceDoc]:
+    """The documents in key order (two captures of one page kept apart by file name)."""
     keys = Counter(d.key for d in docs)
     for d in docs:
         if keys[d.key] > 1:  # two captures of one page: keep the file name apart
-            d.key = Path(d.source).stem
+            d.raw.key = Path(d.raw.source).stem
     docs.sort(key=lambda d: d.key)
-    for d in docs:
-        if not d.labelled:
-            label_passages(d)
-            d.passages = [part for p in d.passages for part in split_long(p)]
     return docs
+
+
+def _passages(doc: SourceDoc, spool: Spool) -> Iterator[RawPassage]:
+    """A document's passages labelled (:func:`~rirag.data.ingest.labels.labelled`) and long ones cut (unless its
+    reader keeps them whole), read back from the spool."""
+    passages = labelled(spool.read(doc.offsets), rule_counts(spool.read(doc.offsets)))
+    if doc.raw.whole:
+        return passages
+    return (part for p in passages for part in split_long(p))
 
 
 #: A passage that is only a footnote's mark and a link ("2. https://www.eiopa.europa.eu/..."): no rule text.
@@ -165,85 +237,135 @@ def drop_reason(text: str) -> str:
     return ""
 
 
-def build_corpus(source: Path, out: Path | None = None) -> tuple[dict[int, list[dict]], dict[str, list[str]], dict]:
-    """The corpus records per DocumentID, the document map and the build report (nothing written); ``out`` is never
-    read as part of ``source``."""
-    found = read_source(source, out)
+def _labelled_or_refused(passages: Iterator[RawPassage], source: str) -> Iterator[RawPassage]:
+    """``passages``, a labelling that cannot give each its own PassageID refused naming the file."""
+    try:
+        yield from passages
+    except DataError as err:
+        raise DataError(f"{source}: {err}") from None
+
+
+class _RecordsFile:
+    """A document's corpus file written record by record, byte for byte what ``json.dump(records, indent=2)``
+    writes (and a newline); past ``limit`` bytes it stops writing and only counts (the file is then removed)."""
+
+    def __init__(self, path: Path, limit: int) -> None:
+        self.path, self.limit = path, limit
+        self.size = 0
+        self.count = 0
+        self._fh = None
+
+    def add(self, record: dict) -> None:
+        text = json.dumps(record, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        data = (",\n  " if self.count else "[\n  ").encode("utf-8") + text.encode("utf-8")
+        self.count += 1
+        self.size += len(data)
+        if self.size + 3 > self.limit:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+                self.path.unlink()
+            return
+        if self._fh is None:
+            self._fh = open(self.path, "wb")
+        self._fh.write(data)
+
+    def close(self) -> int:
+        """The file's size when it is over the limit (nothing left written), else 0."""
+        if self.count:
+            self.size += 3  # "\n]\n"
+        if self._fh is not None:
+            self._fh.write(b"\n]\n")
+            self._fh.close()
+            self._fh = None
+        return self.size if self.size > self.limit else 0
+
+
+def write_documents(source: Path, folder: Path, out: Path | None = None) -> tuple[dict[str, list[str]], dict]:
+    """Read ``source`` and write its corpus files into ``folder`` (``documents/N.json``, one document at a time);
+    returns the document map and the build report. ``out`` is never read as part of ``source``. What is held
+    while it runs is each passage's 16-byte text digest and id (duplicates and clashes are found across the
+    corpus), never a document's text."""
+    spool = Spool(folder)
+    try:
+        found = read_source(source, spool, out)
+        return _write(found, spool, source, folder)
+    finally:
+        spool.close()
+
+
+def _write(found: Source, spool: Spool, source: Path, folder: Path) -> tuple[dict[str, list[str]], dict]:
     dropped = found.dropped
-    documents: dict[int, list[dict]] = {}
     doc_map: dict[str, list[str]] = {}
-    seen_text: dict[str, str] = {}
-    for n, doc in enumerate(found.docs, 1):
-        records = []
-        for p in doc.passages:
+    seen_text: dict[int, bytes | str] = {}  # text digest -> the id of the passage that has it (16 bytes for a UUID)
+    # A made id is a UUID5 of the document key and a label unique in its document (labels.labelled): two can meet
+    # only when two documents share a key, or a record gives an id; only then is every id kept and checked.
+    keys = Counter(doc.key for doc in found.docs)
+    check_ids = any(doc.given_ids for doc in found.docs) or any(n > 1 for n in keys.values())
+    ids: set[int] = set()  # the ids written, as 128-bit ints (a UUID's own, a given id's digest)
+    lengths = array("I")
+    passages = 0
+    (folder / "documents").mkdir()
+    for n, doc in enumerate(tqdm(found.docs, desc="documents", unit="doc", disable=len(found.docs) < 50), 1):
+        raw = doc.raw
+        out = _RecordsFile(folder / "documents" / f"{n}.json", CORPUS_FILE_LIMIT)
+        words = array("I")
+        for p in _labelled_or_refused(_passages(doc, spool), raw.source):
             reason = drop_reason(p.text)
-            pid = p.given_id or passage_uuid(doc.key, p.label)
-            norm = _text_key(p.text)
+            pid = p.given_id or passage_uuid(raw.key, p.label)
+            norm = int.from_bytes(_text_key(p.text), "little")
             if not reason and norm in seen_text:
                 reason = "duplicate"
-                dropped.add(reason, f"{doc.source}: {p.label} (same text as {seen_text[norm]})")
+                first = seen_text[norm]
+                first = first if isinstance(first, str) else str(uuid.UUID(bytes=first))
+                dropped.add(reason, f"{raw.source}: {p.label} (same text as {first})")
             elif reason:
-                dropped.add(reason, f"{doc.source}: {p.label}")
+                dropped.add(reason, f"{raw.source}: {p.label}")
             else:
-                seen_text[norm] = pid
-                records.append({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
-                                "Headings": list(p.headings), "Source": doc.source})
-        doc.passages = []  # read into records: the raw copy is freed as the corpus is built
-        size = _oversize(records)
+                seen_text[norm] = pid if p.given_id else uuid.UUID(pid).bytes
+                if check_ids:
+                    digest = (int.from_bytes(hashlib.blake2b(pid.encode("utf-8"), digest_size=16).digest(), "little")
+                              if p.given_id else uuid.UUID(pid).int)
+                    if digest in ids:
+                        raise DataError(f"{source}: passage id {pid!r} is used by two passages")
+                    ids.add(digest)
+                out.add({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
+                         "Headings": list(p.headings), "Source": raw.source})
+                words.append(len(p.text.split()))
+        size = out.close()
         if size:
-            found.skip(doc.source, f"its passages come to {size} bytes of JSON, over the {CORPUS_FILE_LIMIT}-byte "
+            found.skip(raw.source, f"its passages come to {size} bytes of JSON, over the {CORPUS_FILE_LIMIT}-byte "
                                    "corpus file every command reads: split the page into smaller files")
-            logger.warning("skipped %s: %s", doc.source, found.skipped[-1]["reason"])
-        elif records:
-            documents[n] = records
-            doc_map[str(n)] = [doc.source, doc.title]
-    if not documents:
+            logger.warning("skipped %s: %s", raw.source, found.skipped[-1]["reason"])
+        elif out.count:
+            doc_map[str(n)] = [raw.source, raw.title]
+            lengths.extend(words)
+            passages += out.count
+    if not doc_map:
         why = "; ".join(f"{s['file']}: {s['reason']}" for s in found.skipped[:5])
         raise DataError(f"{source}: no passage left after dropping empty, navigation and duplicate ones"
                         + (f"; skipped {why}" if why else ""))
-    ids = Counter(r["ID"] for rs in documents.values() for r in rs)
-    clash = [i for i, c in ids.items() if c > 1]
-    if clash:
-        raise DataError(f"{source}: passage id {clash[0]!r} is used by two passages")
     report = {
         "source": source.name,
         "kind": found.kind,
-        "documents": len(documents),
-        "passages": sum(len(rs) for rs in documents.values()),
+        "documents": len(doc_map),
+        "passages": passages,
         "dropped": dict(sorted(dropped.counts.items())),
         "dropped_examples": {k: v for k, v in sorted(dropped.examples.items())},
-        "length_words": _distribution([len(r["Passage"].split()) for rs in documents.values() for r in rs]),
+        "length_words": _distribution(lengths),
     }
     if found.skipped:
         report["skipped"] = found.skipped
-    return documents, doc_map, report
+    return doc_map, report
 
 
-def _oversize(records: list[dict]) -> int:
-    """The bytes of a document's corpus file when over :data:`CORPUS_FILE_LIMIT`, else 0 (it is serialised only when
-    a bound of 6 bytes a character, a JSON escape's most, could pass the limit)."""
-    bound = sum(6 * sum(len(str(v)) + 8 for v in r.values()) + 6 * sum(len(h) for h in r["Headings"]) + 16
-                for r in records)
-    if bound <= CORPUS_FILE_LIMIT:
-        return 0
-    size = len(_dump(records).encode("utf-8"))
-    return size if size > CORPUS_FILE_LIMIT else 0
-
-
-def _distribution(values: list[int]) -> dict:
+def _distribution(values) -> dict:
     if not values:
         return {}
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     return {"min": ordered[0], "median": ordered[(len(ordered) - 1) // 2], "p95": p95, "max": ordered[-1],
             "mean": round(statistics.fmean(ordered), 1)}
-
-
-def _write_json(path: Path, obj) -> None:
-    """``obj`` as :func:`_dump` writes it, encoded as it is written (no copy of the whole text in memory)."""
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
 
 
 def _dump(obj) -> str:
@@ -286,16 +408,13 @@ def ingest(source: str | Path, out: str | Path, check: Callable[[Path], dict] | 
     On any error before the renames ``out`` is left as it was. ``check``, given the new corpus folder before it is
     moved in, returns what the report keeps under ``"questions"`` (``rirag data ingest --questions``)."""
     source, out = Path(source), check_out(out)
-    documents, doc_map, report = build_corpus(source, out)
-    replaced = _replaced(out) if out.is_dir() else []
-    if replaced:
-        report["replaced"] = replaced
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
-        (tmp / "documents").mkdir()
-        for n, records in documents.items():
-            _write_json(tmp / "documents" / f"{n}.json", records)
+        doc_map, report = write_documents(source, tmp, out)
+        replaced = _replaced(out) if out.is_dir() else []
+        if replaced:
+            report["replaced"] = replaced
         (tmp / DOCUMENT_MAP_FILE).write_text(_dump(doc_map), encoding="utf-8")
         if check is not None:
             report["questions"] = check(tmp)

@@ -1,366 +1,301 @@
-"""The reader of saved HTML pages (``.html``, ``.htm``; lxml): rule rows with their numbers and heading paths, lists
-and table rows kept whole, navigation, stamps and hidden text dropped.
+"""The reader of saved HTML pages (``.html``, ``.htm``; lxml): a page is parsed as it is read and never held
+whole. A first read (:class:`_Survey`) finds the page's title and the element its passages are in; the second
+builds only that element's subtree, one child at a time, and hands each child to
+:mod:`rirag.data.ingest.html_text` once it has ended (:mod:`rirag.data.ingest.html_walk`), dropping it after. The
+passages are those a walk over the whole tree gives, in its order.
 
 HTML pages of the PRA Rulebook layout (``div.part-content`` holding ``div.chapter-section`` and ``div.row-block``,
 the rule number in ``span.rule-number``) are read by that structure; any other page by its headings and blocks.
 Navigation, headers and footers, scripts, forms, "effective date" stamps (``row-block__info``), export links
-(``page-utilities``), hidden text and tooltips are never part of a passage."""
+(``page-utilities``), hidden text and tooltips are never part of a passage.
+
+libxml2 parses in pull mode here (``etree.parse`` over a reader of the decoded text): its push mode (``feed``,
+``iterparse``) keeps every byte fed until the end, a second copy of the page."""
 
 from __future__ import annotations
 
-import re
+import queue
+import threading
 from pathlib import Path
+from typing import Callable, Iterator
 
-from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
-from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, document_key, read_text
+from rirag.data.ingest.html_text import NAV_TAGS, block_lines, declared_charset, hidden
+from rirag.data.ingest.html_walk import StreamedWalk
+from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage, SourceText, document_key
 from rirag.errors import DataError
 
-# -- HTML vocabulary (element names and class names, never patterns over markup) ----------------------------------
-SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "button", "form", "input", "select", "textarea",
-                       "svg", "iframe", "del", "img", "head", "title", "meta", "link"})
-NAV_TAGS = frozenset({"nav", "header", "footer", "aside"})
-HIDDEN_CLASSES = frozenset({"visually-hidden", "sr-only", "screen-reader-text", "tooltip", "tooltiptext",
-                            "tooltip-content", "hidden", "d-none"})
-NAV_CLASSES = frozenset({"page-utilities", "row-block__info", "list-breadcrumbs", "breadcrumb", "breadcrumbs",
-                         "cookie-notice", "nav-bypass", "side-bar", "nav-sticky", "pagination", "skip-link"})
-BLOCK_TAGS = frozenset({"p", "div", "section", "article", "main", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5",
-                        "h6", "li", "dt", "dd", "figure", "figcaption", "caption", "address", "center", "tr", "td",
-                        "th", "tbody", "thead", "tfoot", "body"})
-LIST_TAGS = frozenset({"ol", "ul", "dl", "menu"})
-HEADING_TAGS = {f"h{i}": i for i in range(1, 7)}
 
-# ====================================================================================================================
-# Text of HTML blocks
-# ====================================================================================================================
+class _Finished(Exception):
+    """Raised in a parser callback to stop the parse: the container has ended, or the reader was closed."""
 
 
-def _classes(el) -> set[str]:
-    return set((el.get("class") or "").split())
+class _Utf8Reader:
+    """The file-like object libxml2 reads: the page's text re-encoded as UTF-8, chunk by chunk."""
+
+    def __init__(self, src: SourceText) -> None:
+        self._chunks = src.utf8_chunks()
+        self._rest = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while len(self._rest) < max(size, 1):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._rest += chunk
+        if size < 0:
+            size = len(self._rest)
+        out, self._rest = self._rest[:size], self._rest[size:]
+        return out
 
 
-def _tag(el) -> str | None:
-    return el.tag.lower() if isinstance(el.tag, str) else None
+def _parse(src: SourceText, path: Path, target) -> None:
+    """Parse the page with ``target`` (lxml's parser-target interface: ``start``, ``end``, ``data``, ...), libxml2's
+    HTML parser as ``lxml.html`` uses it; a callback raising :class:`_Finished` ends it."""
+    from lxml import etree
 
-
-def _hidden(el) -> bool:
-    tag = _tag(el)
-    if tag in SKIP_TAGS:
-        return True
-    if _classes(el) & HIDDEN_CLASSES:
-        return True
-    if el.get("role") == "tooltip" or el.get("hidden") is not None or el.get("aria-hidden") == "true":
-        return True
-    style = (el.get("style") or "").replace(" ", "").lower()
-    return "display:none" in style
-
-
-def _flush(buf: list[str], out: list[str]) -> None:
-    line = " ".join("".join(buf).split())
-    if line:
-        out.append(line)
-    buf.clear()
-
-
-def block_lines(el, skip=frozenset()) -> list[str]:
-    """The text of ``el``: one line per paragraph, list item and table row; hidden text left out."""
-    out: list[str] = []
-    buf: list[str] = []
-    _lines(el, out, buf, skip)
-    _flush(buf, out)
-    return out
-
-
-def _lines(el, out: list[str], buf: list[str], skip) -> None:
-    if el.text:
-        buf.append(el.text)
-    for child in el:
-        tag = _tag(child)
-        if tag is None or child in skip or _hidden(child):
-            pass
-        elif tag == "br":
-            _flush(buf, out)
-        elif tag in LIST_TAGS:
-            _flush(buf, out)
-            _list_lines(child, out, skip)
-        elif tag == "table":
-            _flush(buf, out)
-            out.extend(table_lines(child))
-        elif tag in BLOCK_TAGS or tag in NAV_TAGS:
-            _flush(buf, out)
-            _lines(child, out, buf, skip)
-            _flush(buf, out)
-        elif tag == "sup" and (any(_tag(a) == "a" for a in child.iter())
-                               or "".join(child.itertext()).strip().isdigit()):
-            buf.append(" ")  # a footnote mark stays a word of its own ("Code 4", not "Code4")
-            _lines(child, out, buf, skip)
-            buf.append(" ")
-        else:  # inline
-            _lines(child, out, buf, skip)
-        if child.tail:
-            buf.append(child.tail)
-
-
-def _list_lines(lst, out: list[str], skip) -> None:
-    for item in lst:
-        tag = _tag(item)
-        if tag is None or _hidden(item) or item in skip:
-            continue
-        if tag in LIST_TAGS:  # a list nested directly in a list (ol > ol)
-            _list_lines(item, out, skip)
-            continue
-        buf: list[str] = []
-        _lines(item, out, buf, skip)
-        _flush(buf, out)
-
-
-def _cell_text(cell) -> str:
-    return " ".join(block_lines(cell))
-
-
-def table_lines(table) -> list[str]:
-    """One line per row; data rows carry the header ("Header: cell; Header: cell"), a header row is not repeated."""
-    rows = []
-    for tr in table.iter("tr"):
-        if _hidden(tr):
-            continue
-        cells = [c for c in tr if _tag(c) in ("td", "th") and not _hidden(c)]
-        if cells:
-            in_head = any(_tag(a) == "thead" for a in tr.iterancestors())
-            rows.append((in_head or all(_tag(c) == "th" for c in cells), [_cell_text(c) for c in cells]))
-    header: list[str] | None = None
-    out = []
-    for is_header, cells in rows:
-        if not any(cells):
-            continue
-        if is_header and header is None:
-            header = cells
-            continue
-        if header and len(header) == len(cells):
-            parts = [f"{h}: {c}" if h else c for h, c in zip(header, cells) if c]
-            out.append("; ".join(parts))
-        else:
-            out.append(" | ".join(c for c in cells if c))
-    if header and not out:  # a table of headers only
-        out.append(" | ".join(h for h in header if h))
-    return out
-
-
-#: A charset an HTML page declares in its first bytes: ``<meta charset="...">``, ``<meta http-equiv="Content-Type"
-#: content="text/html; charset=...">`` or an XML declaration's ``encoding="..."``.
-DECLARED_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)"""
-                              rb"""|<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-
-
-def declared_charset(data: bytes) -> str | None:
-    m = DECLARED_CHARSET.search(data[:4096])
-    return (m.group(1) or m.group(2)).decode("ascii") if m else None
-
-
-def _parse_html(path: Path):
-    from lxml import etree, html
-
-    text = read_text(path, declared_charset)
     try:
-        root = html.document_fromstring(text.encode("utf-8"), parser=html.HTMLParser(encoding="utf-8"))
-    except (etree.ParserError, ValueError) as err:
+        etree.parse(_Utf8Reader(src), etree.HTMLParser(target=target, encoding="utf-8"))
+    except _Finished:
+        pass
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as err:
         raise DataError(f"{path}: not a parsable HTML page ({err})") from err
-    return root
 
 
-def _first(root, cls: str):
-    for el in root.iter():
-        if isinstance(el.tag, str) and cls in _classes(el):
-            return el
-    return None
+class _Survey:
+    """The first read of a page (a parser target: nothing built but the subtree of each ``h1``): the page's title
+    (the first ``h1`` outside navigation with text, else its first ``<title>``), the element the passages are read
+    from (the first ``part-content``, else the first visible ``main``/``article`` of the body, else the body), each
+    as its place in document order, and whether the page has any text at all."""
+
+    def __init__(self) -> None:
+        from lxml import etree
+
+        self._builder = etree.TreeBuilder
+        self.n = -1
+        self.stack: list[tuple[str | None, bool]] = []  # the open elements: (tag, is the body)
+        self.part: int | None = None
+        self.body: int | None = None
+        self.main_in_body: int | None = None
+        self.main_anywhere: int | None = None
+        self.h1: tuple[int, str] | None = None  # (place, text) of the first h1 outside navigation with text
+        self.title: str | None = None  # the first <title>'s text (None: no title, or a blank one)
+        self._title: list[str] | None = None  # the first <title>'s text while it is read
+        self._titled = False
+        self.has_text = False
+        self._h1s: list[list] = []  # [builder, place, depth] of each open h1 outside navigation
+
+    def start(self, tag, attrib, nsmap=None) -> None:
+        self.n += 1
+        n, name = self.n, tag.lower() if isinstance(tag, str) else None
+        if self.part is None and "part-content" in (attrib.get("class") or "").split():
+            self.part = n
+        is_body = self.body is None and name == "body" and len(self.stack) == 1
+        if is_body:
+            self.body = n
+        if name in ("main", "article") and not hidden(name, attrib):
+            if self.main_anywhere is None:
+                self.main_anywhere = n
+            if self.main_in_body is None and any(b for _, b in self.stack):
+                self.main_in_body = n
+        if self._title is not None:
+            self._titled, self._title = True, None  # a <title>'s text is what comes before any element in it
+        for h in self._h1s:
+            h[0].start(tag, attrib)
+            h[2] += 1
+        if name == "h1" and not any(t in NAV_TAGS for t, _ in self.stack):
+            builder = self._builder()
+            builder.start(tag, attrib)
+            self._h1s.append([builder, n, 1])
+        if name == "title" and not self._titled:
+            self._title = []
+        self.stack.append((name, is_body))
+
+    def end(self, tag) -> None:
+        name, _ = self.stack.pop()
+        if name == "title" and self._title is not None:
+            text = "".join(self._title)
+            self.title = " ".join(text.split("|")[0].split()) if text.strip() else None
+            self._titled, self._title = True, None
+        done = []
+        for h in self._h1s:
+            el = h[0].end(tag)
+            h[2] -= 1
+            if not h[2]:
+                done.append(h)
+                text = " ".join(block_lines(el))
+                if text and (self.h1 is None or h[1] < self.h1[0]):  # a nested h1 ends before the one it is in
+                    self.h1 = (h[1], text)
+        for h in done:
+            self._h1s.remove(h)
+
+    def data(self, data) -> None:
+        if not self.has_text and data.strip():
+            self.has_text = True
+        if self._title is not None:
+            self._title.append(data)
+        for h in self._h1s:
+            h[0].data(data)
+
+    def comment(self, text) -> None:
+        for h in self._h1s:
+            h[0].comment("")  # kept for its place (its tail is text); what it says is never read
+
+    def pi(self, target, data=None) -> None:
+        self.comment("")
+
+    def close(self) -> None:
+        return None
+
+    @property
+    def container(self) -> int:
+        """The place of the element the passages are read from."""
+        if self.part is not None:
+            return self.part
+        if self.body is not None:
+            return self.main_in_body if self.main_in_body is not None else self.body
+        return self.main_anywhere if self.main_anywhere is not None else 0
+
+    def page_title(self, fallback: str) -> str:
+        if self.h1 is not None:
+            return self.h1[1]
+        return self.title if self.title is not None else fallback
 
 
-def _page_title(root, fallback: str) -> str:
-    for h1 in root.iter("h1"):
-        if not any(_tag(a) in NAV_TAGS for a in h1.iterancestors()):
-            text = " ".join(block_lines(h1))
-            if text:
-                return text
-    title = root.find(".//title")
-    if title is not None and (title.text or "").strip():
-        return " ".join(title.text.split("|")[0].split())
-    return fallback
-
-
-def read_html_page(path: Path, root_folder: Path, dropped: Dropped) -> list[RawDocument]:
-    """The page's document, keyed by its file stem less any capture-date suffix (none when it holds nothing beside
-    navigation: counted as an "empty page")."""
-    root = _parse_html(path)
+def read_html_page(path: Path, root_folder: Path, dropped: Dropped) -> Iterator[tuple[RawDocument, RawPassage]]:
+    """The page's document, keyed by its file stem less any capture-date suffix, its passages as the page is parsed
+    (none when it holds nothing beside navigation: counted as an "empty page"). The page is read twice: once for
+    its title and the element its passages are in (:class:`_Survey`), once for the passages."""
+    src = SourceText(path, declared_charset)
+    survey = _Survey()
+    _parse(src, path, survey)
+    if survey.n < 0:
+        raise DataError(f"{path}: not a parsable HTML page (Document is empty)")
     key = document_key(path.stem)
-    doc = RawDocument(key, _page_title(root, key), path.name)
-    part = _first(root, "part-content")
-    if part is not None:
-        _rulebook_section(part, (doc.title,), doc, dropped)
-    else:
-        _generic_page(root, doc, dropped)
-    if not doc.passages:
-        if not " ".join(root.text_content().split()):
+    doc = RawDocument(key, survey.page_title(key), path.name)
+    walk = StreamedWalk(doc, dropped, rulebook=survey.part is not None)
+
+    def produce(emit: Callable) -> None:
+        _parse(src, path, _ContainerTarget(survey.container, walk, emit))
+        for item in walk.ready(last=True):
+            emit(item)
+
+    yield from _produced(produce)
+    if not walk.count:
+        if not survey.has_text:
             raise DataError(f"{path}: no text")
         dropped.add("empty page", f"{doc.source}: no content beside navigation")
-        return []
-    return [doc]
 
 
-def _rule_number(row) -> str:
-    for col in row:
-        if "div-row__col-1" in _classes(col):
-            for el in col.iter():
-                if isinstance(el.tag, str) and "rule-number" in _classes(el):
-                    return " ".join("".join(el.itertext()).split())
-    return ""
+#: Passages handed from the parsing thread at a time, and batches waiting at most.
+BATCH, QUEUED = 256, 8
 
 
-def _col2(row):
-    for col in row:
-        if _tag(col) and "div-row__col-2" in _classes(col):
-            return col
-    return None
+def _produced(produce: Callable[[Callable], None]) -> Iterator:
+    """What ``produce(emit)`` emits, as an iterator: it runs in a thread (libxml2's pull-mode parse cannot pause for
+    a generator), handing items over in batches through a bounded queue, so memory holds a few batches whatever
+    the page's size. An error in it is raised here; closing the iterator stops it at its next item."""
+    items: queue.Queue = queue.Queue(maxsize=QUEUED)
+    stop = threading.Event()
+    batch: list = []
+    end = object()
 
-
-def _rulebook_section(container, path: tuple[str, ...], doc: RawDocument, dropped: Dropped) -> None:
-    """A PRA-Rulebook ``part-content`` or ``chapter-section``: rules in ``row-block``s, sub-sections nested."""
-    subheading: str | None = None
-    for child in container:
-        cls = _classes(child)
-        if _tag(child) is None:
-            continue
-        if "chapter-section" in cls:
-            _rulebook_section(child, path + _section_label(child), doc, dropped)
-        elif "row-block" in cls:
-            subheading = _row_block(child, path, subheading, doc, dropped)
-        elif cls & NAV_CLASSES:
-            dropped.add("navigation", f"{doc.source}: {' '.join(sorted(cls & NAV_CLASSES))}")
-        elif "div-row" not in cls:  # a "div-row" is the section's own heading row, read by _section_label
-            lines = block_lines(child)
-            if lines:
-                doc.passages.append(RawPassage("", path, lines))
-
-
-def _section_label(section) -> tuple[str, ...]:
-    """The heading path step of a ``chapter-section``: its number and heading (none when it has neither)."""
-    head = next((c for c in section if "div-row" in _classes(c)), None)
-    if head is None:
-        return ()
-    col2 = _col2(head)
-    heading = " ".join(block_lines(col2)) if col2 is not None else ""
-    label = " ".join(x for x in (_rule_number(head), heading) if x)
-    return (label,) if label else ()
-
-
-def _row_block(block, path: tuple[str, ...], subheading: str | None, doc: RawDocument, dropped: Dropped) -> str | None:
-    """One rule row: its passage and its footnotes' passages; returns the in-text heading in force after it."""
-    row = next((c for c in block if "div-row" in _classes(c)), None)
-    col2 = _col2(row) if row is not None else None
-    if col2 is None:
-        dropped.add("empty", f"{doc.source}: row without content")
-        return subheading
-    number = _rule_number(row)
-    notes = [el for el in col2.iter() if isinstance(el.tag, str) and "rb-footnotes" in _classes(el)]
-    lines = block_lines(col2, skip=frozenset(notes))
-    heads = path + (subheading,) if subheading else path
-    if not lines:
-        if not notes:
-            dropped.add("empty", f"{doc.source}: {number or 'unnumbered row'}")
-    elif _is_subheading(block, col2, number, lines):
-        return lines[0]  # an in-text heading (h1-h6, or no closing stop): it heads the rules after it
-    else:
-        doc.passages.append(RawPassage(number, heads, lines))
-    for note in notes:
-        for item in note.iter("li"):
-            text = _footnote(item)
-            if text:
-                mark = text.split()[0].rstrip(".")
-                doc.passages.append(RawPassage(f"footnote {mark}", heads, [text]))
-    return subheading
-
-
-def _is_subheading(block, col2, number: str, lines: list[str]) -> bool:
-    """An unnumbered, unstamped row of one short line that is a heading element or has no closing stop."""
-    if number or len(lines) != 1 or len(lines[0].split()) > INGEST_SUBHEADING_MAX_WORDS:
-        return False
-    if any("row-block__info" in _classes(c) for c in block):
-        return False
-    return any(_tag(c) in HEADING_TAGS for c in col2) or not lines[0].endswith((".", ";", ":"))
-
-
-def _footnote(item) -> str:
-    return " ".join(" ".join(block_lines(item)).split())
-
-
-#: Elements whose presence inside a block makes it a container to walk into, not a paragraph.
-CONTAINER_TAGS = BLOCK_TAGS | LIST_TAGS | {"table"} | set(HEADING_TAGS)
-#: Elements that are always one paragraph.
-PARAGRAPH_TAGS = frozenset({"p", "pre", "blockquote", "dd", "dt", "figcaption"})
-
-
-def _generic_page(root, doc: RawDocument, dropped: Dropped) -> None:
-    """Any other page: headings give the path, each paragraph starts a passage, lists and tables join the paragraph
-    before them; whatever lies in nav/header/footer/aside is dropped as navigation."""
-    body = root.find("body")
-    if body is None:
-        body = root
-    main = next((el for el in body.iter("main", "article") if not _hidden(el)), body)
-    _GenericPage(doc, dropped).walk(main)
-
-
-def _is_paragraph(el, tag: str) -> bool:
-    return tag in PARAGRAPH_TAGS or (
-        tag in BLOCK_TAGS and not any(_tag(c) in CONTAINER_TAGS for c in el.iter() if c is not el))
-
-
-class _GenericPage:
-    """The walk over a generic page: the heading path in force and the passage a list or table joins."""
-
-    def __init__(self, doc: RawDocument, dropped: Dropped) -> None:
-        self.doc, self.dropped = doc, dropped
-        self.heads: dict[int, str] = {}
-        self.current: RawPassage | None = None
-
-    def path(self) -> tuple[str, ...]:
-        return (self.doc.title,) + tuple(self.heads[k] for k in sorted(self.heads))
-
-    def walk(self, el) -> None:
-        for child in el:
-            tag = _tag(child)
-            if tag is None or _hidden(child):
+    def put(item) -> None:
+        while not stop.is_set():
+            try:
+                items.put(item, timeout=0.1)
+                return
+            except queue.Full:
                 continue
-            if tag in NAV_TAGS or _classes(child) & NAV_CLASSES:
-                if "".join(child.itertext()).strip():
-                    self.dropped.add("navigation", f"{self.doc.source}: <{tag}>")
-            elif tag in HEADING_TAGS:
-                self.heading(child, HEADING_TAGS[tag])
-            elif tag in LIST_TAGS or tag == "table":
-                self.attach(block_lines(child) if tag in LIST_TAGS else table_lines(child))
-            elif _is_paragraph(child, tag):
-                self.paragraph(block_lines(child))
-            else:
-                self.walk(child)
+        raise _Finished
 
-    def heading(self, el, level: int) -> None:
-        text = " ".join(block_lines(el))
-        for k in [k for k in self.heads if k >= level]:
-            del self.heads[k]
-        if text and level > 1:
-            self.heads[level] = text
-        self.current = None
+    def emit(item) -> None:
+        batch.append(item)
+        if len(batch) >= BATCH:
+            put(list(batch))
+            batch.clear()
 
-    def attach(self, lines: list[str]) -> None:
-        """A list or table: it joins the paragraph before it, else it is a passage of its own."""
-        if not lines:
-            return
-        if self.current is not None:
-            self.current.lines.extend(lines)
-        else:
-            self.current = RawPassage("", self.path(), lines)
-            self.doc.passages.append(self.current)
+    def work() -> None:
+        try:
+            produce(emit)
+            put(list(batch))
+            put(end)
+        except _Finished:
+            pass
+        except BaseException as err:  # handed to the reader's thread, raised there
+            try:
+                put(err)
+            except _Finished:
+                pass
 
-    def paragraph(self, lines: list[str]) -> None:
-        if not lines:
-            return
-        m = RULE_NUMBER.match(lines[0])
-        self.current = RawPassage(m.group(1) if m else "", self.path(), lines)
-        self.doc.passages.append(self.current)
+    thread = threading.Thread(target=work, name="rirag-html-page", daemon=True)
+    thread.start()
+    try:
+        while True:
+            got = items.get()
+            if got is end:
+                return
+            if isinstance(got, BaseException):
+                raise got
+            yield from got
+    finally:
+        stop.set()
+        thread.join()
+
+
+class _ContainerTarget:
+    """The lxml parser target of a page's second read: only the container element's subtree is built (an
+    ``etree.TreeBuilder``, as lxml's parser would build it), each element handed to the walk when it opens and
+    when it closes, as the parser reaches it (lxml's own events come a chunk late, when the tree is ahead of
+    them); nothing outside the container is built, nothing after it read."""
+
+    def __init__(self, container: int, walk: "StreamedWalk", emit) -> None:
+        self.container, self.walk, self.emit = container, walk, emit
+        self.n = -1
+        self.depth = 0  # open elements of the container's subtree (0: outside it)
+        self.builder = None
+        self.finished = False
+
+    def start(self, tag, attrib, nsmap=None):
+        if self.finished:
+            return None
+        self.n += 1
+        if not self.depth:
+            if self.n != self.container:
+                return None
+            from lxml import etree
+
+            self.builder = etree.TreeBuilder()
+            el = self.builder.start(tag, attrib)
+            self.depth = 1
+            self.walk.enter(el)
+            return el
+        self.depth += 1
+        el = self.builder.start(tag, attrib)
+        self.walk.start(el)
+        return el
+
+    def end(self, tag):
+        if self.finished or not self.depth:
+            return None
+        el = self.builder.end(tag)
+        self.depth -= 1
+        if self.walk.end(el):
+            self.finished = True
+            raise _Finished  # nothing after the container is read
+        for item in self.walk.ready():
+            self.emit(item)
+        return el
+
+    def data(self, data) -> None:
+        if self.depth and not self.finished:
+            self.builder.data(data)
+
+    def comment(self, text) -> None:
+        if self.depth and not self.finished:
+            self.builder.comment("")  # kept for its place (its tail is text); what it says is never read
+
+    def pi(self, target, data=None) -> None:
+        self.comment("")  # a processing instruction ("<?php ... ?>"), kept the same way
+
+    def close(self) -> None:
+        return None

@@ -3,41 +3,77 @@ parts between units, for every reader's documents."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
+from typing import Iterable, Iterator
 
 from rirag.constants import INGEST_MAX_PASSAGE_WORDS, INGEST_PART_WORDS, INGEST_TERM_MAX_WORDS
 from rirag.data.ingest.raw import BARE_NUMBER, HEADING_REF, RawDocument, RawPassage
+from rirag.errors import DataError
+
+
+def _ref(p: RawPassage) -> str:
+    for h in reversed(p.headings[1:] or p.headings):
+        m = HEADING_REF.match(h)
+        if m:
+            return m.group(1)
+    return p.headings[-1] if len(p.headings) > 1 else ""
+
+
+def _h(text: str) -> int:
+    """An 8-byte digest of a label or rule number: what the counts below keep of it (never a copy of the text)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def rule_counts(passages: Iterable[RawPassage]) -> set[int]:
+    """The rule numbers that occur more than once in a document (as :func:`_h` digests): what :func:`labelled`
+    qualifies."""
+    counts: Counter = Counter(_h(p.rule) for p in passages if p.rule)
+    return {h for h, n in counts.items() if n > 1}
+
+
+def labelled(passages: Iterable[RawPassage], repeated: set[int]) -> Iterator[RawPassage]:
+    """Each passage with a PassageID unique in its document (``repeated``: :func:`rule_counts` of the same
+    passages), from its rule number (qualified by its heading's reference where the number repeats or is a bare
+    paragraph number: "Article 277 2.") and never from its position alone, unless it has no number at all
+    ("Article 72", then "Article 72 #2"); a qualified label that still collides with a plain one is numbered too.
+    One pass, in order; what is kept of each label is its 8-byte digest."""
+    used: Counter = Counter()  # label before numbering -> how many so far
+    renamed: Counter = Counter()  # "label #n" given by that numbering -> how many so far (repeats only: few)
+    numbered: set[int] = set()  # the labels given that are not a passage's own (repeats only: few)
+    for p in passages:
+        if p.rule and _h(p.rule) not in repeated and not (BARE_NUMBER.match(p.rule) and _ref(p)):
+            pre = p.rule
+        elif p.rule:
+            pre = " ".join(x for x in (_ref(p), p.rule) if x)
+        else:
+            pre = _ref(p) or "text"
+        key = _h(pre)
+        used[key] += 1
+        if used[key] > 1:
+            label = f"{pre} #{used[key]}"
+            renamed[_h(label)] += 1
+            n = renamed[_h(label)] + (1 if _h(label) in used else 0)  # numbered to it so far, or first named it
+        else:
+            label, n = pre, 1 + renamed[key]
+        p.label = label if n == 1 else f"{label} #{n}"
+        if p.label is pre:
+            clash = key in numbered
+        else:
+            final = _h(p.label)
+            clash = final in numbered or final in used
+            numbered.add(final)
+        if clash:  # only a rule number that itself ends in " #N" can meet the numbering of repeats
+            raise DataError(f"two passages of one document would both be {p.label!r} (a rule number that ends "
+                            "in ' #N' meets the numbering of repeated ones)")
+        yield p
 
 
 def label_passages(doc: RawDocument) -> None:
-    """Give each passage a PassageID unique in its document, from its rule number (qualified by its heading's
-    reference where the number repeats or is a bare paragraph number: "Article 277 2.") and never from its position
-    alone, unless it has no number at all ("Article 72", then "Article 72 #2")."""
-    def ref(p: RawPassage) -> str:
-        for h in reversed(p.headings[1:] or p.headings):
-            m = HEADING_REF.match(h)
-            if m:
-                return m.group(1)
-        return p.headings[-1] if len(p.headings) > 1 else ""
-
-    raw = Counter(p.rule for p in doc.passages if p.rule)
-    used: Counter = Counter()
-    for p in doc.passages:
-        if p.rule and raw[p.rule] == 1 and not (BARE_NUMBER.match(p.rule) and ref(p)):
-            label = p.rule
-        elif p.rule:
-            label = " ".join(x for x in (ref(p), p.rule) if x)
-        else:
-            label = ref(p) or "text"
-        used[label] += 1
-        p.label = label if used[label] == 1 else f"{label} #{used[label]}"
-    # a qualified label may still collide with a plain one: number the later ones
-    final: Counter = Counter()
-    for p in doc.passages:
-        final[p.label] += 1
-        if final[p.label] > 1:
-            p.label = f"{p.label} #{final[p.label]}"
+    """:func:`labelled` over a document held whole."""
+    for _ in labelled(doc.passages, rule_counts(doc.passages)):
+        pass
 
 
 #: A line that continues the unit before it when a long passage is cut: a lettered or roman item ("(a)", "(iv)").

@@ -8,10 +8,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from rirag.errors import DataError
-from rirag.io import read_input_bytes
+from rirag.io import check_input_size, read_input_bytes, read_input_chunks
 
 
 @dataclass
@@ -32,8 +32,8 @@ class RawDocument:
     key: str  # stable document key (source file stem less any capture-date suffix)
     title: str
     source: str  # file name (and record range) it came from
-    passages: list[RawPassage] = field(default_factory=list)
-    labelled: bool = False  # the reader numbered its passages itself (records: their ids are checked on the labels)
+    passages: list[RawPassage] = field(default_factory=list)  # a reader that builds the document whole fills it
+    whole: bool = False  # its passages are never cut into parts (records: a record is the user's passage)
 
 
 @dataclass
@@ -62,41 +62,145 @@ FALLBACK_CODEC = "cp1252"
 LATIN_CODECS = frozenset({"iso8859-1", "cp1252", "ascii"})
 
 
-def read_text(path: Path, declared: Callable[[bytes], str | None] | None = None) -> str:
-    """The text of a source file, in this order: by its byte-order mark (UTF-8, UTF-16, UTF-32); as UTF-8 when it
-    decodes as such; by the charset it declares (``declared``: a reader's look at its first bytes, e.g. an HTML
-    ``<meta charset>``); else as Windows-1252 (Latin-1). A file with NUL bytes and no byte-order mark is not text;
-    a file over the input limit (:func:`rirag.io.max_input_bytes`, ``--max-input-bytes``) is refused unread."""
-    data = read_input_bytes(path)  # bounded: a file over the input limit is refused before a byte is read
-    for bom, codec in BYTE_ORDER_MARKS:
-        if data.startswith(bom):
-            return _decode(data, codec, path, "its byte-order mark")
-    if b"\x00" in data:
-        raise DataError(f"{path}: not text (NUL bytes and no byte-order mark)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    charset = declared(data) if declared is not None else None
-    if charset:
-        return _decode(data, charset, path, f"its declared charset {charset!r}")
-    return _decode(data, FALLBACK_CODEC, path, "neither UTF-8 nor a declared charset: Windows-1252")
+#: Bytes read (and decoded) at a time: a source is never held whole.
+CHUNK_BYTES = 1 << 20
+#: What ``str.splitlines`` breaks a line at (text files), and what a record file's lines end with (CSV, JSONL).
+LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+NEWLINES = re.compile("\r\n|[\n\r]")
 
 
-def _decode(data: bytes, codec: str, path: Path, why: str) -> str:
-    try:
-        name = codecs.lookup(codec).name
-    except LookupError:
-        raise DataError(f"{path}: unknown charset {codec!r} ({why})") from None
-    if name in LATIN_CODECS:
+class SourceText:
+    """A source file's text, decoded as it is read, chunk by chunk, as many times as a reader needs; its codec
+    chosen in this order: by its byte-order mark (UTF-8, UTF-16, UTF-32); UTF-8 when every byte decodes as such;
+    the charset it declares (``declared``: a reader's look at its first 4 KiB, e.g. an HTML ``<meta charset>``);
+    else Windows-1252 (Latin-1). A file with NUL bytes and no byte-order mark is not text; a file over the input
+    limit (:func:`rirag.io.max_input_bytes`, ``--max-input-bytes``) is refused unread. A pipe is read once, bounded,
+    and held; a file never is."""
+
+    def __init__(self, path: Path, declared: Callable[[bytes], str | None] | None = None) -> None:
+        self.path = Path(path)
+        self._data = None if check_input_size(self.path) or self.path.is_file() else read_input_bytes(self.path)
+        self.codec = self._codec(declared)
+
+    def chunks(self) -> Iterator[bytes]:
+        if self._data is not None:
+            return (self._data[i:i + CHUNK_BYTES] for i in range(0, len(self._data), CHUNK_BYTES))
+        return read_input_chunks(self.path, CHUNK_BYTES)
+
+    def _head(self, size: int = 4096) -> bytes:
+        """The file's first ``size`` bytes (or all of a shorter file): its byte-order mark, its declared charset."""
+        head = b""
+        for chunk in self.chunks():
+            head += chunk
+            if len(head) >= size:
+                break
+        return head[:size]
+
+    def _codec(self, declared) -> str:
+        head = self._head()
+        for bom, codec in BYTE_ORDER_MARKS:
+            if head.startswith(bom):
+                return self._checked(codec, "its byte-order mark")
+        utf8, nul = codecs.getincrementaldecoder("utf-8")(), False
+        ok = True
+        for chunk in self.chunks():
+            if b"\x00" in chunk:
+                nul = True
+                break
+            if ok:
+                try:
+                    utf8.decode(chunk)
+                except UnicodeDecodeError:
+                    ok = False
+        if nul:
+            raise DataError(f"{self.path}: not text (NUL bytes and no byte-order mark)")
+        if ok:
+            try:
+                utf8.decode(b"", final=True)
+                return "utf-8"
+            except UnicodeDecodeError:
+                pass
+        charset = declared(head) if declared is not None else None
+        if charset:
+            return self._checked(charset, f"its declared charset {charset!r}")
+        return self._checked(FALLBACK_CODEC, "neither UTF-8 nor a declared charset: Windows-1252")
+
+    def _checked(self, codec: str, why: str) -> str:
+        """The codec's name once every byte of the file decodes by it (a Latin codec: Windows-1252, else Latin-1,
+        which decodes every byte)."""
         try:
-            return data.decode("cp1252")
-        except UnicodeDecodeError:
-            return data.decode("latin-1")  # every byte decodes
-    try:
-        return data.decode(name)
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not {name} text as {why} says (byte {err.start}: {err.reason})") from None
+            name = codecs.lookup(codec).name
+        except LookupError:
+            raise DataError(f"{self.path}: unknown charset {codec!r} ({why})") from None
+        if name in LATIN_CODECS:
+            name = "cp1252"
+            try:
+                self._decode_all(name)
+            except UnicodeDecodeError:
+                return "latin-1"
+            return name
+        try:
+            self._decode_all(name)
+        except UnicodeDecodeError as err:
+            raise DataError(f"{self.path}: not {name} text as {why} says (byte {err.start}: {err.reason})") from None
+        return name
+
+    def _decode_all(self, name: str) -> None:
+        """Decode the whole file by ``name``, keeping nothing; an error's ``start`` is its offset in the file."""
+        decoder, offset = codecs.getincrementaldecoder(name)(), 0
+        for chunk in self.chunks():
+            pending = len(decoder.getstate()[0])
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as err:
+                err.start += offset - pending
+                raise
+            offset += len(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as err:
+            err.start += offset - len(decoder.getstate()[0])
+            raise
+
+    def text_chunks(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder(self.codec)()
+        for chunk in self.chunks():
+            text = decoder.decode(chunk)
+            if text:
+                yield text
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield rest
+
+    def utf8_chunks(self) -> Iterator[bytes]:
+        """The text re-encoded as UTF-8, chunk by chunk (what a parser told ``encoding="utf-8"`` reads)."""
+        return (text.encode("utf-8") for text in self.text_chunks())
+
+    def lines(self, breaks: re.Pattern = LINE_BREAKS, keepends: bool = False) -> Iterator[str]:
+        """The text's lines as ``str.splitlines`` gives them (``breaks``: :data:`LINE_BREAKS`), or as a file opened
+        with ``newline=""`` does (:data:`NEWLINES`), never holding more than one line and one chunk."""
+        held, parts = "", []
+        for text in self.text_chunks():
+            text, held = held + text, ""
+            if text.endswith("\r"):  # a \r\n may span the seam: the \r waits for the next chunk
+                text, held = text[:-1], "\r"
+            start = 0
+            for m in breaks.finditer(text):
+                parts.append(text[start:m.end() if keepends else m.start()])
+                yield "".join(parts)
+                parts.clear()
+                start = m.end()
+            if start < len(text):
+                parts.append(text[start:])
+        if held:
+            parts.append(held if keepends else "")
+        if parts:
+            yield "".join(parts)
+
+
+def read_text(path: Path, declared: Callable[[bytes], str | None] | None = None) -> str:
+    """The whole text of a source file (:class:`SourceText`): for a reader that needs it whole (docutils)."""
+    return "".join(SourceText(path, declared).text_chunks())
 
 
 #: A leading rule or paragraph number in text (plain text, never markup): "1.2", "1.2.3A", "12.", "(3)".

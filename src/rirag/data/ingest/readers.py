@@ -1,14 +1,14 @@
 """The one table of source formats: file suffix -> reader. A new format is its own module (a function
-``read(path, root, dropped) -> list[RawDocument]``, raising :class:`~rirag.errors.DataError` naming the file) and one
-entry here."""
+``read(path, root, dropped)`` yielding ``(document, passage)`` pairs as the file is read, raising
+:class:`~rirag.errors.DataError` naming the file) and one entry here."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from rirag.data.ingest.html_page import read_html_page
-from rirag.data.ingest.raw import Dropped, RawDocument
+from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage
 from rirag.data.ingest.records import read_records
 from rirag.data.ingest.rst_file import read_rst_file
 from rirag.data.ingest.text_file import read_text_file
@@ -16,7 +16,7 @@ from rirag.data.ingest.text_file import read_text_file
 
 class Reader(NamedTuple):
     kind: str  # the ingest report's "kind" of a source read by it
-    read: Callable[[Path, Path, Dropped], list[RawDocument]]
+    read: Callable[[Path, Path, Dropped], Iterator[tuple[RawDocument, RawPassage]]]
 
 
 HTML = Reader("html", read_html_page)

@@ -4,13 +4,11 @@ text}`` under any of the field names below; the ids a record gives are kept (che
 from __future__ import annotations
 
 import csv
-import io
 import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from rirag.data.ingest.labels import label_passages
-from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage, read_text
+from rirag.data.ingest.raw import NEWLINES, Dropped, RawDocument, RawPassage, SourceText
 from rirag.errors import DataError
 
 RECORD_TEXT_FIELDS = ("text", "Passage", "passage")
@@ -28,16 +26,17 @@ def _field(rec: dict, names: Iterable[str]):
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict]]:
-    text = read_text(path)
+    """The file's records as they are read, each with its line (lines end at ``\\n``, ``\\r`` or ``\\r\\n``)."""
+    text = SourceText(path)
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.DictReader(text.lines(NEWLINES, keepends=True))
         try:
             for rec in reader:
                 yield reader.line_num, rec  # the line the record ends on (the header is line 1)
         except csv.Error as err:
             raise DataError(f"{path}: line {reader.line_num}: malformed CSV ({err})") from err
         return
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in enumerate(text.lines(NEWLINES), 1):
         if not line.strip():
             continue
         try:
@@ -86,22 +85,20 @@ def _record_passage(rec: dict, where: str) -> tuple[str, RawPassage]:
     return document, passage
 
 
-def read_records(path: Path, root: Path, dropped: Dropped) -> list[RawDocument]:
-    """Documents from a JSONL/CSV of passages, numbered here (a record's id is checked unique in the file)."""
+def read_records(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[RawDocument, RawPassage]]:
+    """Documents from a JSONL/CSV of passages, record by record (a record's id is checked unique in the file); the
+    passages are kept whole (never cut: a record is the user's passage)."""
     docs: dict[str, RawDocument] = {}
-    given: list[tuple[RawPassage, int]] = []
+    seen: dict[str, int] = {}
     for line, rec in _records(path):
         rid = _field(rec, RECORD_ID_FIELDS)
         where = f"{path}: line {line}" + (f" (id {rid})" if rid else "")
         document, p = _record_passage(rec, where)
-        docs.setdefault(document, RawDocument(document, document, path.name, labelled=True)).passages.append(p)
         if p.given_id is not None:
-            given.append((p, line))
-    for doc in docs.values():
-        label_passages(doc)
-    seen: dict[str, int] = {}
-    for p, line in given:
-        if p.given_id in seen:
-            raise DataError(f"{path}: line {line} (id {p.given_id}): id already used on line {seen[p.given_id]}")
-        seen[p.given_id] = line
-    return sorted(docs.values(), key=lambda d: d.key)
+            if p.given_id in seen:
+                raise DataError(f"{path}: line {line} (id {p.given_id}): id already used on line {seen[p.given_id]}")
+            seen[p.given_id] = line
+        doc = docs.get(document)
+        if doc is None:
+            doc = docs[document] = RawDocument(document, document, path.name, whole=True)
+        yield doc, p

@@ -5,6 +5,7 @@ joins the paragraph before it (one line an item). Directives that read other fil
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, read_text
 from rirag.errors import DataError
@@ -18,8 +19,9 @@ def _line(node) -> str:
     return " ".join(node.astext().split())
 
 
-def read_rst_file(path: Path, root: Path, dropped: Dropped) -> list[RawDocument]:
-    """One document of the file, keyed by its path under ``root`` less the suffix."""
+def read_rst_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[RawDocument, RawPassage]]:
+    """One document of the file, keyed by its path under ``root`` less the suffix (docutils parses a file whole:
+    the one reader that holds its file)."""
     from docutils import nodes
     from docutils.core import publish_doctree
 
@@ -50,4 +52,6 @@ def read_rst_file(path: Path, root: Path, dropped: Dropped) -> list[RawDocument]
     walk(tree, (doc.title,))
     if not doc.passages:
         raise DataError(f"{path}: no text")
-    return [doc]
+    passages, doc.passages = doc.passages, []
+    for p in passages:
+        yield doc, p

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Iterator
 
-from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, read_text
+from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, SourceText
 from rirag.errors import DataError
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -16,32 +17,50 @@ LIST_ITEM = re.compile(r"^([-*+•]|\d+[.)]|\([a-z0-9]{1,4}\))\s+")
 TABLE_RULE = re.compile(r":?-{2,}:?")
 
 
-def read_text_file(path: Path, root: Path, dropped: Dropped) -> list[RawDocument]:
-    """One document of the file, keyed by its path under ``root`` less the suffix."""
+def read_text_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[RawDocument, RawPassage]]:
+    """One document of the file, keyed by its path under ``root`` less the suffix; its passages as the lines come
+    (a passage is given once the next one starts: a list or table after it may still join it)."""
     key = path.relative_to(root).with_suffix("").as_posix()
     blocks = _Blocks(RawDocument(key, key, path.relative_to(root).as_posix()),
                      markdown=path.suffix.lower() in MARKDOWN_SUFFIXES)
-    lines = read_text(path).splitlines()
+    lines = SourceText(path).lines()
     if blocks.markdown:
         lines = _without_front_matter(lines, path, dropped)
     for raw in lines:
         blocks.line(raw.strip())
+        yield from blocks.done()
     blocks.flush()
-    if not blocks.doc.passages:
+    yield from blocks.done(last=True)
+    if not blocks.count:
         raise DataError(f"{path}: no text")
-    return [blocks.doc]
 
 
-def _without_front_matter(lines: list[str], path: Path, dropped: Dropped) -> list[str]:
+#: The most lines a Markdown front matter block may have: a ``---`` line without a closing fence this soon is a
+#: thematic break (and the lines read ahead are text).
+FRONT_MATTER_MAX_LINES = 1000
+
+
+def _without_front_matter(lines: Iterator[str], path: Path, dropped: Dropped) -> Iterator[str]:
     """A Markdown file's lines less its YAML (``---``) or TOML (``+++``) front matter block, which is metadata."""
-    fence = lines[0].strip() if lines else ""
+    first = next(lines, None)
+    if first is None:
+        return
+    fence = first.strip()
     if fence not in ("---", "+++"):
-        return lines
-    for i, line in enumerate(lines[1:], 1):
+        yield first
+        yield from lines
+        return
+    ahead = [first]
+    for line in lines:
+        ahead.append(line)
         if line.strip() in (fence, "...") and (fence == "---" or line.strip() == fence):
-            dropped.add("front matter", f"{path.name}: lines 1-{i + 1}")
-            return lines[i + 1:]
-    return lines  # no closing fence: a thematic break, not front matter
+            dropped.add("front matter", f"{path.name}: lines 1-{len(ahead)}")
+            yield from lines
+            return
+        if len(ahead) > FRONT_MATTER_MAX_LINES:
+            break
+    yield from ahead  # no closing fence: a thematic break, not front matter
+    yield from lines
 
 
 def _list_item(line: str) -> bool:
@@ -70,6 +89,18 @@ class _Blocks:
         self.heads: dict[int, str] = {}
         self.block: list[str] = []
         self.table: list[list[str]] = []
+        self.last: RawPassage | None = None  # the passage a list or table after it may still join
+        self.ready: list[RawPassage] = []  # passages complete, not yet given
+        self.count = 0
+
+    def done(self, last: bool = False) -> Iterator[tuple[RawDocument, RawPassage]]:
+        """The passages complete so far (with ``last``, the one a list could still have joined too)."""
+        if last and self.last is not None:
+            self.ready.append(self.last)
+            self.last = None
+        for p in self.ready:
+            yield self.doc, p
+        self.ready.clear()
 
     def path(self) -> tuple[str, ...]:
         return (self.doc.title,) + tuple(self.heads[k] for k in sorted(self.heads))
@@ -93,7 +124,7 @@ class _Blocks:
         self.flush()
         for k in [k for k in self.heads if k >= level]:
             del self.heads[k]
-        if level == 1 and not self.doc.passages and self.doc.title == self.doc.key:
+        if level == 1 and not self.count and self.doc.title == self.doc.key:
             self.doc.title = text
         else:
             self.heads[level] = text
@@ -108,9 +139,11 @@ class _Blocks:
         if not lines:
             return
         is_list = _list_item(lines[0])
-        passages = self.doc.passages
-        if (is_list or only_table) and passages and passages[-1].headings == self.path():
-            passages[-1].lines.extend(lines)  # a list or table joins the paragraph that introduces it
+        if (is_list or only_table) and self.last is not None and self.last.headings == self.path():
+            self.last.lines.extend(lines)  # a list or table joins the paragraph that introduces it
             return
         m = RULE_NUMBER.match(lines[0])
-        passages.append(RawPassage(m.group(1) if m and not is_list else "", self.path(), lines))
+        if self.last is not None:
+            self.ready.append(self.last)
+        self.last = RawPassage(m.group(1) if m and not is_list else "", self.path(), lines)
+        self.count += 1
