@@ -232,3 +232,76 @@ def test_a_rule_number_that_meets_the_numbering_of_repeats_is_refused_naming_the
     with pytest.raises(DataError, match=r"rules.jsonl: two passages of one document would both be 'a #2 #2'"):
         ingest(rules, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _held_whole_labels(spec: list[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """The labelling over a document held whole, as ingest did it before it streamed: every label counted as a
+    string, then collisions numbered in a second pass."""
+    from collections import Counter
+
+    from rirag.data.ingest.raw import BARE_NUMBER, HEADING_REF
+
+    def ref(heads):
+        for h in reversed(heads[1:] or heads):
+            m = HEADING_REF.match(h)
+            if m:
+                return m.group(1)
+        return heads[-1] if len(heads) > 1 else ""
+
+    raw_counts, used, labels = Counter(rule for rule, _ in spec if rule), Counter(), []
+    for rule, heads in spec:
+        if rule and raw_counts[rule] == 1 and not (BARE_NUMBER.match(rule) and ref(heads)):
+            label = rule
+        elif rule:
+            label = " ".join(x for x in (ref(heads), rule) if x)
+        else:
+            label = ref(heads) or "text"
+        used[label] += 1
+        labels.append(label if used[label] == 1 else f"{label} #{used[label]}")
+    final, out = Counter(), []
+    for label in labels:
+        final[label] += 1
+        out.append(label if final[label] == 1 else f"{label} #{final[label]}")
+    return out
+
+
+def test_labels_counted_by_digests_are_the_labels_of_a_document_held_whole():
+    """Random documents of repeated, bare, heading-qualified and '#N' rule numbers: the same PassageIDs, and a
+    refusal exactly where two would be the same (where a document held whole got one id for two passages)."""
+    from rirag.data.ingest.labels import label_passages
+    from rirag.data.ingest.raw import RawPassage
+
+    rules = ["", "1", "1.1", "1.1 #2", "a", "a #2", "a #2 #2", "2", "(a)", "Article 4 2.", "Article 4", "text #2"]
+    heads = [("T",), ("T", "Article 4"), ("T", "Part 1"), ("T", "Article 4", "x")]
+    refused = 0
+    for seed in range(3000):
+        r = random.Random(seed)
+        spec = [(r.choice(rules), r.choice(heads)) for _ in range(r.randint(1, 14))]
+        expected = _held_whole_labels(spec)
+        doc = RawDocument("k", "k", "s", [RawPassage(rule, h, ["x"]) for rule, h in spec])
+        if len(set(expected)) < len(expected):
+            with pytest.raises(DataError, match="would both be"):
+                label_passages(doc)
+            refused += 1
+            continue
+        label_passages(doc)
+        assert [p.label for p in doc.passages] == expected, spec
+    assert 0 < refused < 300
+
+
+def test_the_digest_map_answers_as_a_dict_across_merges():
+    """Keys sharing their high 8 bytes, repeats (the first value kept), absent keys, merges every 100 entries."""
+    from rirag.data.ingest.digests import DigestMap
+
+    r = random.Random(1)
+    keys = [r.getrandbits(128) for _ in range(3000)] + [(7 << 64) | i for i in range(300)]
+    keys += keys[:200]  # added again with another value: the first stays
+    got, expected = DigestMap(pending_max=100), {}
+    for k in keys:
+        v = r.getrandbits(128)
+        got.add(k, v)
+        expected.setdefault(k, v)
+    assert len(got) == len(expected)
+    for k in keys + [r.getrandbits(128) for _ in range(500)] + [(7 << 64) | 999, 0]:
+        assert got.get(k) == expected.get(k)
+        assert (k in got) == (k in expected)

@@ -21,7 +21,8 @@ from typing import Callable, Iterator
 from tqdm.auto import tqdm
 
 from rirag.constants import INGEST_ID_NAMESPACE, INGEST_REPORT_FILE, MAX_INPUT_BYTES
-from rirag.data.ingest.labels import labelled, rule_counts, split_long
+from rirag.data.ingest.digests import DigestMap
+from rirag.data.ingest.labels import label_plan, labelled, split_long
 from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage
 from rirag.data.ingest.readers import READERS, reader_for
 from rirag.data.obliqa import DOCUMENT_MAP_FILE
@@ -48,8 +49,8 @@ PROVENANCE_NOTE = "SOURCE.md"
 
 class Spool:
     """The passages read, on disk until their document's turn (one JSON line each, in ``folder``): a source is
-    never held in memory, and a document's passages are read back in order (twice: once to count its rule numbers,
-    once to label and write them)."""
+    never held in memory, and a document's passages are read back in order (three times: to count its rule
+    numbers, to count its labels, to label and write them)."""
 
     NAME = ".passages.spool"
 
@@ -211,7 +212,7 @@ def _numbered(docs: list[SourceDoc]) -> list[SourceDoc]:
 def _passages(doc: SourceDoc, spool: Spool) -> Iterator[RawPassage]:
     """A document's passages labelled (:func:`~rirag.data.ingest.labels.labelled`) and long ones cut (unless its
     reader keeps them whole), read back from the spool."""
-    passages = labelled(spool.read(doc.offsets), rule_counts(spool.read(doc.offsets)))
+    passages = labelled(spool.read(doc.offsets), label_plan(lambda: spool.read(doc.offsets)))
     if doc.raw.whole:
         return passages
     return (part for p in passages for part in split_long(p))
@@ -297,12 +298,13 @@ def write_documents(source: Path, folder: Path, out: Path | None = None) -> tupl
 def _write(found: Source, spool: Spool, source: Path, folder: Path) -> tuple[dict[str, list[str]], dict]:
     dropped = found.dropped
     doc_map: dict[str, list[str]] = {}
-    seen_text: dict[int, bytes | str] = {}  # text digest -> the id of the passage that has it (16 bytes for a UUID)
+    seen_text = DigestMap()  # text digest -> the id of the first passage with it (a UUID's int, a given id's digest)
+    given: dict[int, str] = {}  # a given id's digest -> the id
     # A made id is a UUID5 of the document key and a label unique in its document (labels.labelled): two can meet
     # only when two documents share a key, or a record gives an id; only then is every id kept and checked.
     keys = Counter(doc.key for doc in found.docs)
     check_ids = any(doc.given_ids for doc in found.docs) or any(n > 1 for n in keys.values())
-    ids: set[int] = set()  # the ids written, as 128-bit ints (a UUID's own, a given id's digest)
+    ids = DigestMap()  # the ids written, as 128-bit ints (a UUID's own, a given id's digest)
     lengths = array("I")
     passages = 0
     (folder / "documents").mkdir()
@@ -314,21 +316,24 @@ def _write(found: Source, spool: Spool, source: Path, folder: Path) -> tuple[dic
             reason = drop_reason(p.text)
             pid = p.given_id or passage_uuid(raw.key, p.label)
             norm = int.from_bytes(_text_key(p.text), "little")
-            if not reason and norm in seen_text:
+            first = seen_text.get(norm) if not reason else None
+            if first is not None:
                 reason = "duplicate"
-                first = seen_text[norm]
-                first = first if isinstance(first, str) else str(uuid.UUID(bytes=first))
-                dropped.add(reason, f"{raw.source}: {p.label} (same text as {first})")
+                first_id = given.get(first) or uuid.UUID(int=first)
+                dropped.add(reason, f"{raw.source}: {p.label} (same text as {first_id})")
             elif reason:
                 dropped.add(reason, f"{raw.source}: {p.label}")
             else:
-                seen_text[norm] = pid if p.given_id else uuid.UUID(pid).bytes
+                if p.given_id:
+                    digest = int.from_bytes(hashlib.blake2b(pid.encode("utf-8"), digest_size=16).digest(), "little")
+                    given[digest] = pid
+                else:
+                    digest = uuid.UUID(pid).int
+                seen_text.add(norm, digest)
                 if check_ids:
-                    digest = (int.from_bytes(hashlib.blake2b(pid.encode("utf-8"), digest_size=16).digest(), "little")
-                              if p.given_id else uuid.UUID(pid).int)
                     if digest in ids:
                         raise DataError(f"{source}: passage id {pid!r} is used by two passages")
-                    ids.add(digest)
+                    ids.add(digest, 0)
                 out.add({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
                          "Headings": list(p.headings), "Source": raw.source})
                 words.append(len(p.text.split()))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from typing import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
 
 from rirag.constants import INGEST_MAX_PASSAGE_WORDS, INGEST_PART_WORDS, INGEST_TERM_MAX_WORDS
 from rirag.data.ingest.raw import BARE_NUMBER, HEADING_REF, RawDocument, RawPassage
@@ -26,35 +27,72 @@ def _h(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def rule_counts(passages: Iterable[RawPassage]) -> set[int]:
-    """The rule numbers that occur more than once in a document (as :func:`_h` digests): what :func:`labelled`
-    qualifies."""
-    counts: Counter = Counter(_h(p.rule) for p in passages if p.rule)
-    return {h for h, n in counts.items() if n > 1}
+def _repeats(keys: Iterable[int]) -> set[int]:
+    counts: Counter = Counter(keys)
+    return {k for k, n in counts.items() if n > 1}
 
 
-def labelled(passages: Iterable[RawPassage], repeated: set[int]) -> Iterator[RawPassage]:
-    """Each passage with a PassageID unique in its document (``repeated``: :func:`rule_counts` of the same
-    passages), from its rule number (qualified by its heading's reference where the number repeats or is a bare
-    paragraph number: "Article 277 2.") and never from its position alone, unless it has no number at all
-    ("Article 72", then "Article 72 #2"); a qualified label that still collides with a plain one is numbered too.
-    One pass, in order; what is kept of each label is its 8-byte digest."""
-    used: Counter = Counter()  # label before numbering -> how many so far
-    renamed: Counter = Counter()  # "label #n" given by that numbering -> how many so far (repeats only: few)
-    numbered: set[int] = set()  # the labels given that are not a passage's own (repeats only: few)
-    for p in passages:
-        if p.rule and _h(p.rule) not in repeated and not (BARE_NUMBER.match(p.rule) and _ref(p)):
-            pre = p.rule
-        elif p.rule:
-            pre = " ".join(x for x in (_ref(p), p.rule) if x)
-        else:
-            pre = _ref(p) or "text"
+def _pre_label(p: RawPassage, repeated_rules: set[int]) -> str:
+    """A passage's label before repeats are numbered: its rule number, qualified by its heading's reference where
+    the number repeats or is a bare paragraph number ("Article 277 2."), else that reference, else "text"."""
+    if p.rule and _h(p.rule) not in repeated_rules and not (BARE_NUMBER.match(p.rule) and _ref(p)):
+        return p.rule
+    if p.rule:
+        return " ".join(x for x in (_ref(p), p.rule) if x)
+    return _ref(p) or "text"
+
+
+@dataclass
+class LabelPlan:
+    """What labelling a document needs to know of all its passages before the first, as 8-byte digests (so a
+    document of any size costs a digest a passage at most, and only while this is counted)."""
+
+    repeated_rules: set[int]  # rule numbers used twice or more
+    repeated: set[int]  # labels before numbering used twice or more
+    numbered_like: dict[int, int]  # a label before numbering that ends like a repeat's number ("x #2"): its place
+
+
+def label_plan(passages: Callable[[], Iterable[RawPassage]]) -> LabelPlan:
+    """The :class:`LabelPlan` of a document whose passages ``passages()`` gives, in order, each time it is called
+    (it is read twice)."""
+    rules = _repeats(_h(p.rule) for p in passages() if p.rule)
+    counts: Counter = Counter()
+    like: dict[int, int] = {}
+    for i, p in enumerate(passages()):
+        pre = _pre_label(p, rules)
         key = _h(pre)
-        used[key] += 1
-        if used[key] > 1:
-            label = f"{pre} #{used[key]}"
+        counts[key] += 1
+        if " #" in pre and key not in like:
+            like[key] = i
+    repeated = {k for k, n in counts.items() if n > 1}
+    del counts
+    return LabelPlan(rules, repeated, like)
+
+
+def labelled(passages: Iterable[RawPassage], plan: LabelPlan) -> Iterator[RawPassage]:
+    """Each passage with a PassageID unique in its document (``plan``: :func:`label_plan` of the same passages):
+    its label before numbering (:func:`_pre_label`), a repeat numbered ("Article 72", then "Article 72 #2"), and a
+    number that meets another passage's label numbered again. One pass, in order; only repeats are counted."""
+    used: Counter = Counter()  # a repeated label before numbering -> how many so far
+    renamed: Counter = Counter()  # "label #n" given by that numbering -> how many so far
+    numbered: set[int] = set()  # the labels given that are not a passage's own
+
+    def seen(key: int, i: int) -> bool:
+        """Whether a passage up to the i-th has ``key`` as its label before numbering."""
+        if key in plan.repeated:
+            return used[key] > 0
+        return plan.numbered_like.get(key, i + 1) <= i
+
+    for i, p in enumerate(passages):
+        pre = _pre_label(p, plan.repeated_rules)
+        key = _h(pre)
+        if key in plan.repeated:
+            used[key] += 1
+        count = used[key] if key in plan.repeated else 1
+        if count > 1:
+            label = f"{pre} #{count}"
             renamed[_h(label)] += 1
-            n = renamed[_h(label)] + (1 if _h(label) in used else 0)  # numbered to it so far, or first named it
+            n = renamed[_h(label)] + (1 if seen(_h(label), i) else 0)  # numbered to it so far, or first named it
         else:
             label, n = pre, 1 + renamed[key]
         p.label = label if n == 1 else f"{label} #{n}"
@@ -62,7 +100,7 @@ def labelled(passages: Iterable[RawPassage], repeated: set[int]) -> Iterator[Raw
             clash = key in numbered
         else:
             final = _h(p.label)
-            clash = final in numbered or final in used
+            clash = final in numbered or seen(final, i)
             numbered.add(final)
         if clash:  # only a rule number that itself ends in " #N" can meet the numbering of repeats
             raise DataError(f"two passages of one document would both be {p.label!r} (a rule number that ends "
@@ -72,7 +110,7 @@ def labelled(passages: Iterable[RawPassage], repeated: set[int]) -> Iterator[Raw
 
 def label_passages(doc: RawDocument) -> None:
     """:func:`labelled` over a document held whole."""
-    for _ in labelled(doc.passages, rule_counts(doc.passages)):
+    for _ in labelled(doc.passages, label_plan(lambda: doc.passages)):
         pass
 
 
