@@ -104,11 +104,15 @@ def normalise(text: str) -> str:
 
 
 class TextMapper:
-    """Map gold texts to the corpus passages that hold them."""
+    """Map gold texts to the corpus passages that hold them. A passage's text is normalised the first time a gold
+    text is looked for in it: a gold text whose document is hinted reads that document only; one not found there
+    (or with no hint) is looked for in the passages that hold its longest word, and only one found nowhere (fuzzy
+    containment) normalises the whole corpus."""
 
     def __init__(self, corpus: Mapping[str, Passage], document_names: Mapping[int, list[str]] | None = None):
         self.ids = list(corpus)
-        self.texts = [normalise(p.text) for p in corpus.values()]
+        self._passages = list(corpus.values())
+        self._texts: dict[int, str] = {}
         self.by_document: dict[int, list[int]] = {}
         for i, p in enumerate(corpus.values()):
             self.by_document.setdefault(p.document_id, []).append(i)
@@ -117,6 +121,13 @@ class TextMapper:
             for name in names:
                 for alias in (str(name), Path(str(name)).stem, document_key(Path(str(name)).stem)):
                     self.names.setdefault(alias, int(doc))
+
+    def text(self, i: int) -> str:
+        """The ``i``-th passage's text, normalised (:func:`normalise`)."""
+        text = self._texts.get(i)
+        if text is None:
+            text = self._texts[i] = normalise(self._passages[i].text)
+        return text
 
     def document_of(self, hint: Any) -> int | None:
         if hint is None:
@@ -133,16 +144,19 @@ class TextMapper:
         doc = self.document_of(hint)
         scopes = [("exact", self.by_document.get(doc, []))] if doc is not None else []
         scopes.append(("exact-other-document" if doc is not None else "exact", range(len(self.ids))))
+        word = max(gold.split(), key=len)  # in the casefolded text of every passage that holds the gold text
         for how, scope in scopes:
-            holders = [i for i in scope if gold in self.texts[i]]
+            if isinstance(scope, range):  # the whole corpus: normalise only the passages that have its longest word
+                scope = [i for i in scope if i in self._texts or word in self._passages[i].text.casefold()]
+            holders = [i for i in scope if gold in self.text(i)]
             if holders:
-                best = min(holders, key=lambda i: (len(self.texts[i]), i))  # the most specific holder
+                best = min(holders, key=lambda i: (len(self.text(i)), i))  # the most specific holder
                 return self.ids[best], how, None, len(holders)
         from rapidfuzz import fuzz, process
 
         min_len = GOLD_TEXT_MIN_COVER * len(gold)
         for scope in ([self.by_document.get(doc, [])] if doc is not None else []) + [range(len(self.ids))]:
-            choices = {i: self.texts[i] for i in scope if len(self.texts[i]) >= min_len}
+            choices = {i: self.text(i) for i in scope if len(self.text(i)) >= min_len}
             hit = process.extractOne(gold, choices, scorer=fuzz.partial_ratio, score_cutoff=GOLD_TEXT_MIN_RATIO)
             if hit is not None:
                 return self.ids[hit[2]], "fuzzy", round(float(hit[1]), 2), 0
