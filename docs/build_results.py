@@ -341,6 +341,50 @@ def render_passage_set_answers(name: str, data: dict) -> str:
     return "\n\n".join(parts)
 
 
+def render_scale(name: str, data: dict) -> str:
+    """The scale benchmark: one row a corpus size (seconds, MiB), then each step's growth (x passages -> x cost)."""
+    def mib(b):
+        return f"{b / 2 ** 20:,.0f}"
+
+    rows = []
+    for r in data.get("rows", []):
+        ingest = r.get("ingest") if isinstance(r.get("ingest"), dict) else {}
+        q, qm = r["bm25_query"], r["bm25_query_mmap"]
+        rows.append({
+            "passages": f"{r['passages']:,}",
+            "ingest s / passages/s / MiB": (f"{ingest['seconds']:g} / {ingest['passages_per_s']:,} / "
+                                            f"{mib(ingest['peak_rss'])}" if ingest else "as ingested"),
+            "corpus load s": f"{r['bm25_build']['corpus_load_s']:g}",
+            "BM25 build s / MiB": f"{r['bm25_build']['build_s']:g} / {mib(r['bm25_build']['peak_rss'])}",
+            "index MiB": mib(r["bm25_index_bytes"]),
+            "load s / MiB (whole)": f"{q['load_s']:g} / {mib(q['peak_rss'])}",
+            "load s / MiB (mmap)": f"{qm['load_s']:g} / {mib(qm['peak_rss'])}",
+            "query p50 / p95 ms (whole)": f"{q['query_ms_p50']:g} / {q['query_ms_p95']:g}",
+            "query p50 / p95 ms (mmap)": f"{qm['query_ms_p50']:g} / {qm['query_ms_p95']:g}",
+            "retrieve warm s / MiB": f"{r['retrieve_warm']['seconds']:g} / {mib(r['retrieve_warm']['peak_rss'])}",
+        })
+    growth = []
+    runs = data.get("rows", [])
+    for a, b in zip(runs, runs[1:]):
+        def x(get, a=a, b=b):
+            return f"x{get(b) / get(a):.1f}" if get(a) else ""
+        growth.append({"step": f"{a['passages']:,} -> {b['passages']:,} (x{b['passages'] / a['passages']:.1f})",
+                       "BM25 build s": x(lambda r: r["bm25_build"]["build_s"]),
+                       "build MiB": x(lambda r: r["bm25_build"]["peak_rss"]),
+                       "index MiB": x(lambda r: r["bm25_index_bytes"]),
+                       "query p50": x(lambda r: r["bm25_query"]["query_ms_p50"]),
+                       "query MiB": x(lambda r: r["bm25_query"]["peak_rss"]),
+                       "retrieve warm s": x(lambda r: r["retrieve_warm"]["seconds"]),
+                       "retrieve warm MiB": x(lambda r: r["retrieve_warm"]["peak_rss"])})
+    parts = [f"`{data.get('command', '')}` ({data.get('cpus')} cores). Seconds and MiB (peak RSS of the process "
+             "doing it); query latency on one thread, top 10, 200 questions one at a time; `rirag retrieve "
+             "--retriever bm25` of the 80 PRA questions with its BM25 cache built, start-up included.",
+             table(rows, list(rows[0]) if rows else None)]
+    if growth:
+        parts += ["Growth per step:", table(growth, list(growth[0]))]
+    return "\n\n".join(parts)
+
+
 RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "retrieval.json": ("Retrieval: benchmark and ablation", render_retrieval),
     "overlap_groups.original-test.json": ("Best run vs BM25 on original-test, by overlap with original-dev gold "
@@ -370,6 +414,7 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
                                  render_passage_set_answers),
     "passage_set.json": ("The passage-set decision: ObliQA-MP validation folds (train/passage_set.py)",
                          render_generic),
+    "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
 }
 
 

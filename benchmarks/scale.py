@@ -1,0 +1,219 @@
+"""Cost curves from one rulebook to every regulator's (issue 46, first part): ingest and BM25 at 14k (the PRA
+Rulebook as ingested), 100k and 1M passages, measured in fresh child processes.
+
+Usage:
+    python benchmarks/scale.py [--sizes 100000 1000000] [--pra out/pra] [--work out/scale]
+                               [--out benchmarks/results/scale.json]
+
+The larger corpora are built deterministically from the two real rulebooks (the PRA passages as ingested and the
+ObliQA/ADGM passages): copy 0 is every passage as it is, copy c > 0 the same passage with its sentences in an
+order drawn from (c, passage) and every capitalised word and number renamed for the copy ("Firm" -> "Firmq",
+"9.5.2" -> "7.9.5.2"), so each copy adds words to the vocabulary as new rulebooks do; each copy is its own set of
+documents (copy 0 keeps the page names a PRA question's gold hints at). They are written as one JSONL of records
+and ingested with ``rirag data ingest``.
+
+At each size: ingest (seconds, passages/s, peak RSS); BM25 (``rirag.retrieval.bm25.BM25Index``, what ``rirag
+retrieve --retriever bm25`` builds): build seconds and peak RSS, size on disk, load seconds and peak RSS (whole
+and memory-mapped), query latency p50/p95 on one thread (200 questions, top 10, one at a time); and a warm
+``rirag retrieve --retriever bm25`` of the 80 PRA questions (its BM25 cache built by a first run): wall seconds and
+peak RSS, start-up included. Dense embedding, the ANN index and ``rirag ask`` are not measured here yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+RESULTS = REPO / "benchmarks" / "results" / "scale.json"
+PRA_QUESTIONS = SHARED / "ukfin_xref" / "ukfin_dev_questions.json"
+SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
+CAPITALISED = re.compile(r"\b([A-Z][A-Za-z]{2,})\b")
+NUMBER = re.compile(r"\b(\d+(?:\.\d+)*)\b")
+
+
+def _suffix(c: int) -> str:
+    """A copy's letters: 1 -> 'b', 25 -> 'z', 26 -> 'ba', ..."""
+    out = ""
+    while c:
+        c, r = divmod(c, 26)
+        out = "abcdefghijklmnopqrstuvwxyz"[r] + out
+    return out
+
+
+def variant(text: str, c: int, key: str) -> str:
+    """Copy ``c`` of a passage: sentences re-ordered, capitalised words and numbers renamed (copy 0: the text)."""
+    if c == 0:
+        return text
+    parts = SENTENCE_END.split(text)
+    random.Random(f"{c}:{key}").shuffle(parts)
+    text = " ".join(parts)
+    text = CAPITALISED.sub(lambda m: m.group(1) + _suffix(c), text)
+    return NUMBER.sub(lambda m: f"{c}.{m.group(1)}", text)
+
+
+def _pool(pra: Path) -> list[tuple[str, str, str]]:
+    """(document, passage id, text) of every PRA and ObliQA passage, in corpus order; a PRA passage's document is
+    its page's key (the file stem less its capture suffix), the name a PRA question's gold hints at."""
+    sys.path.insert(0, str(REPO / "src"))
+    from rirag.data.ingest.raw import document_key
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.questions import document_names
+
+    pool = []
+    for name, folder in (("PRA", pra), ("ADGM", SHARED / "obliqa")):
+        corpus = load_obliqa(folder).corpus
+        pages = document_names(folder)
+        docs = {d: document_key(Path(names[0]).stem) if name == "PRA" and names else f"{name} {d}"
+                for d, names in pages.items()}
+        pool += [(docs.get(p.document_id, f"{name} {p.document_id}"), pid, p.text) for pid, p in corpus.items()]
+    return pool
+
+
+def build_corpus(n: int, pool: list[tuple[str, str, str]], path: Path) -> int:
+    """The first ``n`` passages of copies 0, 1, 2, ... of ``pool`` as JSONL records; returns how many were written."""
+    written = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        c = 0
+        while written < n:
+            for doc, pid, text in pool:
+                if written == n:
+                    break
+                fh.write(json.dumps({"document": doc if c == 0 else f"{doc} copy {c}",
+                                     "text": variant(text, c, pid)}, ensure_ascii=False) + "\n")
+                written += 1
+            c += 1
+    return written
+
+
+def _child(args: list[str], env: dict | None = None) -> dict:
+    """Wall seconds and peak RSS (bytes) of a child process; its stdout's last line as JSON when it prints one."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1",
+                                       **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{' '.join(args)} exited {os.waitstatus_to_exitcode(status)}")
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    got = json.loads(last) if last.startswith("{") else {}
+    return {"seconds": round(time.perf_counter() - start, 2), "peak_rss": usage.ru_maxrss * 1024, **got}
+
+
+def _questions() -> list[str]:
+    """200 questions: the 80 PRA development questions and the first 120 of ObliQA's dev split."""
+    pra = [q["Question"] for q in json.loads(PRA_QUESTIONS.read_text("utf-8"))]
+    adgm = [q["Question"] for q in json.loads((SHARED / "obliqa" / "ObliQA_dev.json").read_text("utf-8"))]
+    return pra + adgm[:200 - len(pra)]
+
+
+def worker_build(corpus: str, index: str) -> None:
+    """Child: load the corpus, build the BM25 index and save it; prints the timings."""
+    from rirag.data.obliqa import load_obliqa
+    from rirag.retrieval.bm25 import BM25Index
+
+    t0 = time.perf_counter()
+    passages = load_obliqa(corpus).corpus
+    t1 = time.perf_counter()
+    ids = list(passages)
+    bm25 = BM25Index().index(ids, [passages[i].text for i in ids])
+    t2 = time.perf_counter()
+    shutil.rmtree(index, ignore_errors=True)
+    bm25.save(index)
+    print(json.dumps({"corpus_load_s": round(t1 - t0, 2), "build_s": round(t2 - t1, 2),
+                      "vocabulary": bm25.vocabulary_size}))
+
+
+def worker_query(index: str, mmap: bool) -> None:
+    """Child: load the saved index (memory-mapped or whole) and time 200 questions one at a time on one thread."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from rirag.retrieval.bm25 import BM25Index
+
+    t0 = time.perf_counter()
+    bm25 = BM25Index.load(index, mmap=mmap)
+    load = time.perf_counter() - t0
+    lat = []
+    for i, q in enumerate(_questions()):
+        t = time.perf_counter()
+        bm25.search({str(i): q}, k=10)
+        lat.append((time.perf_counter() - t) * 1000)
+    lat.sort()
+    print(json.dumps({"load_s": round(load, 2), "query_ms_p50": round(statistics.median(lat), 2),
+                      "query_ms_p95": round(lat[int(0.95 * (len(lat) - 1))], 2), "queries": len(lat)}))
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def measure(name: str, corpus: Path, work: Path, passages: int) -> dict:
+    py = sys.executable
+    row: dict = {"corpus": name, "passages": passages}
+    index = work / f"bm25-{name}"
+    built = _child([py, __file__, "--worker", "build", str(corpus), str(index)])
+    row["bm25_build"] = built
+    row["bm25_index_bytes"] = _size(index)
+    for mmap in (False, True):
+        row["bm25_query_mmap" if mmap else "bm25_query"] = _child(
+            [py, __file__, "--worker", "query", str(index), "mmap" if mmap else "whole"])
+    cache = work / f"cache-{name}"
+    shutil.rmtree(cache, ignore_errors=True)
+    retrieve = [py, "-m", "rirag.cli", "retrieve", "--data", str(corpus), "--questions", str(PRA_QUESTIONS),
+                "--retriever", "bm25", "--k", "10", "--out", str(work / f"run-{name}.trec")]
+    env = {"RIRAG_CACHE_DIR": str(cache)}
+    row["retrieve_cold"] = _child(retrieve, env)
+    row["retrieve_warm"] = _child(retrieve, env)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
+    ap.add_argument("--pra", default=str(REPO / "out" / "pra"), help="the PRA Rulebook as rirag data ingest wrote it")
+    ap.add_argument("--work", default=str(REPO / "out" / "scale"))
+    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        kind, *rest = args.worker
+        if kind == "build":
+            worker_build(*rest)
+        else:
+            worker_query(rest[0], rest[1] == "mmap")
+        return 0
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    pra = Path(args.pra)
+    rows = [{**measure("pra", pra, work, json.loads((pra / "ingest_report.json").read_text())["passages"]),
+             "ingest": "as ingested (benchmarks/results/ingest_pra.json)"}]
+    pool = _pool(pra)
+    for n in args.sizes:
+        jsonl = work / f"corpus-{n}.jsonl"
+        build_corpus(n, pool, jsonl)
+        folder = work / f"corpus-{n}"
+        ingest = _child([sys.executable, "-m", "rirag.cli", "data", "ingest", str(jsonl), "--out", str(folder),
+                         "--max-input-bytes", str(1 << 34)])
+        report = json.loads((folder / "ingest_report.json").read_text())
+        ingest.update(passages=report["passages"], passages_per_s=round(report["passages"] / ingest["seconds"]),
+                      file_bytes=jsonl.stat().st_size)
+        jsonl.unlink()
+        rows.append({**measure(f"{n}", folder, work, report["passages"]), "ingest": ingest})
+    result = {"command": "python benchmarks/scale.py --sizes " + " ".join(map(str, args.sizes)),
+              "cpus": os.cpu_count(), "rows": rows}
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
