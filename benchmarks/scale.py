@@ -3,7 +3,8 @@ Rulebook as ingested), 100k and 1M passages, measured in fresh child processes.
 
 Usage:
     python benchmarks/scale.py [--sizes 100000 1000000] [--pra out/pra] [--work out/scale]
-                               [--out benchmarks/results/scale.json]
+                               [--out benchmarks/results/scale.json] [--plot docs/scale.svg]
+    python benchmarks/scale.py --plot-only     # the plot again, from the results file
 
 The larger corpora are built deterministically from the two real rulebooks (the PRA passages as ingested and the
 ObliQA/ADGM passages): copy 0 is every passage as it is, copy c > 0 the same passage with its sentences in an
@@ -16,7 +17,8 @@ At each size: ingest (seconds, passages/s, peak RSS); BM25 (``rirag.retrieval.bm
 retrieve --retriever bm25`` builds): build seconds and peak RSS, size on disk, load seconds and peak RSS (whole
 and memory-mapped), query latency p50/p95 on one thread (200 questions, top 10, one at a time); and a warm
 ``rirag retrieve --retriever bm25`` of the 80 PRA questions (its BM25 cache built by a first run): wall seconds and
-peak RSS, start-up included. Dense embedding, the ANN index and ``rirag ask`` are not measured here yet.
+peak RSS, start-up included. Dense embedding, the ANN index and ``rirag ask`` are not measured here yet. The
+log-log plot of seconds and MiB against passages (matplotlib, a deterministic SVG) is written beside the results.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "results" / "scale.json"
+PLOT = REPO / "docs" / "scale.svg"
+#: What the plot draws: (label, seconds or bytes of a row, which panel).
+CURVES = (("BM25 build", lambda r: r["bm25_build"]["build_s"], "s"),
+          ("BM25 query p50", lambda r: r["bm25_query"]["query_ms_p50"] / 1000, "s"),
+          ("warm retrieve", lambda r: r["retrieve_warm"]["seconds"], "s"),
+          ("BM25 build", lambda r: r["bm25_build"]["peak_rss"], "MiB"),
+          ("index on disk", lambda r: r["bm25_index_bytes"], "MiB"),
+          ("query process", lambda r: r["bm25_query_mmap"]["peak_rss"], "MiB"),
+          ("warm retrieve", lambda r: r["retrieve_warm"]["peak_rss"], "MiB"))
 PRA_QUESTIONS = SHARED / "ukfin_xref" / "ukfin_dev_questions.json"
 SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
 CAPITALISED = re.compile(r"\b([A-Z][A-Za-z]{2,})\b")
@@ -177,14 +188,48 @@ def measure(name: str, corpus: Path, work: Path, passages: int) -> dict:
     return row
 
 
+def plot(result: dict, path: Path) -> None:
+    """Seconds and MiB against passages, log-log, one curve a measure (an SVG that is the same for the same data)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "rirag-scale"
+    rows = result["rows"]
+    x = [r["passages"] for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, unit in zip(axes, ("s", "MiB")):
+        first = None
+        for label, get, panel in CURVES:
+            if panel == unit:
+                ys = [get(r) / (2 ** 20 if unit == "MiB" else 1) for r in rows]
+                first = ys if first is None else first
+                ax.plot(x, ys, marker="o", label=label)
+        ax.plot(x, [first[0] * n / x[0] for n in x], linestyle=":", color="grey", label="linear (from the first)")
+        ax.set(xscale="log", yscale="log", xlabel="passages", ylabel="seconds" if unit == "s" else "MiB")
+        ax.grid(True, which="both", linewidth=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{result['command']} ({result['cpus']} cores)", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
     ap.add_argument("--pra", default=str(REPO / "out" / "pra"), help="the PRA Rulebook as rirag data ingest wrote it")
     ap.add_argument("--work", default=str(REPO / "out" / "scale"))
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--plot", default=str(PLOT))
+    ap.add_argument("--plot-only", action="store_true", help="draw the plot from --out and stop")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads(Path(args.out).read_text("utf-8")), Path(args.plot))
+        return 0
     if args.worker:
         kind, *rest = args.worker
         if kind == "build":
@@ -212,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": "python benchmarks/scale.py --sizes " + " ".join(map(str, args.sizes)),
               "cpus": os.cpu_count(), "rows": rows}
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    plot(result, Path(args.plot))
     return 0
 
 

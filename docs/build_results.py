@@ -382,6 +382,8 @@ def render_scale(name: str, data: dict) -> str:
              table(rows, list(rows[0]) if rows else None)]
     if growth:
         parts += ["Growth per step:", table(growth, list(growth[0]))]
+    parts.append("![Seconds and MiB against passages, log-log (benchmarks/scale.py --plot-only draws it from the "
+                 "results)](scale.svg)")
     return "\n\n".join(parts)
 
 
