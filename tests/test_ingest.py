@@ -318,7 +318,7 @@ def test_role_pairs_are_the_two_role_tagged_gold_passages_of_a_question(pages, t
 def test_a_hinted_gold_text_reads_only_its_document(monkeypatch):
     """Mapping gold by text normalises the hinted document's passages only (it normalised the whole corpus before:
     7 s of a 9.7 s warm retrieve at 100k passages); a text found elsewhere, or unhinted, reads the passages that
-    hold its longest word."""
+    hold its three longest words."""
     from rirag.data import questions
     from rirag.data.obliqa import Passage
 
@@ -331,6 +331,6 @@ def test_a_hinted_gold_text_reads_only_its_document(monkeypatch):
     assert mapper.map("Rule 7: a firm of Zanzibarian3", "page-3")[:2] == ("d3p7", "exact")
     assert len(calls) == 1 + 50  # the gold text, and document 3's passages
     assert mapper.map("Rule 7: a firm of Zanzibarian4", "page-3")[:2] == ("d4p7", "exact-other-document")
-    assert len(calls) == 2 + 50 + 50  # not in document 3: the passages with "zanzibarian4", document 4's
+    assert len(calls) == 2 + 50 + 50  # not in document 3: the passages with "zanzibarian4", "firm" and "rule"
     assert mapper.map("Rule 9: a firm of Zanzibarian5", None)[:2] == ("d5p9", "exact")
     assert len(calls) == 3 + 50 + 50 + 50

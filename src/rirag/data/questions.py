@@ -103,11 +103,15 @@ def normalise(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
 
+def _has_all(text: str, words: list[str]) -> bool:
+    return all(w in text for w in words)
+
+
 class TextMapper:
     """Map gold texts to the corpus passages that hold them. A passage's text is normalised the first time a gold
     text is looked for in it: a gold text whose document is hinted reads that document only; one not found there
-    (or with no hint) is looked for in the passages that hold its longest word, and only one found nowhere (fuzzy
-    containment) normalises the whole corpus."""
+    (or with no hint) is looked for in the passages that hold its three longest words, and only one found nowhere
+    (fuzzy containment) normalises the whole corpus."""
 
     def __init__(self, corpus: Mapping[str, Passage], document_names: Mapping[int, list[str]] | None = None):
         self.ids = list(corpus)
@@ -144,10 +148,12 @@ class TextMapper:
         doc = self.document_of(hint)
         scopes = [("exact", self.by_document.get(doc, []))] if doc is not None else []
         scopes.append(("exact-other-document" if doc is not None else "exact", range(len(self.ids))))
-        word = max(gold.split(), key=len)  # in the casefolded text of every passage that holds the gold text
+        # each word of the gold text is in the casefolded text of every passage that holds it: its three longest
+        # pick the passages worth normalising
+        words = sorted(set(gold.split()), key=lambda w: (-len(w), w))[:3]
         for how, scope in scopes:
-            if isinstance(scope, range):  # the whole corpus: normalise only the passages that have its longest word
-                scope = [i for i in scope if i in self._texts or word in self._passages[i].text.casefold()]
+            if isinstance(scope, range):  # the whole corpus: normalise only the passages that have those words
+                scope = [i for i in scope if i in self._texts or _has_all(self._passages[i].text.casefold(), words)]
             holders = [i for i in scope if gold in self.text(i)]
             if holders:
                 best = min(holders, key=lambda i: (len(self.text(i)), i))  # the most specific holder
