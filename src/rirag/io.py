@@ -280,15 +280,11 @@ def read_input_bytes(path: str | Path, what: str = "") -> bytes:
 
 
 def read_input_chunks(path: str | Path, size: int = 1 << 20, what: str = "") -> Iterator[bytes]:
-    """The bytes of an input file in chunks of ``size``, never more than :func:`max_input_bytes` in all (its size
-    checked before a byte is read, :func:`check_input_size`; a file that grows past the limit is refused when it
-    does). A pipe is read whole with the bound (:func:`read_input_bytes`) and yielded in chunks."""
+    """The bytes of an input file (or pipe) in chunks of ``size``, never more than :func:`max_input_bytes` in all
+    (a file's size checked before a byte is read, :func:`check_input_size`; a file that grows past the limit, or a
+    pipe that passes it, is refused when it does)."""
     path = Path(path)
-    if not check_input_size(path, what) and not path.is_file():  # a pipe: it can be read once only
-        data = read_input_bytes(path, what)
-        for i in range(0, len(data), size):
-            yield data[i:i + size]
-        return
+    check_input_size(path, what)
     limit, total = max_input_bytes(), 0
     with open(path, "rb") as fh:
         while chunk := fh.read(size):

@@ -57,7 +57,6 @@ class Spool:
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / self.NAME
         self._fh = open(self.path, "w+b")
-        self._pos = 0
 
     def add(self, p: RawPassage) -> int:
         offset = self._fh.seek(0, os.SEEK_END)

@@ -67,9 +67,6 @@ class _GenericLevel:
             return UNDECIDED, None
         return DESCEND, self  # an inline element is walked into
 
-    def walked(self, child) -> "_GenericLevel":
-        return self
-
     def done(self, child) -> bool:
         self.page.dispatch(child)
         return True
@@ -158,7 +155,8 @@ class StreamedWalk:
         """A block starts inside an undecided one: the undecided one is walked into, and so is each open element
         down to the new block that the walk would walk into (the first it reads whole ends the chain)."""
         u = next(i for i in range(len(self.frames) - 1, -1, -1) if self.frames[i].kind == UNDECIDED)
-        self.frames[u].kind, self.frames[u].visitor = DESCEND, self.frames[u - 1].visitor.walked(self.frames[u].el)
+        # only a generic page's blocks are undecided, and its levels are one (the page's state is in GenericPage)
+        self.frames[u].kind, self.frames[u].visitor = DESCEND, self.frames[u - 1].visitor
         self._read_done_children(u)
         for i in range(u + 1, len(self.frames)):
             kind, visitor = self.frames[i - 1].visitor.kind_of(self.frames[i].el)
