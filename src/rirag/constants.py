@@ -45,6 +45,9 @@ QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
 #: Tokens per passage / query when encoding (MiniLM was trained at 256; longer costs time for little gain).
 DENSE_MAX_SEQ_LENGTH = 256
+#: A corpus is embedded in shards of this many passages (rirag.retrieval.embedding): the unit of resuming and of
+#: sharing the work among processes (shard i goes to rank i mod N), the same for any N so the rows are the same.
+EMBED_SHARD_PASSAGES = 1024
 
 #: Hybrid fusion: s = α·dense/max(dense) + (1−α)·bm25/max(bm25) over the union of each side's top RUN_DEPTH.
 HYBRID_ALPHA = 0.8

@@ -114,6 +114,7 @@ LIMITS: dict[str, tuple[int, str]] = {
     "concurrency": (64, "requests in flight to one endpoint"),
     "max_retries": (20, "retries per request, with backoff"),
     "chunk_size": (10_000, "answers scored and flushed together"),
+    "shard_size": (1 << 24, "passages in one embedding shard; a larger one holds its rows in memory at once"),
     "max_bytes": (1 << 40, "bytes of one written run: a terabyte is beyond any disk this runs on"),
     "max_input_bytes": (1 << 40, "bytes of one input file: a terabyte is beyond any memory this runs on"),
     "max_answer_chars": (10_000_000, "characters of one answer; judged sentence by sentence, a longer one takes days"),

@@ -1,7 +1,9 @@
 """``rirag data build``: the ObliQA DatasetDicts (original and leakage-free) with their cards, over
 :func:`rirag.hub.dataset_build.build`; ``rirag data ingest``: a rulebook (pages, passages or text files) into a corpus
 folder that every ``--data`` accepts, over :func:`rirag.data.ingest.corpus.ingest`; ``rirag data xref``: the
-cross-reference graph (:mod:`rirag.xref`)."""
+cross-reference graph (:mod:`rirag.xref`); ``rirag data embed``: the corpus's dense embeddings, in shards over any
+number of processes (``accelerate launch``), into the cache every dense retriever reads
+(:mod:`rirag.retrieval.embedding`)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from typing import Any
 
 from rirag import validation as check
 from rirag.cli import checks
-from rirag.cli.options import Parser, add_data_option, add_max_input_option, add_seed_option
+from rirag.cli.options import Parser, add_data_option, add_max_input_option, add_seed_option, bounded_int, parse_option
 from rirag.cli.output import format_table
+from rirag.constants import EMBED_SHARD_PASSAGES
 from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
 
@@ -81,6 +84,49 @@ def cmd_data_ingest(args) -> int:
     return EXIT_OK
 
 
+def cmd_data_embed(args) -> int:
+    """Embed the corpus into the dense retrievers' cache: this process's shards (rank r of N embeds shards r, r+N,
+    ...), then the first process merges them. One process without ``accelerate launch``; resumes what was written."""
+    import logging
+
+    from rirag.data.obliqa import load_obliqa
+    from rirag.retrieval.dense import DenseRetriever
+    from rirag.retrieval.registry import retriever_spec
+
+    spec = retriever_spec("dense", args.model, args.option)
+    extra = sorted(set(spec.options) - {"query_prefix", "passage_prefix", "max_seq_length", "batch_size", "device",
+                                        "cache"})
+    if extra:
+        raise UsageError(f"--option {extra[0]}: rirag data embed takes the dense retriever's options only")
+    if spec.options.get("cache") is False:
+        raise UsageError("--option cache=false: rirag data embed writes the embedding cache; name a folder or leave "
+                         "it out")
+    corpus = load_obliqa(args.data).corpus
+    import os
+
+    import torch  # lazy, as accelerate: `rirag --help` loads no torch (tests/test_light_imports.py)
+    from accelerate import PartialState
+
+    # on CPUs only, the gloo processes of a torchrun launch (recipes/accelerate/cpu-2proc.yaml); on GPUs one a GPU
+    state = PartialState(cpu=not torch.cuda.is_available())
+    launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if launched != state.num_processes:
+        raise UsageError(f"the launcher started {launched} processes but accelerate joined {state.num_processes}: "
+                         "launch with accelerate launch --num_processes N (recipes/accelerate/cpu-2proc.yaml on CPUs)")
+    options = {k: v for k, v in spec.options.items() if k != "device"}
+    device = spec.options.get("device") or str(state.device)
+    retriever = DenseRetriever(corpus, spec.model, device=device, shard_size=args.shard_size, **options)
+    path = retriever.cache_path()
+    emb = retriever.passage_embeddings(show_progress=True, rank=state.process_index, world=state.num_processes,
+                                       barrier=state.wait_for_everyone)
+    logging.getLogger(__name__).info("process %d of %d: its shards are written", state.process_index + 1,
+                                     state.num_processes)
+    if state.is_main_process:
+        sys.stdout.write(f"embedded {emb.shape[0]} passages × {emb.shape[1]} with {spec.model} over "
+                         f"{state.num_processes} process(es) on {device} -> {path}\n")
+    return EXIT_OK
+
+
 def _gold_mapping(questions: str):
     """How the gold passages of ``questions`` map to a corpus folder (for the build report)."""
     from rirag.data.obliqa import load_obliqa
@@ -128,3 +174,15 @@ def add_parsers(sub: Any) -> None:
                    help="also map this question file's gold passages (by id or by text) to the corpus and report "
                         "the share that maps")
     i.set_defaults(func=cmd_data_ingest)
+    e = data.add_parser("embed", help="embed the corpus into the dense retrievers' cache, in resumable shards; "
+                                      "over N processes with accelerate launch -m rirag.cli data embed ...")
+    add_data_option(e)
+    e.add_argument("--model", required=True, help="sentence-transformers model name or path (as --model of the dense "
+                                                   "retrievers, whose cache it fills)")
+    e.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", type=parse_option,
+                   help="the dense retriever's options (query_prefix, passage_prefix, max_seq_length, batch_size, "
+                        "device, cache), as rirag retrieve takes them, so that the retriever finds this cache")
+    e.add_argument("--shard-size", type=bounded_int("shard_size"), default=EMBED_SHARD_PASSAGES, metavar="N",
+                   help=f"passages a shard (the unit of resuming and of sharing among processes; default "
+                        f"{EMBED_SHARD_PASSAGES})")
+    e.set_defaults(func=cmd_data_embed)

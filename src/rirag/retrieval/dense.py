@@ -17,11 +17,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, EMBED_SHARD_PASSAGES, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
 from rirag.data.obliqa import Passage
 from rirag.data.runs import Run
 from rirag.errors import DataError
-from rirag.io import atomic_write_bytes
 from rirag.models import resolve_model
 from rirag.retrieval.bm25 import check_queries
 
@@ -161,6 +160,7 @@ class DenseRetriever:
         batch_size: int = 64,
         device: str | None = None,
         cache: str | Path | None | bool = None,
+        shard_size: int = EMBED_SHARD_PASSAGES,
     ):
         if not corpus:
             raise DataError("cannot build a dense index over an empty corpus")
@@ -172,6 +172,7 @@ class DenseRetriever:
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
         self.device = device
+        self.shard_size = shard_size
         self.cache = None if cache is False else Path(cache) if cache not in (None, True) else cache_dir()
         self._model = None
         self._embeddings: np.ndarray | None = None
@@ -215,7 +216,12 @@ class DenseRetriever:
                 bar.update(len(parts[-1]))
         return np.concatenate(parts)
 
-    def passage_embeddings(self, show_progress: bool = True) -> np.ndarray:
+    def passage_embeddings(self, show_progress: bool = True, rank: int = 0, world: int = 1,
+                           barrier=None) -> np.ndarray | None:
+        """The corpus's normalised embeddings, from the cache or embedded in shards
+        (:mod:`rirag.retrieval.embedding`: resumable, merged into the cache). Under several processes (``rank`` of
+        ``world``, ``barrier`` waiting for all) each embeds its shards and rank 0 merges them and returns the
+        matrix; the others return None."""
         if self._embeddings is not None:
             return self._embeddings
         path = self.cache_path()
@@ -226,17 +232,28 @@ class DenseRetriever:
                 self._embeddings = emb
                 return emb
             logger.warning("ignoring cache %s: %d rows for %d passages", path, emb.shape[0], len(self.ids))
-        logger.info("encoding %d passages with %s", len(self.ids), self.model_name)
-        emb = self.encode(self.texts, self.passage_prefix, show_progress=show_progress,
-                          label=f"embedding {len(self.ids)} passages ({Path(self.model_name).name}, cached after)")
-        if path is not None:
-            import io
+        from rirag.retrieval.embedding import ShardPlan, embed_corpus
 
-            buf = io.BytesIO()
-            np.save(buf, emb)
-            atomic_write_bytes(path, buf.getvalue())
-        self._embeddings = emb
-        return emb
+        logger.info("encoding %d passages with %s (process %d of %d)", len(self.ids), self.model_name, rank + 1, world)
+        bar = None
+        if show_progress and rank == 0:
+            from tqdm.auto import tqdm
+
+            plan = ShardPlan(len(self.ids), self.shard_size)
+            mine = sum(stop - start for start, stop in map(plan.bounds, plan.owned(rank, world)))
+            share = f", this process's share of {world}" if world > 1 else ""
+            bar = tqdm(total=mine, unit="text", desc=f"embedding {len(self.ids)} passages "
+                                                     f"({Path(self.model_name).name}, cached after{share})")
+        try:
+            emb = embed_corpus(lambda texts: self.encode(texts, self.passage_prefix), self.texts, path, rank=rank,
+                               world=world, barrier=barrier, shard_size=self.shard_size,
+                               progress=bar.update if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        if emb is not None:
+            self._embeddings = np.asarray(emb)
+        return self._embeddings
 
     def query_embeddings(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
         """Normalised embeddings of the queries (rows, in ``queries`` order), with the query prefix."""
