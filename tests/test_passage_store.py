@@ -142,3 +142,47 @@ def test_bad_input_keeps_its_errors_and_leaves_no_cache(tiny_data_dir, monkeypat
     with pytest.raises(DataError, match=r"2\.json: record 1 \(id d1-p1\): missing field 'Passage'"):
         load_obliqa(tiny_data_dir)
     assert _cache_files() == [] and not [p for p in store_dir().iterdir() if p.name.endswith(".tmp")]
+
+
+def test_gold_by_text_maps_the_same_over_the_table_as_over_a_dict(tmp_path, monkeypatch):
+    """The text mapper's whole-corpus scan over a table (Arrow's lower case and substring match, then casefold on the
+    candidates) finds what the scan of every text finds, non-ASCII casefolding included (ß is ss, K is the Kelvin
+    sign)."""
+    from rirag.data.questions import TextMapper
+
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
+    texts = ["Die Straße ist lang und breit.", "THE FIRM MUST KEEP RECORDS.",
+             "the firm must keep records for ten years", "A \u212aelvin sign: kelvin scale records.", "   ",
+             "Records of the firm, kept by the firm.", "Unrelated text about capital.",
+             "The Firm\u2019s RECORDS \u2013 kept", "L\u2019\u00c9COLE des march\u00e9s"]
+    (tmp_path / "c" / "documents").mkdir(parents=True)
+    for d in (1, 2):
+        recs = [{"ID": f"{d}-{i}", "DocumentID": d, "PassageID": str(i), "Passage": t} for i, t in enumerate(texts)]
+        (tmp_path / "c" / "documents" / f"{d}.json").write_text(json.dumps(recs))
+    corpus = load_obliqa(tmp_path / "c").corpus
+    assert isinstance(corpus, PassageTable)
+    plain = dict(corpus.items())
+    for words in (["strasse"], ["firm", "records"], ["kelvin"], ["records", "firm", "kept"], ["nowhere"],
+                  ["école"], ["marchés"], ["firm\u2019s"]):
+        brute = [i for i, t in enumerate(corpus.texts()) if all(w in t.casefold() for w in words)]
+        assert corpus.holding(words) == brute, words
+    assert corpus.holding(["strasse"]) == [0, 8]  # the non-ASCII text is found (by casefold, not lower case)
+    assert corpus.holding(["école"]) == [7, 15] and corpus.holding(["firm\u2019s", "kept"]) == [6, 14]
+    for gold in ("strasse ist lang", "the firm must keep records", "kelvin scale records", "kept by the firm",
+                 "l école des marchés", "the firm s records kept", "no passage holds this text at all"):
+        assert TextMapper(corpus).map(gold) == TextMapper(plain).map(gold), gold
+    assert TextMapper(corpus).map("strasse ist lang")[0] == "1-0"
+
+
+def test_a_table_of_several_batches_reads_each_passage_from_its_own(tiny_data_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("rirag.data.passage_store.BATCH_ROWS", 5)  # whole files: batches of 8 records
+    obliqa = load_obliqa(tiny_data_dir)
+    assert len(obliqa.passages._batches) == 3
+    indexable = {pid: p for pid, p in _whole_read(tiny_data_dir).items() if p.text.strip()}
+    corpus = obliqa.corpus
+    assert [corpus[pid] for pid in reversed(list(indexable))] == list(reversed(indexable.values()))
+    assert list(corpus.values()) == list(indexable.values())
+    assert corpus.document_ids() == [p.document_id for p in indexable.values()]
+    brute = [i for i, p in enumerate(indexable.values()) if "regulator" in p.text.casefold()]
+    assert corpus.holding(["regulator"]) == brute and len(brute) == 6
