@@ -274,7 +274,11 @@ class PassageTable(Mapping[str, Passage]):
 @lru_cache(maxsize=1)
 def _folding_class() -> str:
     """An RE2 class of every non-ASCII character that ``str.casefold`` changes (Ä, ß, the Kelvin sign, ...)."""
-    changed = [c for c in range(0x80, 0x110000) if chr(c).casefold() != chr(c)]
+    changed = []
+    for start in range(0x80, 0x110000, 1024):  # casefolding maps each character to one or more: a block that folds
+        block = range(start, min(start + 1024, 0x110000))  # to itself has no character that changes
+        if "".join(map(chr, block)).casefold() != "".join(map(chr, block)):
+            changed.extend(c for c in block if chr(c).casefold() != chr(c))
     ranges: list[list[int]] = []
     for c in changed:
         if ranges and ranges[-1][1] == c - 1:
