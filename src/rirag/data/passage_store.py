@@ -174,8 +174,8 @@ class PassageTable(Mapping[str, Passage]):
             for b in batches:
                 ids.extend(b.column(0).to_pylist())
                 offsets.append(offsets[-1] + b.num_rows)
-            empty = (np.concatenate([b.column(4).to_numpy(zero_copy_only=False) for b in batches])
-                     if batches else np.zeros(0, dtype=bool))
+            # read as Python lists: pyarrow's to_numpy imports pandas (a quarter of a second)
+            empty = np.array([e for b in batches for e in b.column(4).to_pylist()], dtype=bool)
             _shared = (ids, {pid: i for i, pid in enumerate(ids)}, offsets, empty)
         self._shared = _shared
         all_ids, self._row, self._offsets, self._empty = _shared
@@ -230,8 +230,8 @@ class PassageTable(Mapping[str, Passage]):
 
         if not self._batches:
             return []
-        docs = np.concatenate([b.column(1).to_numpy() for b in self._batches])
-        return (docs[~self._empty] if self._skip_empty else docs).tolist()
+        docs = [d for b in self._batches for d in b.column(1).to_pylist()]
+        return np.array(docs, dtype=np.int64)[~self._empty].tolist() if self._skip_empty else docs
 
     def holding(self, words: Sequence[str]) -> list[int]:
         """The positions (in :attr:`ids`) of the passages whose casefolded text holds every one of ``words`` (each
@@ -253,11 +253,16 @@ class PassageTable(Mapping[str, Passage]):
                 has_all = pc.and_(has_all, pc.match_substring(text, w, ignore_case=True))
             candidate = pc.or_(candidate, has_all)
         else:
-            candidate = pa.chunked_array([np.ones(len(text), dtype=bool)])
-        rows = (np.flatnonzero(~self._empty) if self._skip_empty else np.arange(len(self._empty)))
-        picked = np.flatnonzero(candidate.to_numpy()[rows])
-        texts = text.take(pa.array(rows[picked])).to_pylist()
-        return [int(i) for i, t in zip(picked, texts) if all(w in t.casefold() for w in words)]
+            candidate = pc.is_valid(text)
+        if self._skip_empty:
+            candidate = pc.and_(candidate, pc.invert(pa.chunked_array([b.column(4) for b in self._batches])))
+        rows = pc.indices_nonzero(candidate)
+        texts = text.take(rows).to_pylist()
+        rows = rows.to_pylist()
+        if self._skip_empty:  # a record's position in the view: its row less the empty records before it
+            before = np.cumsum(self._empty)
+            rows = [r - int(before[r]) for r in rows]
+        return [r for r, t in zip(rows, texts) if all(w in t.casefold() for w in words)]
 
     def values(self) -> ValuesView[Passage]:  # type: ignore[override]
         return _Values(self)
