@@ -186,3 +186,26 @@ def test_a_table_of_several_batches_reads_each_passage_from_its_own(tiny_data_di
     assert corpus.document_ids() == [p.document_id for p in indexable.values()]
     brute = [i for i, p in enumerate(indexable.values()) if "regulator" in p.text.casefold()]
     assert corpus.holding(["regulator"]) == brute and len(brute) == 6
+
+
+def test_a_file_changed_during_the_conversion_is_not_cached(tiny_data_dir, monkeypatch, tmp_path, caplog):
+    import rirag.data.obliqa as obliqa_module
+
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
+    read = obliqa_module._passage_records
+
+    def read_then_edit(path):
+        records = read(path)
+        if path.name == "1.json":  # another process edits documents/6.json meanwhile
+            _edit_same_size(tiny_data_dir / "documents" / "6.json", "The Regulator may", "The Authority may")
+        return records
+
+    monkeypatch.setattr(obliqa_module, "_passage_records", read_then_edit)
+    with caplog.at_level(logging.WARNING, logger="rirag.data.passage_store"):
+        corpus = load_obliqa(tiny_data_dir).corpus
+    assert "changed while it was converted: not cached" in caplog.text
+    assert corpus["d6-p2"].text.startswith("The Authority may")  # read after the edit
+    assert _cache_files() == []
+    monkeypatch.setattr(obliqa_module, "_passage_records", read)
+    assert load_obliqa(tiny_data_dir).corpus["d6-p2"].text.startswith("The Authority may")
+    assert len(_cache_files()) == 1

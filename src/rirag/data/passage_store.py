@@ -7,7 +7,9 @@ The conversion reads every file with the loader's checks (its errors name file, 
 exists only for a corpus that loads. It is written to a temporary file and renamed into place: a partial file is
 never taken for a whole one. A cached file that cannot be opened, or whose schema or fingerprint is not the
 expected one, is rebuilt with a warning. A file edited in place changes its size or modification time, and so the
-fingerprint (an edit that keeps both, e.g. ``touch -d`` back to the old time with the same length, is not seen).
+fingerprint (an edit that keeps both, e.g. ``touch -d`` back to the old time with the same length, is not seen). A
+file changed while it is converted is not cached. The check of a cached file is structural (Arrow's footer, schema
+and buffer sizes, the fingerprint in its metadata): bytes overwritten inside it, the length kept, are not detected.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ logger = logging.getLogger(__name__)
 
 #: Bumped when the file layout below changes: an older cache is then never read.
 STORE_VERSION = "2"
-COLUMNS = ("id", "document_id", "passage_id", "text", "empty")
 #: Records per Arrow batch (several document files in one): Arrow's string kernels pay a cost per batch (a regular
 #: expression compiled for each), a scan of a million passages in 11.6k one-file batches took 6 s against 1 s.
 BATCH_ROWS = 1 << 16
@@ -133,6 +134,9 @@ def load_table(root: Path, files: Sequence[Path], read: Callable[[Path], Iterabl
         path.parent.mkdir(parents=True, exist_ok=True)
         with pa.OSFile(str(tmp), "wb") as sink:
             _convert(sink, fp, files, read)
+        if fingerprint(root, files) != fp:  # a file changed while it was read: what was read is used, not kept
+            logger.warning("corpus of %s changed while it was converted: not cached", root)
+            return PassageTable(_batches(pa.memory_map(str(tmp), "r"), fp), fp)
         os.replace(tmp, path)
         logger.info("corpus of %s converted to %s", root, path)
         return PassageTable(_batches(pa.memory_map(str(path), "r"), fp), fp)
