@@ -209,3 +209,11 @@ def test_a_file_changed_during_the_conversion_is_not_cached(tiny_data_dir, monke
     monkeypatch.setattr(obliqa_module, "_passage_records", read)
     assert load_obliqa(tiny_data_dir).corpus["d6-p2"].text.startswith("The Authority may")
     assert len(_cache_files()) == 1
+
+
+def test_the_text_mappers_documents_hold_each_passage_position_in_order():
+    from rirag.data.questions import _positions_by_value
+
+    values = [3, 1, 3, 2, 1, 3, 7]
+    assert _positions_by_value(values) == {3: [0, 2, 5], 1: [1, 4], 2: [3], 7: [6]}
+    assert _positions_by_value([]) == {}
