@@ -225,11 +225,11 @@ class PassageTable(Mapping[str, Passage]):
             yield Passage(pid, doc, key, text)
 
     def texts(self) -> list[str]:
-        """The texts in the order of :attr:`ids`."""
+        """The texts in the order of ``ids``."""
         return list(self._column(3))
 
     def document_ids(self) -> list[int]:
-        """The DocumentIDs in the order of :attr:`ids`."""
+        """The DocumentIDs in the order of ``ids``."""
         import numpy as np
 
         if not self._batches:
@@ -238,7 +238,7 @@ class PassageTable(Mapping[str, Passage]):
         return np.array(docs, dtype=np.int64)[~self._empty].tolist() if self._skip_empty else docs
 
     def holding(self, words: Sequence[str]) -> list[int]:
-        """The positions (in :attr:`ids`) of the passages whose casefolded text holds every one of ``words`` (each
+        """The positions (in ``ids``) of the passages whose casefolded text holds every one of ``words`` (each
         casefolded), exactly ``[i for i, t in enumerate(texts) if all(w in t.casefold() for w in words)]``, with
         Python strings built only for candidates: Arrow's case-insensitive match picks the texts whose every
         character casefolds to itself or is ASCII (their casefolding is ASCII lower case), every other text is a
