@@ -5,6 +5,9 @@ Usage:
     python benchmarks/scale.py [--sizes 100000 1000000] [--pra out/pra] [--work out/scale]
                                [--out benchmarks/results/scale.json] [--plot docs/scale.svg]
     python benchmarks/scale.py --plot-only     # the plot again, from the results file
+    python benchmarks/scale.py --retrieve-only [--sizes ...] [--corpora DIR]
+                                               # the cold and warm retrieve again over the corpora already built,
+                                               # merged into the rows of --out
 
 The larger corpora are built deterministically from the two real rulebooks (the PRA passages as ingested and the
 ObliQA/ADGM passages): copy 0 is every passage as it is, copy c > 0 the same passage with its sentences in an
@@ -177,15 +180,42 @@ def measure(name: str, corpus: Path, work: Path, passages: int) -> dict:
     for mmap in (False, True):
         row["bm25_query_mmap" if mmap else "bm25_query"] = _child(
             [py, __file__, "--worker", "query", str(index), "mmap" if mmap else "whole"])
-    cache = work / f"cache-{name}"
-    shutil.rmtree(cache, ignore_errors=True)
-    retrieve = [py, "-m", "rirag.cli", "retrieve", "--data", str(corpus), "--questions", str(PRA_QUESTIONS),
-                "--retriever", "bm25", "--k", "10", "--out", str(work / f"run-{name}.trec")]
-    env = {"RIRAG_CACHE_DIR": str(cache)}
-    row["retrieve_cold"] = _child(retrieve, env)
-    row["retrieve_warm"] = _child(retrieve, env)
+    row.update(measure_retrieve(name, corpus, work))
     print(json.dumps(row), flush=True)
     return row
+
+
+def measure_retrieve(name: str, corpus: Path, work: Path) -> dict:
+    """A cold ``rirag retrieve --retriever bm25`` of the 80 PRA questions (a fresh cache folder: the corpus
+    converted, the index built) and a warm one (the same command again)."""
+    cache = work / f"cache-{name}"
+    shutil.rmtree(cache, ignore_errors=True)
+    retrieve = [sys.executable, "-m", "rirag.cli", "retrieve", "--data", str(corpus), "--questions",
+                str(PRA_QUESTIONS), "--retriever", "bm25", "--k", "10", "--out", str(work / f"run-{name}.trec")]
+    env = {"RIRAG_CACHE_DIR": str(cache)}
+    return {"retrieve_cold": _child(retrieve, env), "retrieve_warm": _child(retrieve, env)}
+
+
+def retrieve_only(args) -> None:
+    """The cold and warm retrieve again over the corpora already built (``--pra``, ``--work``/corpus-N), each
+    replacing those two measures in its row of ``--out``; every other key and row is kept."""
+    out = Path(args.out)
+    result = json.loads(out.read_text("utf-8"))
+    work = Path(args.work)
+    corpora = Path(args.corpora or args.work)
+    folders = {"pra": Path(args.pra), **{str(n): corpora / f"corpus-{n}" for n in args.sizes}}
+    for row in result["rows"]:
+        folder = folders.get(row["corpus"])
+        if folder is None:
+            continue
+        if not (folder / "documents").is_dir():
+            raise SystemExit(f"{folder}: no corpus there (build it first: python benchmarks/scale.py)")
+        row.update(measure_retrieve(row["corpus"], folder, work))
+        print(json.dumps({"corpus": row["corpus"], **{k: row[k] for k in ("retrieve_cold", "retrieve_warm")}}),
+              flush=True)
+    result["retrieve_command"] = "python benchmarks/scale.py --retrieve-only --sizes " + " ".join(map(str, args.sizes))
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    plot(result, Path(args.plot))
 
 
 def plot(result: dict, path: Path) -> None:
@@ -225,10 +255,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--plot", default=str(PLOT))
     ap.add_argument("--plot-only", action="store_true", help="draw the plot from --out and stop")
+    ap.add_argument("--retrieve-only", action="store_true",
+                    help="only the cold and warm retrieve, over the corpora already in --work (and --pra), merged "
+                         "into the rows of --out (ingest and the BM25 measures kept as they are)")
+    ap.add_argument("--corpora", default=None,
+                    help="with --retrieve-only: the folder of the corpus-N folders (default: --work, where the full "
+                         "run builds them); read only, the caches and runs go to --work")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.plot_only:
         plot(json.loads(Path(args.out).read_text("utf-8")), Path(args.plot))
+        return 0
+    if args.retrieve_only:
+        retrieve_only(args)
         return 0
     if args.worker:
         kind, *rest = args.worker

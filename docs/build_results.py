@@ -378,7 +378,9 @@ def render_scale(name: str, data: dict) -> str:
                        "retrieve warm MiB": x(lambda r: r["retrieve_warm"]["peak_rss"])})
     parts = [f"`{data.get('command', '')}` ({data.get('cpus')} cores). Seconds and MiB (peak RSS of the process "
              "doing it); query latency on one thread, top 10, 200 questions one at a time; `rirag retrieve "
-             "--retriever bm25` of the 80 PRA questions with its BM25 cache built, start-up included.",
+             "--retriever bm25` of the 80 PRA questions with its BM25 cache built, start-up included."
+             + (f" The retrieve columns were measured again by `{data['retrieve_command']}` (the others are the "
+                f"first command's)." if data.get("retrieve_command") else ""),
              table(rows, list(rows[0]) if rows else None)]
     if growth:
         parts += ["Growth per step:", table(growth, list(growth[0]))]

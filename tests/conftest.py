@@ -77,6 +77,14 @@ def _metric_vendored_files():
     write_vendored(Path(__file__).resolve().parents[1] / "evaluate_scripts" / "repass")
 
 
+@pytest.fixture(autouse=True)
+def _cache_dir_outside_the_repo(monkeypatch, tmp_path_factory):
+    """rirag's cache (corpora converted to Arrow, BM25 indexes, embeddings) goes to the session's temporary folder,
+    not ``.cache/`` of the working directory, unless the environment names one; tests of the default delete it."""
+    if not os.environ.get("RIRAG_CACHE_DIR"):
+        monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "rirag-cache"))
+
+
 @pytest.fixture
 def tiny_data_dir(tmp_path) -> Path:
     return write_tiny_obliqa(tmp_path / "obliqa")

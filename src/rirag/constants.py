@@ -126,3 +126,8 @@ INGEST_TERM_MAX_WORDS = 6
 #: GOLD_TEXT_MIN_COVER times as long as the text.
 GOLD_TEXT_MIN_RATIO = 90.0
 GOLD_TEXT_MIN_COVER = 0.8
+
+#: rirag's cache folder (embeddings, BM25 indexes, corpora converted to Arrow): this variable, else the default
+#: (relative to the working folder).
+CACHE_ENV_VAR = "RIRAG_CACHE_DIR"
+DEFAULT_CACHE_DIR = ".cache/rirag"

@@ -29,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from rirag.data.passage_store import Passage, PassageTable, load_table
 from rirag.errors import DataError
 from rirag.io import read_json
 
@@ -50,14 +51,6 @@ GOLD_FIELDS = ("DocumentID", "PassageID", "Passage")
 #: 1|2.Guidance.27.): a gold text spliced from two passages, a copy error in ObliQA. The passage it names exists
 #: and its first 99 / 126 characters are intact, so the question keeps its gold passage, reported as "repaired".
 GOLD_REPAIR_MIN_PREFIX = 80
-
-
-@dataclass(frozen=True)
-class Passage:
-    id: str
-    document_id: int
-    passage_id: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -90,21 +83,25 @@ class ObliQA:
     """The whole dataset: corpus, titles, the published question splits and the build report."""
 
     root: str
-    passages: dict[str, Passage]  # every record, empty ones included
+    passages: Mapping[str, Passage]  # every record, empty ones included (a PassageTable when loaded from a folder)
     titles: dict[int, str]
     splits: dict[str, list[Question]]  # "train" (optional), "dev", "test"
     unseen: list[Question] = field(default_factory=list)
     gold_issues: list[GoldIssue] = field(default_factory=list)
 
     @cached_property
-    def corpus(self) -> dict[str, Passage]:
+    def corpus(self) -> Mapping[str, Passage]:
         """Indexable passages: empty or whitespace-only records are left out (computed once: callers index it in
-        loops, and the passages do not change after loading)."""
+        loops, and the passages do not change after loading; over a :class:`PassageTable`, its view without them,
+        no text read)."""
+        if isinstance(self.passages, PassageTable):
+            return self.passages.indexable()
         return {pid: p for pid, p in self.passages.items() if p.text.strip()}
 
     @property
     def empty_ids(self) -> list[str]:
-        return [pid for pid, p in self.passages.items() if not p.text.strip()]
+        corpus = self.corpus
+        return [pid for pid in self.passages if pid not in corpus]
 
     def title(self, document_id: int) -> str:
         return self.titles.get(document_id, f"Document {document_id}")
@@ -228,12 +225,9 @@ def _fix_cp1252(text: str) -> str:
 def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
     """Load the corpus and every published split found in the folder (or Hub snapshot)."""
     root = resolve_data_dir(data)
-    passages: dict[str, Passage] = {}
-    for path in _document_files(root):
-        for rec in _records(path, PASSAGE_FIELDS):
-            if rec["ID"] in passages:
-                raise DataError(f"{path}: passage ID {rec['ID']!r} occurs twice in the corpus")
-            passages[rec["ID"]] = Passage(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"])
+    # converted to Arrow once (under the cache folder, keyed by the files' names, sizes and times), memory-mapped
+    # after: a Passage is built when asked for
+    passages = load_table(root, _document_files(root), _passage_records)
     logger.info("loaded %d passage records from %s", len(passages), root)
 
     mapper = GoldMapper(passages)
@@ -261,6 +255,12 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
             f" to {issue.corpus_id} ({issue.common_prefix} leading characters agree)" if issue.corpus_id else "",
         )
     return ObliQA(str(root), passages, _load_titles(root), splits, unseen, mapper.issues)
+
+
+def _passage_records(path: Path) -> list[tuple[str, int, str, str]]:
+    """(ID, DocumentID, PassageID, text) of each record of a document file, checked (:func:`_records`)."""
+    return [(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"])
+            for rec in _records(path, PASSAGE_FIELDS)]
 
 
 def _question(rec: dict, path: Path, index: int, mapper: "GoldMapper") -> Question:

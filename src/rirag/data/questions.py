@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
 from rirag.data.ingest.raw import document_key
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question
+from rirag.data.passage_store import PassageTable
 from rirag.errors import DataError
 from rirag.io import read_json
 from rirag.validation import record_id, without_controls
@@ -98,6 +99,17 @@ class QuestionSet:
         }
 
 
+def _positions_by_value(values: list[int]) -> dict[int, list[int]]:
+    """Each value's positions in ``values``, in increasing order (numpy's stable sort: a second at a million
+    passages as a Python loop)."""
+    import numpy as np
+
+    array = np.asarray(values, dtype=np.int64)
+    order = np.argsort(array, kind="stable")
+    keys, starts = np.unique(array[order], return_index=True)
+    return {int(k): part.tolist() for k, part in zip(keys, np.split(order, starts[1:]))}
+
+
 def normalise(text: str) -> str:
     """Words only, lower case, single spaces: what containment compares."""
     return " ".join(re.findall(r"\w+", text.casefold()))
@@ -115,11 +127,11 @@ class TextMapper:
 
     def __init__(self, corpus: Mapping[str, Passage], document_names: Mapping[int, list[str]] | None = None):
         self.ids = list(corpus)
-        self._passages = list(corpus.values())
+        self._corpus = corpus  # a PassageTable's texts are read only where looked for
         self._texts: dict[int, str] = {}
-        self.by_document: dict[int, list[int]] = {}
-        for i, p in enumerate(corpus.values()):
-            self.by_document.setdefault(p.document_id, []).append(i)
+        documents = (corpus.document_ids() if isinstance(corpus, PassageTable)
+                     else [p.document_id for p in corpus.values()])
+        self.by_document: dict[int, list[int]] = _positions_by_value(documents)
         self.names: dict[str, int] = {}
         for doc, names in (document_names or {}).items():
             for name in names:
@@ -130,8 +142,15 @@ class TextMapper:
         """The ``i``-th passage's text, normalised (:func:`normalise`)."""
         text = self._texts.get(i)
         if text is None:
-            text = self._texts[i] = normalise(self._passages[i].text)
+            text = self._texts[i] = normalise(self._corpus[self.ids[i]].text)
         return text
+
+    def _holding(self, words: list[str]) -> list[int]:
+        """The passages already normalised and those whose casefolded text holds all ``words``, in corpus order."""
+        if isinstance(self._corpus, PassageTable):
+            return sorted(set(self._corpus.holding(words)).union(self._texts))
+        return [i for i in range(len(self.ids))
+                if i in self._texts or _has_all(self._corpus[self.ids[i]].text.casefold(), words)]
 
     def document_of(self, hint: Any) -> int | None:
         if hint is None:
@@ -153,7 +172,7 @@ class TextMapper:
         words = sorted(set(gold.split()), key=lambda w: (-len(w), w))[:3]
         for how, scope in scopes:
             if isinstance(scope, range):  # the whole corpus: normalise only the passages that have those words
-                scope = [i for i in scope if i in self._texts or _has_all(self._passages[i].text.casefold(), words)]
+                scope = self._holding(words)
             holders = [i for i in scope if gold in self.text(i)]
             if holders:
                 best = min(holders, key=lambda i: (len(self.text(i)), i))  # the most specific holder

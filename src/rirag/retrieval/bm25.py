@@ -14,12 +14,13 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from rirag.constants import BM25_B, BM25_K1, BM25_METHOD, RUN_DEPTH, STEMMER_LANGUAGE, STOPWORDS
 from rirag.data.obliqa import Passage
+from rirag.data.passage_store import corpus_key, corpus_texts
 from rirag.data.runs import Run
 from rirag.errors import DataError
 
@@ -169,8 +170,9 @@ class BM25Index:
         return self
 
 
-def _index_key(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM25Config) -> str:
-    """What a saved index depends on: its items, the BM25 settings and the bm25s / PyStemmer versions."""
+def _index_key(kind: str, ids: Sequence[str], texts: Sequence[str] | str, config: BM25Config) -> str:
+    """What a saved index depends on: its items (their ids and texts, or a key of them such as a corpus's
+    fingerprint), the BM25 settings and the bm25s / PyStemmer versions."""
     from importlib.metadata import PackageNotFoundError, version
 
     h = hashlib.sha256(kind.encode())
@@ -180,20 +182,27 @@ def _index_key(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM25
         except PackageNotFoundError:
             h.update(f"|{package}=?".encode())
     h.update(json.dumps(asdict(config), sort_keys=True).encode())
+    if isinstance(texts, str):
+        h.update(f"|items={len(ids)}|{texts}".encode())
+        return h.hexdigest()[:20]
     for i, t in zip(ids, texts):
         h.update(b"\x00" + i.encode() + b"\x01" + t.encode())
     return h.hexdigest()[:20]
 
 
-def cached_index(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM25Config | None = None,
-                 cache: str | Path | None = None) -> BM25Index:
-    """A BM25 index over ``texts``; with ``cache`` (a folder), loaded from there when it was built before (a saved
-    index searches exactly as the one it was saved from; memory-mapped: 564 against 636 MiB at a million passages,
-    ``benchmarks/results/scale.json``), else built and saved there."""
+def cached_index(kind: str, ids: Sequence[str], texts: Sequence[str] | Callable[[], Sequence[str]],
+                 config: BM25Config | None = None, cache: str | Path | None = None,
+                 content_key: str | None = None) -> BM25Index:
+    """A BM25 index over ``texts`` (or what the callable returns, called only when the index is built); with
+    ``cache`` (a folder), loaded from there when it was built before (a saved index searches exactly as the one it
+    was saved from; memory-mapped: 564 against 636 MiB at a million passages, ``benchmarks/results/scale.json``),
+    else built and saved there. ``content_key`` stands for the texts in the cache key (a corpus's fingerprint, which
+    any change of its files changes) so that none is read to find the index; without it every text is hashed."""
     config = config or BM25Config()
+    read = texts if callable(texts) else (lambda: texts)
     if cache is None:
-        return BM25Index(config).index(ids, texts)
-    folder = Path(cache) / f"{kind}-{_index_key(kind, ids, texts, config)}"
+        return BM25Index(config).index(ids, read())
+    folder = Path(cache) / f"{kind}-{_index_key(kind, ids, content_key or read(), config)}"
     if (folder / "rirag_bm25.json").is_file():
         try:
             index = BM25Index.load(folder, mmap=True)  # the score matrix read as queries need it
@@ -202,7 +211,7 @@ def cached_index(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM
                 return index
         except (OSError, ValueError, KeyError, DataError) as err:
             logger.warning("ignoring BM25 cache %s (%s): rebuilding it", folder, err)
-    index = BM25Index(config).index(ids, texts)
+    index = BM25Index(config).index(ids, read())
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
@@ -223,9 +232,10 @@ def cached_index(kind: str, ids: Sequence[str], texts: Sequence[str], config: BM
 def passage_index(corpus: Mapping[str, Passage], config: BM25Config | None = None,
                   cache: str | Path | None = None) -> BM25Index:
     """BM25 over the indexable passages (empty passages are already out of ``corpus``); ``cache``: a folder to
-    load it from when built before (:func:`cached_index`)."""
+    load it from when built before (:func:`cached_index`; a corpus loaded from a folder is keyed by its files'
+    fingerprint, its texts read only to build the index)."""
     ids = list(corpus)
-    return cached_index("passages", ids, [corpus[i].text for i in ids], config, cache)
+    return cached_index("passages", ids, lambda: corpus_texts(corpus, ids), config, cache, corpus_key(corpus))
 
 
 def document_index(corpus: Mapping[str, Passage], config: BM25Config | None = None,

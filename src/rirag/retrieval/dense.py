@@ -17,7 +17,15 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, EMBED_SHARD_PASSAGES, PASSAGE_PREFIX, QUERY_PREFIX, RUN_DEPTH
+from rirag.constants import (
+    CACHE_ENV_VAR,
+    DENSE_MAX_SEQ_LENGTH,
+    EMBED_SHARD_PASSAGES,
+    PASSAGE_PREFIX,
+    QUERY_PREFIX,
+    RUN_DEPTH,
+)
+from rirag.constants import DEFAULT_CACHE_DIR as _DEFAULT_CACHE_DIR
 from rirag.data.obliqa import Passage
 from rirag.data.runs import Run
 from rirag.errors import DataError
@@ -27,8 +35,7 @@ from rirag.retrieval.bm25 import check_queries
 logger = logging.getLogger(__name__)
 
 
-CACHE_ENV_VAR = "RIRAG_CACHE_DIR"
-DEFAULT_CACHE_DIR = Path(".cache") / "rirag"
+DEFAULT_CACHE_DIR = Path(_DEFAULT_CACHE_DIR)
 #: Batches per step of the labelled progress bar of a corpus embedding.
 PROGRESS_BATCHES = 8
 #: Files whose content identifies a local model folder.
