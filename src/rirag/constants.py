@@ -46,6 +46,20 @@ PASSAGE_PREFIX = "passage: "
 #: Tokens per passage / query when encoding (MiniLM was trained at 256; longer costs time for little gain).
 DENSE_MAX_SEQ_LENGTH = 256
 
+#: Dense search (``DenseRetriever(search=...)``, ``--option search=``): ``exact`` (a matrix product over every
+#: embedding), ``ann`` (the faiss HNSW index of :mod:`rirag.retrieval.ann`) or ``auto``: exact below
+#: ANN_MIN_PASSAGES passages, ANN at or above.
+DENSE_SEARCH_MODES = ("auto", "exact", "ann")
+#: The rule (benchmarks/scale.py, docs/results.md): the smallest measured corpus at which exact search's query p50
+#: (one thread) is slower than the ANN index's at recall@10 >= 0.98 against exact. PLACEHOLDER, set from the benchmark.
+ANN_MIN_PASSAGES = 100_000
+#: faiss HNSW (flat storage, inner product on L2-normalised embeddings): neighbours per node, the candidate list while
+#: building, and the candidate list while searching (tuned by benchmarks/scale.py on its 200 questions so that
+#: recall@10 against exact search is >= 0.98 at 967k passages).
+ANN_HNSW_M = 32
+ANN_EF_CONSTRUCTION = 64
+ANN_EF_SEARCH = 128
+
 #: Hybrid fusion: s = α·dense/max(dense) + (1−α)·bm25/max(bm25) over the union of each side's top RUN_DEPTH.
 HYBRID_ALPHA = 0.8
 #: The α values a benchmark may choose among on training/validation data (never on a test split).
