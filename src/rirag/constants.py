@@ -49,6 +49,21 @@ DENSE_MAX_SEQ_LENGTH = 256
 #: sharing the work among processes (shard i goes to rank i mod N), the same for any N so the rows are the same.
 EMBED_SHARD_PASSAGES = 1024
 
+#: Dense search (``DenseRetriever(search=...)``, ``--option search=``): ``exact`` (a matrix product over every
+#: embedding), ``ann`` (the faiss HNSW index of :mod:`rirag.retrieval.ann`) or ``auto``: exact below
+#: ANN_MIN_PASSAGES passages, ANN at or above.
+DENSE_SEARCH_MODES = ("auto", "exact", "ann")
+#: Chosen by benchmarks/scale.py (docs/results.md, one thread): at 13,883 passages exact search's query p50 (0.62 ms)
+#: equals the ANN index's (0.64 ms at recall@10 0.9995), at 97,117 exact is 5x slower (4.6 ms against 0.87 ms); exact
+#: grows linearly, so the switch sits between them, and ObliQA and PRA (~14k) keep exact search.
+ANN_MIN_PASSAGES = 50_000
+#: faiss HNSW (flat storage, inner product on L2-normalised embeddings): neighbours per node, the candidate list while
+#: building, and the candidate list while searching (benchmarks/scale.py's efSearch sweep on its 200 questions: the
+#: smallest value with recall@10 >= 0.98 against exact search at 967k passages is 512, 0.9875 at 1.1 ms p50).
+ANN_HNSW_M = 32
+ANN_EF_CONSTRUCTION = 64
+ANN_EF_SEARCH = 512
+
 #: Hybrid fusion: s = α·dense/max(dense) + (1−α)·bm25/max(bm25) over the union of each side's top RUN_DEPTH.
 HYBRID_ALPHA = 0.8
 #: The α values a benchmark may choose among on training/validation data (never on a test split).

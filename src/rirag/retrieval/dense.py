@@ -3,7 +3,9 @@
 Queries and passages carry the prefixes of :mod:`rirag.constants` (``query: `` / ``passage: ``), the same ones the
 contrastive tuning trains with. Passage embeddings are L2-normalised, cached on disk under a key made of the model's
 fingerprint (its weight and config files' content, or its Hub id), the prefix, the sequence length and the corpus
-fingerprint, and searched exactly by a matrix product.
+fingerprint. They are searched exactly by a matrix product, or, with ``search="ann"`` (and by default, ``"auto"``, on
+corpora of at least :data:`rirag.constants.ANN_MIN_PASSAGES` passages), through a faiss HNSW index
+(:mod:`rirag.retrieval.ann`) saved beside the embeddings under their key and the index's parameters.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rirag import validation as check
 from rirag.constants import (
+    ANN_MIN_PASSAGES,
     CACHE_ENV_VAR,
     DENSE_MAX_SEQ_LENGTH,
+    DENSE_SEARCH_MODES,
     EMBED_SHARD_PASSAGES,
     PASSAGE_PREFIX,
     QUERY_PREFIX,
@@ -154,7 +159,11 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class DenseRetriever:
-    """Exact dense search over a corpus; the model loads on first use, passage embeddings come from the cache."""
+    """Dense search over a corpus; the model loads on first use, passage embeddings come from the cache.
+
+    ``search``: ``"exact"`` (a matrix product over every embedding), ``"ann"`` (a faiss HNSW index, built once from
+    the embeddings and cached beside them) or ``"auto"``: exact below :data:`ANN_MIN_PASSAGES` passages, ANN at or
+    above."""
 
     def __init__(
         self,
@@ -168,7 +177,9 @@ class DenseRetriever:
         device: str | None = None,
         cache: str | Path | None | bool = None,
         shard_size: int = EMBED_SHARD_PASSAGES,
+        search: str = "auto",
     ):
+        self.search_mode = check.choice(*DENSE_SEARCH_MODES)(search, "dense search")
         if not corpus:
             raise DataError("cannot build a dense index over an empty corpus")
         self.model_name = model
@@ -183,6 +194,7 @@ class DenseRetriever:
         self.cache = None if cache is False else Path(cache) if cache not in (None, True) else cache_dir()
         self._model = None
         self._embeddings: np.ndarray | None = None
+        self._ann = None
         # resolve now so that a wrong name fails before any work
         try:
             self._resolved = resolve_model(model) if model else ""
@@ -204,6 +216,38 @@ class DenseRetriever:
             model_fingerprint(self._resolved), self.passage_prefix, str(self.max_seq_length),
             corpus_fingerprint(self.ids, self.texts)]).encode()).hexdigest()[:20]
         return self.cache / f"{Path(self._resolved).name or 'model'}-{key}.npy"
+
+    @property
+    def uses_ann(self) -> bool:
+        """Whether :meth:`search` goes through the ANN index (``search="ann"``, or ``"auto"`` on a large corpus)."""
+        return self.search_mode == "ann" or (self.search_mode == "auto" and len(self.ids) >= ANN_MIN_PASSAGES)
+
+    def ann_path(self) -> Path | None:
+        """Where the ANN index is cached: the embeddings' cache name plus the index's parameters."""
+        from rirag.retrieval.ann import index_suffix
+
+        path = self.cache_path()
+        return None if path is None else path.with_name(path.stem + index_suffix())
+
+    def ann_index(self):
+        """The faiss HNSW index over the passage embeddings: from the cache, or built (and cached) on first use."""
+        if self._ann is not None:
+            return self._ann
+        from rirag.retrieval.ann import ANNIndex
+
+        path = self.ann_path()
+        if path is not None and path.exists():
+            index = ANNIndex.load(path)
+            if len(index) == len(self.ids):
+                logger.info("ANN index from cache %s", path)
+                self._ann = index
+                return index
+            logger.warning("ignoring ANN index %s: %d rows for %d passages", path, len(index), len(self.ids))
+        index = ANNIndex.build(self.passage_embeddings())
+        if path is not None:
+            index.save(path)
+        self._ann = index
+        return index
 
     def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False,
                label: str | None = None) -> np.ndarray:
@@ -276,6 +320,11 @@ class DenseRetriever:
         qids = list(queries)
         if not qids:
             return {}
+        if self.uses_ann:
+            index = self.ann_index()
+            idx, vals = index.search(self.query_embeddings(queries, show_progress=show_progress), k)
+            n = len(self.ids)
+            return {q: {self.ids[j]: float(v) for j, v in zip(idx[r], vals[r]) if j < n} for r, q in enumerate(qids)}
         scores = self.score_matrix(queries, show_progress=show_progress)
         idx, vals = top_k(scores, k)
         return {q: {self.ids[j]: float(v) for j, v in zip(idx[r], vals[r])} for r, q in enumerate(qids)}

@@ -25,6 +25,8 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from rirag import validation as check
 from rirag.constants import (
+    ANN_MIN_PASSAGES,
+    DENSE_SEARCH_MODES,
     HYBRID_ALPHA,
     RANK_FUSION_DOC_WEIGHT,
     RERANK_DEPTH,
@@ -103,6 +105,8 @@ _DENSE_OPTIONS = {  # rirag.retrieval.dense.DenseRetriever
     "max_seq_length": Option(check.int_between(1, "max_seq_length"), "encoder tokens per passage, 1 to 8192"),
     "batch_size": Option(check.int_between(1, "encoder_batch_size"), "encoder batch size, 1 to 4096"),
     "device": Option(check.word, "torch device"),
+    "search": Option(check.choice(*DENSE_SEARCH_MODES), "dense search: exact (matrix product), ann (faiss HNSW) or "
+                     f"auto (exact below {ANN_MIN_PASSAGES:,} passages, ann at or above)"),
     "cache": Option(check.cache_option, "embedding cache: true, false/off, or a writable folder (a new one as a path, "
                                         "e.g. ./emb)"),
 }
@@ -202,7 +206,8 @@ def _learned_fusion(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retri
 RETRIEVERS: dict[str, RetrieverType] = {
     "bm25": RetrieverType(_bm25, _BM25_OPTIONS, help="BM25 over passages"),
     "dense": RetrieverType(_dense, _DENSE_OPTIONS, needs_model=True,
-                           help="exact dense search with a sentence-transformers model"),
+                           help="dense search with a sentence-transformers model (exact; faiss HNSW on large "
+                                "corpora)"),
     "hybrid": RetrieverType(_hybrid, {**_ALPHA, **_DEPTH, **_DENSE_OPTIONS}, needs_model=True,
                             help="α·dense + (1−α)·BM25, max-normalised"),
     "rank-fusion": RetrieverType(
