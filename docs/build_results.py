@@ -404,6 +404,28 @@ def render_scale(name: str, data: dict) -> str:
     return "\n\n".join(parts)
 
 
+def render_embed_processes(name: str, data: dict) -> str:
+    """One row a way of running ``rirag data embed`` on the same sample, and the speed-up of N processes."""
+    m = data["machine"]
+    rows = [{"run": key.replace("n_processes", f"{data['processes']} processes").replace("_", " "),
+             "command": f"`{' '.join(f'{k}={v}' for k, v in r['env'].items())} {r['command']}`".replace("` ", "`"),
+             "seconds": r["seconds"], "passages/s": r["passages_per_s"],
+             "embedding s": r.get("embedding_seconds"), "embedding passages/s": r.get("embedding_passages_per_s"),
+             "peak MiB": r["peak_rss_mib"],
+             "max abs diff vs one process": r["max_abs_diff"]} for key, r in data["rows"].items()]
+    return "\n".join([
+        f"`{data['command']}`: {data['sample']}, embedded with {data['model']} by the real command, each run into a "
+        f"fresh cache; wall seconds from interpreter start to exit (imports and model load included, once a process); "
+        f"embedding seconds as the command prints them (model loaded, first shard to merged file). "
+        f"Machine: {m['cores']} cores ({m['cpu_capability']}), 1-minute load average before and after each run "
+        f"{', '.join(map(str, m['load_average_1min']))}.", "",
+        table(rows), "",
+        f"{data['processes']} processes against one process on all cores: x{data['speedup_vs_one_process']} by wall "
+        f"time, x{data.get('embedding_speedup_vs_one_process')} by embedding time; against one process on one "
+        f"thread: x{data['speedup_vs_one_thread']} / x{data.get('embedding_speedup_vs_one_thread')}; embeddings "
+        f"identical (max abs diff <= 1e-6): {'yes' if data['identical'] else 'no'}."])
+
+
 def dense_row(r: dict) -> dict:
     """One corpus's dense embedding and ANN measurements (benchmarks/scale.py --dense-only) as a table row."""
     e, a = r["dense_embed"], r["ann"]
@@ -449,6 +471,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "passage_set.json": ("The passage-set decision: ObliQA-MP validation folds (train/passage_set.py)",
                          render_generic),
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
+    "embed_processes.json": ("Embedding a corpus over N processes (rirag data embed, accelerate launch)",
+                             render_embed_processes),
 }
 
 
