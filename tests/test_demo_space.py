@@ -131,7 +131,8 @@ def following_backend() -> Backend:
 
     corpus = {pid: Passage(pid, 1, number, text) for pid, (number, text) in RULES.items()}
     generator = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda texts: [True] * len(texts),
-                                config=FocusedConfig(follow_references=True, follow_ratio=0.3))
+                                config=FocusedConfig(follow_references=True, follow_ratio=0.3,
+                                                     follow_scope="corpus"))
     return Backend(DemoSettings(top_k=1, generator="focused", follow_references=True), corpus=corpus,
                    title={1: "General Rulebook (GEN)"}.__getitem__, examples=["q"], retriever=_OneRule("p-951"),
                    generator=generator, references=graph())

@@ -182,6 +182,7 @@ CONDITIONS = "\n".join([
 def _follower(**config) -> FocusedAnswerer:
     from test_follow import PASSAGES
 
+    config = {"follow_in_unit": True, "follow_scope": "corpus", **config}  # the quoted items' references, any rule
     a = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda texts: [True] * len(texts),
                         config=FocusedConfig(follow_references=True, focus_lists=True, focus_list_min_words=40,
                                              follow_ratio=0.0, **config))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from _scoring_fixtures import bag_of_words
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused import FocusedAnswerer, FocusedConfig
@@ -38,6 +40,7 @@ def graph() -> ReferenceGraph:
 
 def answerer(**config) -> FocusedAnswerer:
     config.setdefault("follow_ratio", 0.3)  # the stand-in encoder scores the followed unit at about 0.4 of the lead
+    config.setdefault("follow_scope", "corpus")  # most cases here follow a rule outside the given passages
     a = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda texts: [True] * len(texts),
                         config=FocusedConfig(follow_references=True, **config))
     return a.attach_references(graph(), {pid: text for pid, (_, text) in PASSAGES.items()})
@@ -119,3 +122,25 @@ def test_ask_shows_the_followed_reference():
     shown = format_answer(answer, {1: "General Rulebook (GEN)"})
     assert "followed: Rule 9.5.2 -> [2] (referred to by [1])" in shown
     assert "[2] General Rulebook (GEN) · 9.5.2 · id p-952" in shown  # the added passage, with its rule number
+
+
+def test_by_default_only_a_retrieved_rule_is_followed_whatever_its_score_against_the_lead():
+    """The default decision rests on the link and the retrieval: a rule the cited one refers to is cited when it is
+    among the passages retrieved for the question (even scoring far below the lead), never from the rest of the
+    corpus."""
+    default = FocusedConfig()
+    assert (default.follow_scope, default.follow_ratio, default.follow_in_unit) == ("retrieved", 0.0, False)
+    strict = {"follow_ratio": default.follow_ratio, "follow_scope": default.follow_scope,
+              "max_passages": 1}  # the answer's own selection cites one passage: any other is cited by following
+    alone = draft(answerer(**strict), ["p-951"])
+    assert alone.followed == [] and alone.added == []  # Rule 9.5.2 is in the corpus, not retrieved: not followed
+    both = draft(answerer(**strict), ["p-951", "p-311", "p-952"])
+    assert both.followed == [Followed(1, "Rule 9.5.2", 3, "p-952")] and both.added == []
+    assert [p.cited for p in both.parts] == [(0,), (2,)]  # the citing rule, then the rule it refers to
+    lead_ratio = draft(answerer(**{**strict, "follow_ratio": 0.9}), ["p-951", "p-311", "p-952"])
+    assert lead_ratio.followed == []  # the old gate: a share of the lead unit's score stops it
+
+
+def test_an_unknown_follow_scope_is_an_error_naming_the_choices():
+    with pytest.raises(ValueError, match="follow_scope must be one of retrieved, corpus, got 'everywhere'"):
+        draft(answerer(follow_scope="everywhere"), ["p-951"])

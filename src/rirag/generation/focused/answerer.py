@@ -19,7 +19,7 @@ from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, Answer
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
 from rirag.generation.focused.answer import FocusedAnswer
 from rirag.generation.focused.config import SWITCHES, FocusedConfig
-from rirag.generation.focused.follow import connect_linked, follow
+from rirag.generation.focused.follow import FOLLOW_SCOPES, connect_linked, follow
 from rirag.generation.focused.passage_set import candidates, decide, load_passage_set
 from rirag.generation.focused.scorer import (
     ANSWERABILITY_FEATURES,
@@ -279,5 +279,8 @@ class FocusedAnswerer:
         """``answer`` with the cross-references of its cited passages followed (unchanged without ids)."""
         if request.ids is None or self.references is None:
             return answer
-        return follow(self, answer, request.passages, request.ids, request.scores, self.references,
-                      self.corpus_texts or {})
+        scope = self.config.follow_scope
+        if scope not in FOLLOW_SCOPES:
+            raise ValueError(f"follow_scope must be one of {', '.join(FOLLOW_SCOPES)}, got {scope!r}")
+        corpus = (self.corpus_texts or {}) if scope == "corpus" else {}
+        return follow(self, answer, request.passages, request.ids, request.scores, self.references, corpus)

@@ -76,13 +76,21 @@ class FocusedConfig:
                 "together with it, in one sentence: '... [2][4].'"})
     # -- following cross-references (rirag.generation.focused.follow; needs the passages' ids and a reference graph) --
     follow_references: bool = field(default=False, metadata={
-        "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that unit scores at "
-                "least follow_ratio of the lead unit and fits the budget (rirag.generation.focused.follow).",
+        "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that rule is among "
+                "the passages retrieved for the question (follow_scope), its best unit clears the answerer's floor "
+                "(min_score, and follow_ratio of the lead unit) and fits the budget "
+                "(rirag.generation.focused.follow).",
         SWITCH: Switch("--follow-references", "when a cited passage refers to another rule of the corpus whose "
                        "best unit answers the question too, cite that unit as well (the graph of `rirag data xref` "
                        "when written, else resolved on the fly)")})
-    follow_ratio: float = field(default=0.5, metadata={
-        "help": "A followed rule's best unit must score at least this share of the lead unit's score."})
+    follow_ratio: float = field(default=0.0, metadata={
+        "help": "A followed rule's best unit must score at least this share of the lead unit's score (0: the "
+                "answerer's min_score alone; on the top-10 context any ratio from 0.25 up followed nothing on PRA "
+                "or ObliQA-MP, benchmarks/follow_references.py)."})
+    follow_scope: str = field(default="retrieved", metadata={
+        "help": "Which rules a reference may lead to: 'retrieved' (the passages given for the question: the link "
+                "and the retrieval both say it bears on it) or 'corpus' (any passage of the corpus, added after "
+                "the given ones)."})
     follow_max_targets: int = field(default=5, metadata={
         "help": "A reference resolving to more passages than this (a whole chapter) is not followed."})
     # -- the passage-set decision (rirag.generation.focused.passage_set) --
@@ -110,10 +118,10 @@ class FocusedConfig:
     focus_list_margin: float = field(default=0.1, metadata={
         "help": "With focus_lists: keep the items whose cosine with the question is within this of the best "
                 "item's; keeping all items, or all but one, quotes the whole list."})
-    follow_in_unit: bool = field(default=True, metadata={
+    follow_in_unit: bool = field(default=False, metadata={
         "help": "Follow only references written inside the kept unit's quoted text (else any of its passage's). "
-                "follow_ratio 0.5 and in-unit: the setting chosen on ObliQA-MP validation "
-                "(benchmarks/follow_references.py)."})
+                "Ratio 0, any reference of the passage, retrieved targets: the setting chosen on PRA development "
+                "questions and ObliQA-MP validation together (benchmarks/follow_references.py)."})
 
 
 #: The switch fields of :class:`FocusedConfig`, in field order (the order of their flags, spec and manifest entries).

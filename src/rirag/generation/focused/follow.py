@@ -13,9 +13,11 @@ For one focused answer (:class:`~rirag.generation.focused.answer.FocusedAnswer`)
    that of the passage citing it);
 3. the best unit that fits the answer's word budget (``max_words``) and the cap on another passage's unit
    (``extra_unit_words``) is cited, right after the unit whose passage refers to it, when its score clears the
-   answerer's keep threshold: at least :attr:`~rirag.generation.focused.config.FocusedConfig.follow_ratio` times the
-   lead unit's score and ``min_score``. A target outside the given passages is added to them (numbered after
-   them).
+   answerer's floor ``min_score`` and :attr:`~rirag.generation.focused.config.FocusedConfig.follow_ratio` times the
+   lead unit's score (0 by default: a ratio to the lead followed nothing on the top-10 context). With
+   ``follow_scope="corpus"`` (the answerer passes ``corpus``) a target outside the given passages may be cited and
+   is added to them (numbered after them); with ``"retrieved"`` (the default) only the given passages are targets,
+   so the decision rests on the link and on the retrieval's own judgement that the rule bears on the question.
 
 The answer records what was followed (:class:`Followed`: "Rule 9.5.2 -> [3]"), and the citing unit carries an
 *inline marker* for it: the followed passage's number placed right after the reference as the unit's text writes it
@@ -39,6 +41,10 @@ from rirag.generation.focused.scorer import ScoredUnit
 from rirag.generation.focused.selection import Limits
 from rirag.text.units import Unit, is_broken_unit
 from rirag.xref.graph import Link, ReferenceGraph
+
+#: Where a followed reference may lead (``FocusedConfig.follow_scope``): the passages given for the question, or any
+#: passage of the corpus.
+FOLLOW_SCOPES = ("retrieved", "corpus")
 
 
 class UnitScorer(Protocol):
