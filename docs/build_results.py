@@ -426,6 +426,30 @@ def render_embed_processes(name: str, data: dict) -> str:
         f"identical (max abs diff <= 1e-6): {'yes' if data['identical'] else 'no'}."])
 
 
+def render_follow_references(name: str, data: dict) -> str:
+    """Per question set: each variant's citations beside the ceiling, and how often its answers follow a gold link."""
+    retrieval = data["retrieval"]
+    if isinstance(retrieval, dict):
+        retrieval = "; ".join(f"{k}: {v}" for k, v in retrieval.items())
+    parts = [f"`{data['command']}`. Retrieval: {retrieval}. Chosen on {data['chosen_on']}: "
+             f"**{data['chosen']}**.", ""]
+    for key, part in data.items():
+        if not (isinstance(part, dict) and "rows" in part):
+            continue
+        rows = [{"variant": r["variant"] + (" (chosen)" if r["variant"] == data["chosen"] else ""),
+                 "precision": r["precision"], "recall": r["recall"], "cite all": r["cite_all"],
+                 "answers following": r["answers_following"],
+                 "of those, a gold edge": r.get("following_gold_edge"),
+                 "gold link followed": r.get("linkable_followed"),
+                 "passages cited": r["mean_cited"], "words (mean / max)": f"{r['mean_words']} / {r['max_words']}"}
+                for r in part["rows"]]
+        parts += [f"**{key}**: {part['questions']} questions; every gold passage in the context: "
+                  f"{part['retrieved_all']} (the ceiling of cite all without corpus targets); answers citing a gold "
+                  f"passage that refers to another gold passage: {part.get('linkable_answers', 'n/a')} "
+                  "(the base of 'gold link followed').", "", table(rows), ""]
+    return "\n".join(parts).rstrip()
+
+
 def dense_row(r: dict) -> dict:
     """One corpus's dense embedding and ANN measurements (benchmarks/scale.py --dense-only) as a table row."""
     e, a = r["dense_embed"], r["ann"]
@@ -471,6 +495,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "passage_set.json": ("The passage-set decision: ObliQA-MP validation folds (train/passage_set.py)",
                          render_generic),
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
+    "follow_references.json": ("Following cross-references: PRA development questions and ObliQA-MP validation",
+                               render_follow_references),
     "embed_processes.json": ("Embedding a corpus over N processes (rirag data embed, accelerate launch)",
                              render_embed_processes),
 }
