@@ -135,7 +135,8 @@ def main(args: PassageSetBenchArguments) -> dict:
                            **{row: {"Answer": texts[row][q].text,
                                     "Cited": [p.id for p in texts[row][q].cited]} for row in ROWS}}
                           for q in chosen]
-    out = {"benchmark": "benchmarks/passage_set.py", **provenance(), "sets": results}
+    out = {"benchmark": "benchmarks/passage_set.py", **provenance(), "obligations": answerer.obligation_source,
+           "sets": results}
     atomic_write_json(args.out, out)
     atomic_write_json(args.examples, examples)
     return out

@@ -77,6 +77,9 @@ ROWS = ("bm25", "zero-shot", "et", "ct", "et-ct", "hybrid", "hybrid-tuned", "rrf
 SETS = ("ukfin", "obliqa-mp")
 METRICS = ("recall@10", "map@10", "all@10")
 ANSWER_METRICS = ("gold_citation_precision", "gold_citation_recall", "cite_all")
+#: The passage-set metrics of every answers row (issue 45, point 3), beside their ceiling (context_all_share).
+PASSAGE_SET_METRICS = ("gold_citation_f1", "cite_all_share", "context_all_share", "cited_per_answer",
+                       "gold_per_question", "words_median", "words_p95", "words_per_cited_passage")
 
 
 @dataclass
@@ -264,8 +267,9 @@ def answer_set(config: TransferConfig, data: QuestionSetData, run: dict, filtere
     context = f"top {EVAL_K}, " + ("RIRAG score filtering" if filtered else "unfiltered")
     out = {"generator": f"{FOCUSED} (obligation classifier {model})", "context": context, "answers": len(answers),
            **summarise(values, config),
+           **{k: (round(float(quality[k]), 4) if quality.get(k) is not None else None) for k in PASSAGE_SET_METRICS},
            "cites_two_or_more": round(float(quality["cites_two_or_more"]), 4),
-           "flag_rate": round(float(quality["flag_rate"]), 4), "words_median": quality["words_median"],
+           "flag_rate": round(float(quality["flag_rate"]), 4),
            "seconds_per_answer": round(seconds / max(len(answers), 1), 3)}
     return out
 

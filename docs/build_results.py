@@ -264,7 +264,12 @@ def render_transfer(name: str, data: dict) -> str:
                          f"{_with_ci(answers, 'gold_citation_recall')}, share citing every gold passage "
                          f"{_with_ci(answers, 'cite_all')} (every gold passage given to the answerer: "
                          f"{_with_ci(answers, 'context_all_gold')}; answers citing two or more passages: "
-                         f"{fmt(answers.get('cites_two_or_more'), 'cites_two_or_more')}).")
+                         f"{fmt(answers.get('cites_two_or_more'), 'cites_two_or_more')})"
+                         + ("; F1 {}, passages cited {} against {} gold, words median {} / p95 {}, {} per cited "
+                            "passage".format(*(fmt(answers.get(k), k) for k in (
+                                "gold_citation_f1", "cited_per_answer", "gold_per_question", "words_median",
+                                "words_p95", "words_per_cited_passage")))
+                            if answers.get("gold_citation_f1") is not None else "") + ".")
         verdicts = [f"{r['label']}: {r.get('all@10 verdict')} on All@10 ({_transfer_delta(r, 'all@10')}), "
                     f"{r.get('recall@10 verdict')} on R@10 ({_transfer_delta(r, 'recall@10')})"
                     for r in ok if r.get("compared_with")]

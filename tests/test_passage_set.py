@@ -120,3 +120,50 @@ def test_linked_cited_rules_are_quoted_together_and_marked_at_the_reference():
     assert "set out in Rule 9.5.2 [3] for six years" in text
     assert text.index("client money ledgers") < text.index("Market abuse")
     assert connect_linked(answer, passages, ["p1", "p2", "p3"], {}) is answer
+
+
+def test_a_passage_s_place_against_the_lead_is_measured_from_the_labels():
+    """Same document and shared leading label parts ("3.2.1" / "3.2.4": two); another document or no labels:
+    nothing shared."""
+    from rirag.generation.focused.passage_set import MAX_SHARED_LABEL, shared_label
+
+    assert shared_label("3.2.1", "3.2.4") == 2
+    assert shared_label("6.2.2.Guidance.1.", "6.2.2.Senior Management Responsibilities.2.") == 3
+    assert shared_label("Part 6.Chapter 2.73.(2)", "Part 6.Chapter 2.74") == 2
+    assert shared_label("66)", "67)") == 0
+    assert shared_label("1.2.3.4.5.6", "1.2.3.4.5.6") == MAX_SHARED_LABEL
+    scored, x = _scored()
+    labels = [(3, "9.5.1"), (3, "9.5.1"), (3, "9.5.2(a)"), (7, "9.5.2")]
+    c = candidates(QUESTION, PASSAGES, scored, x, lead=0, labels=labels)
+    col = {name: c.x[:, i] for i, name in enumerate(PASSAGE_FEATURES)}
+    assert list(col["same_document"]) == [1.0, 1.0, 0.0]
+    assert list(col["shared_label"]) == [3.0, 2.0, 0.0]  # the other document's 9.5.2 shares nothing
+    bare = candidates(QUESTION, PASSAGES, scored, x, lead=0)
+    assert not bare.x[:, PASSAGE_FEATURES.index("same_document")].any()
+    # labels of the wrong length (another context) are not read as this one's
+    assert not candidates(QUESTION, PASSAGES, scored, x, lead=0, labels=labels[:2]).x[:, -2:].any()
+
+
+def test_each_decided_passage_is_quoted_and_the_bound_grows_with_the_passages_cited():
+    """A decided passage whose only unit is longer than the cap on another passage's unit is still cited, cut to
+    the cap; the answer is bounded by the first passage's budget plus the cap for each further passage cited."""
+    from rirag.generation.focused.config import FocusedConfig
+    from rirag.generation.focused.selection import Limits, Selection, within_bound
+
+    passages = [" ".join(["Lead rule sentence words here."] * 24),  # 120 words
+                " ".join([f"Second rule part {i} applies." for i in range(30)]),  # 120 words
+                " ".join([f"Third rule part {i} applies." for i in range(30)])]
+    scored = [ScoredUnit(Unit(p, i, 0, 0, len(p)), 0.9 - 0.2 * i, 1.0 - 0.1 * i) for i, p in enumerate(passages)]
+    limits = Limits(FocusedConfig(), {"keep_ratio": 1.01, "min_score": 0.0, "passage_weight": 0.2,
+                                      "passage_margin": 0.4, "max_passages": 4, "extra_unit_words": 50,
+                                      "max_words": 160})
+    gate_only = Selection(limits)(list(scored))
+    assert [k.unit.passage for k in gate_only] == [0]  # nothing else fits 160 words or the 50-word cap
+    kept = Selection(limits, lambda usable, lead: [lead, 1, 2])(list(scored))
+    assert [k.unit.passage for k in kept] == [0, 1, 2]
+    bounded = within_bound(kept, passages, 160, 300, per_passage=50)
+    assert [k.unit.passage for k in bounded] == [0, 1, 2]
+    assert bounded[0].unit.words == 120 and all(k.unit.words <= 50 and k.unit.clipped for k in bounded[1:])
+    assert sum(k.unit.words for k in bounded) <= 160 + 2 * 50
+    # without the per-passage allowance the old bound holds: the first unit alone
+    assert [k.unit.passage for k in within_bound(kept, passages, 160, 300)] == [0]

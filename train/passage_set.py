@@ -158,10 +158,10 @@ def featurise(answerer, item: dict, corpus, graph) -> None:
 
     Selection(answerer.limits, capture)(scored)
     position = {id(s): i for i, s in enumerate(scored)}
-    answerer.references = graph
+    answerer.attach_references(graph, corpus)
     links = answerer.context_links(ids)
     c = candidates(item["question"], texts, scored, x, seen["lead"], [position[id(s)] for s in seen["usable"]],
-                   links)
+                   links, answerer.context_labels(ids))
     gold = set(item["gold"])
     item["lead"] = seen["lead"]
     item["lead_gold"] = ids[seen["lead"]] in gold
@@ -180,7 +180,7 @@ def features_of(args: PassageSetArguments, items: list[dict], corpus, graph, ans
     cache = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     for n, item in enumerate(tqdm(items, desc="passage-set features", unit="q")):
         key = f"{item['set']}|{item['id']}|{','.join(ids_of(item))}"
-        if key in cache:
+        if key in cache and current(cache[key]):
             item.update(cache[key])
         else:
             featurise(answerer, item, corpus, graph)
@@ -189,6 +189,13 @@ def features_of(args: PassageSetArguments, items: list[dict], corpus, graph, ans
             atomic_write_json(path, cache)
     atomic_write_json(path, cache)
     return items
+
+
+def current(cached: dict) -> bool:
+    """Whether a cached item's candidates carry this version's features (:data:`PASSAGE_FEATURES`)."""
+    from rirag.generation.focused.passage_set import PASSAGE_FEATURES
+
+    return all(len(c["x"]) == len(PASSAGE_FEATURES) for c in cached.get("candidates", []))
 
 
 def ids_of(item: dict) -> list[str]:
@@ -299,7 +306,7 @@ def main(args: PassageSetArguments) -> dict | None:
     graph = ReferenceGraph(obliqa.root, graph=Path(args.graph) / "references.jsonl")
     answerer = CachingAnswerer()
     items = features_of(args, [*train_items(args, obliqa), *mp_items(args)], obliqa.corpus, graph, answerer)
-    answerer.references = graph
+    answerer.attach_references(graph, obliqa.corpus)
     train = [it for it in items if it["set"] == "train"]
     mp = [it for it in items if it["set"] == "obliqa-mp"]
     groups = sorted({it["group"] for it in mp})

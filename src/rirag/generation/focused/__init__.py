@@ -22,7 +22,9 @@ For one question and its retrieved (filtered) passages, in retrieval order:
    and the config) units of any passage compete on score alone. With :attr:`FocusedConfig.passage_set`
    (``--passage-set``) the passages are decided as a set instead (:mod:`.passage_set`: the gate's best passage,
    then each passage a learned model says the question needs, measured by what it adds to the lead, whether it
-   repeats it and its cross-reference link to it), and a cited rule that another cited rule refers to is quoted
+   repeats it, its place in the rulebook beside the lead's and its cross-reference link to it; each decided passage
+   is quoted through a unit of at most ``extra_unit_words``, cut to it when longer, and adds that many words to the
+   answer's bound), and a cited rule that another cited rule refers to is quoted
    right after it, its number marked at the reference (:func:`.follow.connect_linked`);
 5. keep the units most relevant first (the best passage's best unit leads), each a part of the answer's draft
    (:class:`~rirag.generation.base.Draft`) citing its passage (and its near-duplicates' passages), written out by

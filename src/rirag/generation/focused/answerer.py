@@ -186,14 +186,16 @@ class FocusedAnswerer:
         return load_passage_set(self.config.passage_set_file)
 
     def passage_set(self, question: str, passages: Sequence[str], scored: list[ScoredUnit], x: np.ndarray,
-                    links: Mapping[tuple[int, int], Link]) -> PassageSetFn:
+                    links: Mapping[tuple[int, int], Link],
+                    labels: Sequence[tuple[int, str] | None] | None = None) -> PassageSetFn:
         """The passage-set decision for one question, as the selection calls it (the usable units, the lead);
-        ``links``: the given passages' references to one another (:meth:`context_links`)."""
+        ``links``: the given passages' references to one another (:meth:`context_links`); ``labels``: their
+        places in the rulebook (:meth:`context_labels`)."""
         model = self.passage_set_model
         position = {id(s): i for i, s in enumerate(scored)}
 
         def choose(usable: Sequence[ScoredUnit], lead: int) -> list[int]:
-            c = candidates(question, passages, scored, x, lead, [position[id(s)] for s in usable], links)
+            c = candidates(question, passages, scored, x, lead, [position[id(s)] for s in usable], links, labels)
             return decide(c, model, self.config.passage_set_threshold)
 
         return choose
@@ -211,6 +213,18 @@ class FocusedAnswerer:
                     for t in link.targets:
                         if t in where and where[t] != i:
                             out.setdefault((i, where[t]), link)
+        return out
+
+    def context_labels(self, ids: Sequence[str] | None) -> list[tuple[int, str] | None] | None:
+        """Each given passage's (document id, passage label) from the attached corpus (:meth:`attach_references`);
+        None for a passage it does not hold or without ids or a corpus."""
+        if ids is None or not self.corpus_texts:
+            return None
+        out: list[tuple[int, str] | None] = []
+        for pid in ids:
+            p = self.corpus_texts.get(pid)
+            document, label = getattr(p, "document_id", None), getattr(p, "passage_id", None)
+            out.append((document, label) if document is not None and label is not None else None)
         return out
 
     def answer(self, question: str, passages: Sequence[str], scores: Sequence[float] | None = None,
@@ -237,13 +251,15 @@ class FocusedAnswerer:
             addressed = answerability >= self._option("answerable_threshold")
             # the passages' references to one another: a feature of the passage set, and how linked rules are quoted
             linked = self.context_links(item_ids) if self.config.passage_set and item_ids is not None else {}
-            chooser = self.passage_set(question, passages, scored, x, linked) if self.config.passage_set else None
+            chooser = self.passage_set(question, passages, scored, x, linked, self.context_labels(item_ids)) \
+                if self.config.passage_set else None
             kept = prefer_named_twin(question, self.select(scored, chooser), scored, self.config.dedup_min_ratio)
             kept = drop_repeated_titles(kept, passages, self._split)
             if self.config.focus_lists:
                 kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
                                    self.config.focus_list_margin, self.config.max_unit_words)
-            kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words)
+            kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words,
+                                self.limits.extra_unit_words() if self.config.passage_set else None)
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \

@@ -97,7 +97,9 @@ class FocusedConfig:
     passage_set: bool = field(default=False, metadata={
         "help": "Decide the cited passages as a set (rirag.generation.focused.passage_set): the lead passage, then "
                 "every passage the learned decision says the question needs (it adds a part of the question the "
-                "lead does not state, or is linked to it by a cross-reference), instead of the gate's margin.",
+                "lead does not state, sits beside it in the rulebook, or is linked to it by a cross-reference), "
+                "instead of the gate's margin. Each decided passage is quoted through a unit of at most "
+                "extra_unit_words (cut to it when longer), and adds that many words to the answer's bound.",
         SWITCH: Switch("--passage-set", "cite every passage the question needs, decided as a set by a model "
                        "learned on questions with several gold passages (rirag.generation.focused.passage_set)")})
     passage_set_threshold: float | None = field(default=None, metadata={

@@ -10,6 +10,9 @@ the question:
 * whether it repeats the lead (the rapidfuzz token-set ratio of their best units);
 * where retrieval put it (normalised score, rank) and whether it is linked to the lead by a cross-reference (it
   refers to the lead or the lead refers to it; :class:`rirag.xref.graph.ReferenceGraph`, when the answerer has one);
+* where it sits in the rulebook against the lead (when the passages' labels are known): in the same document, and
+  how many leading parts of its label it shares with the lead's (``3.2.1`` and ``3.2.4`` share two): the rules a
+  question needs are often one section's neighbours;
 
 and a logistic model (``passage_set.json``, written by ``train/passage_set.py``, learned on ObliQA ``train``
 questions and ObliQA-MP validation, never a test split) gives the probability that it is a gold passage of the
@@ -21,6 +24,7 @@ names a rulebook.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Mapping, Sequence
@@ -36,7 +40,25 @@ PASSAGE_SET_FILE = Path(__file__).with_name("passage_set.json")
 #: Features of a passage other than the lead, in column order.
 PASSAGE_FEATURES = ("best_score", "best_score_ratio", "best_score_gap", "cosine", "cosine_gap", "retrieval_score",
                     "inverse_rank", "above_lead", "question_coverage", "novelty", "lead_repeat", "linked",
-                    "strong_passages", "obligation", "log_words")
+                    "strong_passages", "obligation", "log_words", "same_document", "shared_label")
+
+#: A passage label's parts (``"6.2.2.Guidance.1."`` -> 6, 2, 2, Guidance, 1; ``"Part 6.Chapter 2.73.(2)"`` -> Part 6,
+#: Chapter 2, 73, 2).
+_LABEL_PARTS = re.compile(r"[^.()\[\]]+")
+
+#: Shared label parts count up to this many (deeper agreement says no more).
+MAX_SHARED_LABEL = 4
+
+
+def shared_label(a: str, b: str) -> int:
+    """How many leading parts the labels ``a`` and ``b`` share (:data:`_LABEL_PARTS`), at most
+    :data:`MAX_SHARED_LABEL`."""
+    n = 0
+    for x, y in zip(_LABEL_PARTS.findall(a), _LABEL_PARTS.findall(b)):
+        if x.strip().lower() != y.strip().lower() or n == MAX_SHARED_LABEL:
+            break
+        n += 1
+    return n
 
 _COLUMN = {name: i for i, name in enumerate(FEATURES)}
 
@@ -64,11 +86,13 @@ def _terms(question: str, passages: Sequence[str]) -> tuple[set[int], list[set[i
 
 def candidates(question: str, passages: Sequence[str], scored: Sequence[ScoredUnit], x: np.ndarray, lead: int,
                usable: Collection[int] | None = None,
-               links: Collection[tuple[int, int]] = ()) -> Candidates:
+               links: Collection[tuple[int, int]] = (),
+               labels: Sequence[tuple[int, str] | None] | None = None) -> Candidates:
     """The candidates of one question: every passage (index into ``passages``) but ``lead`` that has a unit in
     ``usable`` (indices into ``scored``; default all), with its features. ``x``: the unit features of ``scored``
     (:func:`rirag.generation.focused.scorer.unit_features`); ``links``: ``(i, j)`` when passage ``i`` refers to
-    passage ``j``."""
+    passage ``j``; ``labels``: each passage's (document id, passage label), None where unknown (its place in the
+    rulebook then counts as nothing shared)."""
     from rapidfuzz import fuzz
 
     usable = range(len(scored)) if usable is None else usable
@@ -87,6 +111,8 @@ def candidates(question: str, passages: Sequence[str], scored: Sequence[ScoredUn
     top_cosine = max(cosine.values())
     strong = sum(scored[i].score >= 0.5 for i in best.values())
     linked = {(a, b) for a, b in links} | {(b, a) for a, b in links}
+    labels = list(labels) if labels is not None and len(labels) == len(passages) else [None] * len(passages)
+    lead_label = labels[lead]
     rows, order, units = [], [], []
     for p, i in sorted(best.items()):
         if p == lead:
@@ -98,11 +124,19 @@ def candidates(question: str, passages: Sequence[str], scored: Sequence[ScoredUn
                      len(covered) / len(q_terms) if q_terms else 0.0,
                      len(covered - p_terms[lead]) / len(q_terms) if q_terms else 0.0,
                      fuzz.token_set_ratio(s.unit.text, lead_unit.unit.text) / 100.0, float((p, lead) in linked),
-                     float(strong), float(x[i, _COLUMN["obligation"]]), float(np.log1p(s.unit.words))))
+                     float(strong), float(x[i, _COLUMN["obligation"]]), float(np.log1p(s.unit.words)),
+                     *_place(labels[p], lead_label)))
         order.append(p)
         units.append(s)
     x_out = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(PASSAGE_FEATURES))
     return Candidates(lead, tuple(order), x_out, tuple(units))
+
+
+def _place(label: tuple[int, str] | None, lead: tuple[int, str] | None) -> tuple[float, float]:
+    """(same document, shared label parts) of a passage against the lead; nothing known: (0, 0)."""
+    if label is None or lead is None or label[0] != lead[0]:
+        return 0.0, 0.0
+    return 1.0, float(shared_label(str(label[1]), str(lead[1])))
 
 
 @functools.lru_cache(maxsize=4)

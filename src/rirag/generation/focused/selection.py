@@ -96,12 +96,15 @@ class Selection:
                                                             and best_of[p].score >= bar)][:most]
         lead: list[ScoredUnit] = []
         words, max_words, extra_words = 0, self.limits.option("max_words"), self.limits.extra_unit_words()
+        decided = self.passage_set is not None
         for p in cited:  # each cited passage's best unit that fits (the first always does), most relevant first
             if any(p + 1 in k.numbers for k in lead):  # cited already, as a near-duplicate of a kept unit
                 continue
             fitting = next((s for s in ranked if s.unit.passage == p and (not lead or (
-                words + s.unit.words <= max_words and s.unit.words <= extra_words))), None)
-            if fitting is None or (lead and not cfg.fallback_units and fitting is not best_of[p]):
+                (decided or words + s.unit.words <= max_words) and s.unit.words <= extra_words))), None)
+            if fitting is None and decided and lead:  # a decided passage is cited whatever its length: its best
+                fitting = best_of[p]                    # unit, clipped to the cap (within_bound)
+            if fitting is None or (lead and not decided and not cfg.fallback_units and fitting is not best_of[p]):
                 continue
             twin = next((i for i, k in enumerate(lead) if self._near(fitting, k)), None)
             if twin is not None:  # the same rule in another rulebook: cited with the kept unit, not repeated
@@ -245,18 +248,25 @@ def focus_lists(question: str, kept: list[ScoredUnit], passages: Sequence[str], 
 
 
 def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: float,
-                 max_unit_words: int) -> list[ScoredUnit]:
+                 max_unit_words: int, per_passage: int | None = None) -> list[ScoredUnit]:
     """The length bound every focused answer keeps, whatever chose its units: no unit quotes more than
     ``max_unit_words`` words (a longer one, the only unit a passage offers, is cut at its last item or sentence
     that fits: :func:`rirag.text.units.clip_unit`), and the units after the first are kept only while the quoted
     words stay within ``max_words``, or within the first unit's length when that alone is longer (one whole rule
-    stands alone)."""
+    stands alone).
+
+    ``per_passage`` (the passage-set decision's answers): each cited passage after the first adds this many words
+    to the bound and a unit of such a passage is cut to this many, so an answer grows only with the passages it
+    cites (words per cited passage stay bounded)."""
     out: list[ScoredUnit] = []
     words = 0
+    first = kept[0].unit.passage if kept else None
+    others = len({k.unit.passage for k in kept} - {first}) if per_passage else 0
     for k in kept:
-        if k.unit.words > max_unit_words and k.unit.passage < len(passages):
-            k = replace(k, unit=clip_unit(k.unit, passages[k.unit.passage], max_unit_words))
-        if out and words + k.unit.words > max(max_words, out[0].unit.words):
+        cap = per_passage if per_passage and k.unit.passage != first else max_unit_words
+        if k.unit.words > min(cap, max_unit_words) and k.unit.passage < len(passages):
+            k = replace(k, unit=clip_unit(k.unit, passages[k.unit.passage], min(cap, max_unit_words)))
+        if out and words + k.unit.words > max(max_words, out[0].unit.words) + (per_passage or 0) * others:
             continue
         out.append(k)
         words += k.unit.words
