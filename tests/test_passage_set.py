@@ -57,6 +57,17 @@ def test_decide_cites_the_lead_then_the_probable_passages_most_probable_first():
     assert decide(c, _model(linked=30.0, intercept=-10.0)) == [0, 2]  # the link alone
 
 
+def test_a_passage_linked_to_the_lead_is_held_to_the_linked_threshold():
+    scored, x = _scored()
+    c = candidates(QUESTION, PASSAGES, scored, x, lead=0, links={(2, 0)})
+    model = _model(obligation=0.0, intercept=0.0)  # every candidate: probability 0.5
+    assert decide(c, {**model, "threshold": 0.6}) == [0]  # none reaches 0.6
+    assert decide(c, {**model, "threshold": 0.6, "linked_threshold": 0.4}) == [0, 2]  # the linked one alone
+    assert decide(c, {**model, "threshold": 0.6}, linked_threshold=0.4) == [0, 2]
+    # never above the threshold: a linked passage is not held to more than any other
+    assert decide(c, {**model, "threshold": 0.4, "linked_threshold": 0.9}) == [0, 1, 2]
+
+
 def test_the_decision_file_is_checked(tmp_path):
     path = tmp_path / "passage_set.json"
     with pytest.raises(DataError, match="missing"):
@@ -167,3 +178,23 @@ def test_each_decided_passage_is_quoted_and_the_bound_grows_with_the_passages_ci
     assert sum(k.unit.words for k in bounded) <= 160 + 2 * 50
     # without the per-passage allowance the old bound holds: the first unit alone
     assert [k.unit.passage for k in within_bound(kept, passages, 160, 300)] == [0]
+
+
+def test_question_groups_and_so_the_folds_do_not_depend_on_the_hash_seed():
+    """Questions sharing a gold passage, transitively, form one group, named the same whatever the order of the
+    questions and their gold sets (the folds were once drawn differently in each process)."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    code = ("import sys; sys.path.insert(0, 'train'); from passage_set import question_groups; "
+            "gold = {'q3': {'c', 'd'}, 'q1': {'a', 'b'}, 'q2': {'b', 'c'}, 'q4': {'e'}, 'q5': {'f', 'g', 'h'}}; "
+            "print(sorted(question_groups(gold).items()))")
+    outputs = {subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True,
+                              env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout for seed in (1, 2, 3)}
+    assert len(outputs) == 1
+    groups = dict(ast.literal_eval(outputs.pop()))
+    assert groups["q1"] == groups["q2"] == groups["q3"] == "q1"  # a -b- q2 -c- q3: one group, its first question
+    assert groups["q4"] == "q4" and groups["q5"] == "q5"

@@ -15,7 +15,12 @@ passages; every passage but the lead is a candidate (:func:`rirag.generation.foc
 positive when it is a gold passage of the question. A logistic model (scikit-learn, standardised features) is fitted
 on the candidates; the threshold and ``max_passages`` are chosen on the questions it was fitted on: the highest
 F-beta (``beta``) of the decided sets' mean precision and recall against the gold (the lead alone is one of the
-settings).
+settings), among the settings whose mean precision is at least ``precision_floor`` times the lead alone's on each
+population it was fitted on (train questions with one gold passage, with several, ObliQA-MP): a passage is added
+only where that does not make the answers of one kind of question less precise than citing the lead alone. Then the
+``linked_threshold`` (a candidate linked to the lead by a cross-reference is held to it instead): the lowest of
+``linked_thresholds`` that keeps the same floor (a rule that the lead cites, or that cites it, is quoted whenever the
+data allow it; ObliQA's links seldom join two gold passages, so the floor decides how low it may go).
 
 Reported (``results``): ObliQA-MP validation fold by fold, each fold answered by the focused answerer with a decision
 fitted and tuned without it (gold-citation precision, recall, cite-all share, beside the answer without the decision
@@ -64,6 +69,11 @@ class PassageSetArguments:
     beta: float = field(default=1.0, metadata={
         "help": "The setting chosen maximises the F-beta of the decided sets' mean precision and mean recall against "
                 "the gold passages (1: both count alike)."})
+    precision_floor: float = field(default=0.0, metadata={
+        "help": "Only settings whose mean set precision on each population (train single-gold, train multi-gold, "
+                "ObliQA-MP) is at least this share of the lead alone's are chosen (0: no floor)."})
+    linked_thresholds: str = field(default="", metadata={
+        "help": "Thresholds for a candidate linked to the lead to choose among (empty: the threshold's)."})
     thresholds: str = field(default="0.05,0.08,0.1,0.12,0.15,0.2,0.25,0.3,0.4,0.5",
                             metadata={"help": "Thresholds to choose among."})
     max_passages: str = field(default="2,3,4,5", metadata={"help": "max_passages values to choose among."})
@@ -122,8 +132,8 @@ def question_groups(gold: dict[str, set[str]]) -> dict[str, str]:
         return q
 
     owner: dict[str, str] = {}
-    for q, passages in gold.items():
-        for p in passages:
+    for q, passages in sorted(gold.items()):
+        for p in sorted(passages):  # sorted: the groups' names, hence the folds, do not depend on the hash seed
             if p in owner:
                 parent[root(q)] = root(owner[p])
             else:
@@ -220,7 +230,7 @@ def fit(items: list[dict], c: float) -> dict:
             "intercept": float(model.intercept_[0]), "positives": int(y.sum()), "candidates": int(len(y))}
 
 
-def decided(item: dict, model: dict, threshold: float, most: int) -> list[str]:
+def decided(item: dict, model: dict, threshold: float, most: int, linked: float | None = None) -> list[str]:
     from rirag.generation.focused.passage_set import Candidates, decide
 
     if "lead" not in item:
@@ -228,14 +238,16 @@ def decided(item: dict, model: dict, threshold: float, most: int) -> list[str]:
     cands = item.get("candidates", [])
     c = Candidates(item["lead"], tuple(x["passage"] for x in cands),
                    np.asarray([x["x"] for x in cands], dtype=np.float64).reshape(len(cands), -1), ())
-    return [item["ids"][p] for p in decide(c, {**model, "threshold": threshold, "max_passages": most})]
+    return [item["ids"][p] for p in decide(c, {**model, "threshold": threshold, "max_passages": most},
+                                           linked_threshold=threshold if linked is None else linked)]
 
 
-def set_metrics(items: list[dict], model: dict, threshold: float, most: int, beta: float = 1.0) -> dict:
+def set_metrics(items: list[dict], model: dict, threshold: float, most: int, beta: float = 1.0,
+                linked: float | None = None) -> dict:
     """The decided sets against the gold: mean precision, mean recall, their F-beta, the share holding all gold."""
     precision, recall, cite_all = [], [], []
     for it in items:
-        chosen = set(decided(it, model, threshold, most))
+        chosen = set(decided(it, model, threshold, most, linked))
         gold = set(it["gold"])
         if chosen:
             precision.append(len(chosen & gold) / len(chosen))
@@ -246,15 +258,45 @@ def set_metrics(items: list[dict], model: dict, threshold: float, most: int, bet
     return {"set_precision": p, "set_recall": r, "set_f": f, "set_cite_all": float(np.mean(cite_all))}
 
 
+def populations(items: list[dict]) -> dict[str, list[dict]]:
+    """The kinds of question a decision is fitted on: train with one gold passage, train with several, ObliQA-MP."""
+    kinds = {"train_single": [], "train_multi": [], "obliqa_mp": []}
+    for it in items:
+        kind = "obliqa_mp" if it["set"] == "obliqa-mp" else ("train_multi" if len(it["gold"]) > 1 else "train_single")
+        kinds[kind].append(it)
+    return {k: v for k, v in kinds.items() if v}
+
+
 def choose(args: PassageSetArguments, items: list[dict], model: dict) -> dict:
-    """The threshold and max_passages of the highest set F-beta (ties: the higher threshold, fewer passages);
-    the lead alone (``max_passages`` 1) is in the grid, so a decision that adds nothing useful adds nothing."""
-    grid = [{"threshold": 1.0, "max_passages": 1, **set_metrics(items, model, 1.0, 1, args.beta)}]
+    """The threshold and max_passages of the highest set F-beta (ties: the higher threshold, fewer passages) among
+    the settings that keep each population's mean set precision at ``precision_floor`` of the lead alone's or more;
+    the lead alone (``max_passages`` 1) is in the grid, so a decision that adds nothing useful adds nothing. Then the
+    lowest of ``linked_thresholds`` under the threshold that keeps the same floor (else the threshold)."""
+    kinds = populations(items)
+
+    def setting(t: float, most: int, linked: float | None = None) -> dict:
+        linked = t if linked is None else linked
+        per = {k: set_metrics(v, model, t, most, args.beta, linked)["set_precision"] for k, v in kinds.items()}
+        return {"threshold": t, "max_passages": most, "linked_threshold": linked,
+                **set_metrics(items, model, t, most, args.beta, linked), "precision_by_population": per}
+
+    def kept(g: dict) -> bool:
+        return all(g["precision_by_population"][k] >= floor[k] - 1e-12 for k in floor)
+
+    def key(g: dict) -> tuple:
+        return round(g["set_f"], 6), g["threshold"], -g["max_passages"], g["linked_threshold"]
+
+    lead = setting(1.0, 1)
+    floor = {k: args.precision_floor * p for k, p in lead["precision_by_population"].items()}
+    grid = [lead]
     for most in (int(v) for v in args.max_passages.split(",")):
         for t in (float(v) for v in args.thresholds.split(",")):
-            grid.append({"threshold": t, "max_passages": most, **set_metrics(items, model, t, most, args.beta)})
-    best = max(grid, key=lambda g: (round(g["set_f"], 6), g["threshold"], -g["max_passages"]))
-    return {**best, "grid": grid}
+            grid.append(setting(t, most))
+    best = max((g for g in grid if kept(g)), key=key)
+    linked = [setting(best["threshold"], best["max_passages"], float(v))
+              for v in args.linked_thresholds.split(",") if v.strip() and float(v) < best["threshold"]]
+    best = min([best, *(g for g in linked if kept(g))], key=lambda g: g["linked_threshold"])
+    return {**best, "precision_floor": floor, "grid": grid, "linked_grid": linked}
 
 
 # -- answering a held-out fold ----------------------------------------------------------------------------------
@@ -318,9 +360,9 @@ def main(args: PassageSetArguments) -> dict | None:
         fitted_on = train + [it for it in mp if fold_of[it["group"]] != k]
         model = fit(fitted_on, args.regularisation)
         chosen = choose(args, fitted_on, model)
-        model |= {"threshold": chosen["threshold"], "max_passages": chosen["max_passages"]}
+        model |= {k: chosen[k] for k in ("threshold", "max_passages", "linked_threshold")}
         folds.append({"fold": k, "questions": len(held), "threshold": chosen["threshold"],
-                      "max_passages": chosen["max_passages"],
+                      "max_passages": chosen["max_passages"], "linked_threshold": chosen["linked_threshold"],
                       "with": answer_quality_of(answerer, held, obliqa.corpus, model),
                       "without": answer_quality_of(answerer, held, obliqa.corpus, None)})
         logger.info("fold %d: %s", k, folds[-1])
@@ -329,8 +371,9 @@ def main(args: PassageSetArguments) -> dict | None:
     command = "python train/passage_set.py " + " ".join(sys.argv[1:])
     decision = {"source": f"{args.output} ({command})", "features": list(PASSAGE_FEATURES), **model,
                 "threshold": chosen["threshold"], "max_passages": chosen["max_passages"],
-                "provenance": {**provenance(), "train_questions": len(train),
-                               "obliqa_mp_questions": len(mp), "mp_run": args.mp_run, "graph": args.graph,
+                "linked_threshold": chosen["linked_threshold"],
+                "provenance": {**provenance(), "train_questions": len(train), "obliqa_mp_questions": len(mp),
+                               "mp_run": args.mp_run, "graph": args.graph,
                                "made": datetime.date.today().isoformat()}}
     atomic_write_json(args.output, decision)
 
@@ -340,7 +383,8 @@ def main(args: PassageSetArguments) -> dict | None:
                 for m in folds[0][key] if isinstance(folds[0][key][m], float)}
 
     results = {"benchmark": "train/passage_set.py", "command": command, "seconds": round(time.time() - start, 1),
-               "decision": {k: decision[k] for k in ("threshold", "max_passages", "positives", "candidates")},
+               "decision": {k: decision[k] for k in ("threshold", "max_passages", "linked_threshold", "positives",
+                                                   "candidates")},
                "coefficients": dict(zip(PASSAGE_FEATURES, model["coef"])), "choice": chosen,
                "obliqa_mp_folds": folds, "obliqa_mp_pooled": {"with": pooled("with"), "without": pooled("without")},
                "provenance": decision["provenance"]}

@@ -17,8 +17,11 @@ the question:
 and a logistic model (``passage_set.json``, written by ``train/passage_set.py``, learned on ObliQA ``train``
 questions and ObliQA-MP validation, never a test split) gives the probability that it is a gold passage of the
 question. Passages at or above the model's threshold are cited after the lead, most probable first, at most
-``max_passages`` in all. The decision is the same for every corpus (ADGM, PRA, an ingested one): nothing in it
-names a rulebook.
+``max_passages`` in all. A passage linked to the lead by a cross-reference is held to the model's
+``linked_threshold`` instead (when it has one; at most the threshold): the lowest at which the answers of no kind of
+question it was fitted on get less precise than citing the lead alone, so a rule and the rule it cites are quoted
+together whenever the data allow it. The decision is the same for every corpus (ADGM, PRA, an ingested one): nothing
+in it names a rulebook.
 """
 
 from __future__ import annotations
@@ -161,11 +164,18 @@ def probabilities(c: Candidates, model: Mapping) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def decide(c: Candidates, model: Mapping, threshold: float | None = None, max_passages: int | None = None) -> list[int]:
+def decide(c: Candidates, model: Mapping, threshold: float | None = None, max_passages: int | None = None,
+           linked_threshold: float | None = None) -> list[int]:
     """The passages to cite: the lead, then the candidates whose probability reaches the threshold (the model's
-    unless given), most probable first, at most ``max_passages`` in all (the model's unless given)."""
+    unless given; for a candidate linked to the lead, the model's ``linked_threshold`` when it has one, never above
+    the threshold), most probable first, at most ``max_passages`` in all (the model's unless given)."""
     threshold = float(model["threshold"] if threshold is None else threshold)
+    if linked_threshold is None:
+        linked_threshold = float(model.get("linked_threshold", threshold))
+    linked_threshold = min(linked_threshold, threshold)
     most = int(model["max_passages"] if max_passages is None else max_passages)
     probs = probabilities(c, model)
-    chosen = sorted((i for i in range(len(probs)) if probs[i] >= threshold), key=lambda i: -probs[i])
+    link = PASSAGE_FEATURES.index("linked")
+    chosen = sorted((i for i in range(len(probs))
+                     if probs[i] >= (linked_threshold if c.x[i, link] > 0 else threshold)), key=lambda i: -probs[i])
     return [c.lead, *(c.passages[i] for i in chosen)][:max(1, most)]
