@@ -15,7 +15,9 @@ something), recall |C & G| / |G| and cite-all (G within C: cite-both for the PRA
 given passages, the ceiling without corpus targets). Following itself: the share of answers that follow a
 reference, the share of those following a gold edge (a cited gold passage's reference to another gold passage), and
 ``linkable_followed``: of the answers citing a gold passage that refers to another gold passage, the share that
-follow that link. The focused answer as it is ("off") against following over a small grid: ``follow_ratio`` (a
+follow that link; ``open_link_followed``: the same over the answers that do not already cite that other gold passage
+(where following has something to add: with a retriever whose context holds both rules, the answer often cites both
+without following). The focused answer as it is ("off") against following over a small grid: ``follow_ratio`` (a
 followed unit's score against the lead unit's), ``follow_in_unit`` (only references written in the kept unit) and
 ``follow_scope`` (``retrieved``: targets among the given passages only; ``corpus``: any passage of the corpus). The
 default is chosen on both sets, which are development data (ObliQA-MP validation and the PRA development
@@ -140,6 +142,10 @@ def evaluate(name: str, questions, gold, corpus, graph: ReferenceGraph, context:
         # the answer cites a gold rule whose passage refers to another gold rule: following could cite both
         linkable = any(t in g and t != src for src in cited_ids(base, ids) & g for link in graph.links(src)
                        for t in link.targets)
+        # ... and the other gold rule is not cited already: following has something to add
+        base_cited = cited_ids(base, ids)
+        open_link = any(t in g and t != src and t not in base_cited for src in base_cited & g
+                        for link in graph.links(src) for t in link.targets)
         for v, setting in variants.items():
             if setting is None:
                 a = base
@@ -151,7 +157,7 @@ def evaluate(name: str, questions, gold, corpus, graph: ReferenceGraph, context:
             c = cited_ids(a, ids)
             per[v].append({"cited": len(c), "hit": len(c & g), "gold": len(g), "all": g <= c,
                            "retrieved_all": g <= set(ids), "followed": len(a.followed), "added": len(a.added),
-                           "words": sum(k.unit.words for k in a.kept), "linkable": linkable,
+                           "words": sum(k.unit.words for k in a.kept), "linkable": linkable, "open_link": open_link,
                            "gold_edge": any(_source_id(f, ids) in g and f.target_id in g
                                             and f.target_id != _source_id(f, ids) for f in a.followed)})
         if (i + 1) % 20 == 0:
@@ -168,12 +174,15 @@ def evaluate(name: str, questions, gold, corpus, graph: ReferenceGraph, context:
                      "following_gold_edge": _share([x["gold_edge"] for x in items if x["followed"]]),
                      # of the answers citing a gold rule that refers to another gold rule, the share following it
                      "linkable_followed": _share([x["gold_edge"] for x in items if x["linkable"]]),
+                     # ... of those whose other gold rule is not cited without following
+                     "open_link_followed": _share([x["gold_edge"] for x in items if x["open_link"]]),
                      "mean_cited": round(float(np.mean([x["cited"] for x in items])), 3),
                      "mean_words": round(float(np.mean([x["words"] for x in items])), 1),
                      "max_words": int(max(x["words"] for x in items))})
     return {"questions": len(questions), "graph": graph.source,
             "retrieved_all": round(float(np.mean([x["retrieved_all"] for x in per["off"]])), 4),
             "linkable_answers": sum(x["linkable"] for x in per["off"]),
+            "open_link_answers": sum(x["open_link"] for x in per["off"]),
             "seconds": round(time.perf_counter() - start, 1), "rows": rows}
 
 

@@ -446,12 +446,15 @@ def render_follow_references(name: str, data: dict) -> str:
                  "answers following": r["answers_following"],
                  "of those, a gold edge": r.get("following_gold_edge"),
                  "gold link followed": r.get("linkable_followed"),
+                 "open gold link followed": r.get("open_link_followed", "n/a"),
                  "passages cited": r["mean_cited"], "words (mean / max)": f"{r['mean_words']} / {r['max_words']}"}
                 for r in part["rows"]]
         parts += [f"**{key}**: {part['questions']} questions; every gold passage in the context: "
                   f"{part['retrieved_all']} (the ceiling of cite all without corpus targets); answers citing a gold "
                   f"passage that refers to another gold passage: {part.get('linkable_answers', 'n/a')} "
-                  "(the base of 'gold link followed').", "", table(rows), ""]
+                  "(the base of 'gold link followed'), of them not citing that other passage without following: "
+                  f"{part.get('open_link_answers', 'n/a')} (the base of 'open gold link followed').", "",
+                  table(rows), ""]
     return "\n".join(parts).rstrip()
 
 
@@ -502,6 +505,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
     "follow_references.json": ("Following cross-references: PRA development questions and ObliQA-MP validation",
                                render_follow_references),
+    "follow_references_default.json": ("Following cross-references over the default retriever's PRA run",
+                                       render_follow_references),
     "embed_processes.json": ("Embedding a corpus over N processes (rirag data embed, accelerate launch)",
                              render_embed_processes),
 }
