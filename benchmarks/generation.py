@@ -49,6 +49,7 @@ from pathlib import Path
 from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, SEED
 from rirag.data.splits import ANSWER_SAMPLE_SIZE
 from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKENS
+from rirag.generation.focused.config import command_defaults
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
 from rirag.generation.registry import PASSAGE_GENERATORS
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
@@ -71,8 +72,10 @@ SYSTEMS: dict[str, tuple[str, str]] = {
     "zero-shot-closed-book": ("base", CLOSED_BOOK),
     "raft-closed-book": ("raft", CLOSED_BOOK),
 }
-#: Generator options of a row beyond its model's defaults (as the CLI flag of the same name sets them).
-ROW_GENERATOR_OPTIONS: dict[str, dict] = {"focused-lists": {"focus_lists": True},
+#: Generator options of a row beyond its model's defaults (as the CLI flag of the same name sets them). ``focused`` is
+#: the commands' default answerer: the switches they turn on by default (following cross-references).
+ROW_GENERATOR_OPTIONS: dict[str, dict] = {"focused": {k: True for k, on in command_defaults().items() if on},
+                                          "focused-lists": {"focus_lists": True},
                                           "focused-passage-set": {"passage_set": True}}
 #: The context filter of a row (``--context-filter``; rirag.retrieval.filtering.CONTEXT_FILTERS): the focused rows
 #: answer from what the commands give them by default; the language-model and extractive rows, and
@@ -115,7 +118,8 @@ class GenerationBenchArguments:
     answers_dir: str = field(default="benchmarks/answers", metadata={"help": "Where the answers files go."})
     graph: str = field(default="", metadata={
         "help": "The corpus's cross-reference graph folder (rirag data xref), given to the rows that read references "
-                "(focused-passage-set); empty: none (their link feature is 0)."})
+                "(focused, which follows them, and focused-passage-set); empty: the corpus folder's, as rirag ask "
+                "reads it (its xref/ when written, else resolved on the fly)."})
     results: str = field(default="benchmarks/results/generation.json", metadata={"help": "Results JSON."})
     batch_size: int = field(default=BATCH_SIZE, metadata={"help": "Questions per generation call."})
     max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "New tokens per answer."})
@@ -201,7 +205,8 @@ def build_row_generator(args: GenerationBenchArguments, row: str):
 # -- stages -----------------------------------------------------------------------------------------------------
 
 
-def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict, corpus, generator=None) -> dict:
+def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict, corpus, generator=None,
+                 root: str | Path | None = None) -> dict:
     """Answer the row's missing questions (resumable); returns the generation stats of this call."""
     from rirag.data.answers import AnswersFile
     from rirag.generation.pipeline import answer_all, prepare_questions
@@ -211,10 +216,12 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
     plain.parent.mkdir(parents=True, exist_ok=True)
     _unpack(plain)
     generator = generator or build_row_generator(args, row)
-    if args.graph and any(options.generator.options.get(k) for k in ("passage_set", "follow_references")):
+    if (args.graph or root) and any(options.generator.options.get(k) for k in ("passage_set", "follow_references")):
         from rirag.xref.graph import ReferenceGraph
 
-        generator.attach_references(ReferenceGraph(graph=Path(args.graph) / "references.jsonl"), corpus)
+        # the graph given, else the corpus folder's (its xref/ when written, else resolved on the fly: as rirag ask)
+        graph = ReferenceGraph(graph=Path(args.graph) / "references.jsonl") if args.graph else ReferenceGraph(root)
+        generator.attach_references(graph, corpus)
     load_seconds = None
     if hasattr(generator, "load"):  # load the model outside the timed loop
         start = time.time()
@@ -346,7 +353,7 @@ def main(args: GenerationBenchArguments) -> dict:
                         "strategy": strategy, "context_filter": row_context_filter(row)}
         replace = set()
         if args.stage in ("generate", "all"):
-            stats = generate_row(args, row, questions, run, obliqa.corpus)
+            stats = generate_row(args, row, questions, run, obliqa.corpus, root=obliqa.root)
             if stats["answered_now"]:  # new answers: the row's old metrics describe other answers
                 replace.add(row)
             done = {r["QuestionID"] for r in read_answers(args, row)}

@@ -3,8 +3,9 @@ answer cite every passage the question needs, without citing ones it does not?
 
 Rows, each the focused answerer over the same contexts (the top 10, ``--context-filter top-k``, the default):
 ``focused`` (the passage gate) and ``focused --passage-set`` (the decision, with the corpus's cross-reference graph
-for its link feature and for quoting linked rules together); and ``focused, rirag filter`` (the former default: the
-paper's filter, then the gate). Sets:
+for its link feature and for quoting linked rules together); each of them with ``--follow-references`` (a cited
+rule's reference followed to a retrieved rule, :mod:`rirag.generation.focused.follow`); and ``focused, rirag
+filter`` (the former default: the paper's filter, then the gate). Sets:
 
 * ``obliqa-validation``: the generation benchmark's seeded 150 leakage-free validation questions over
   ``benchmarks/runs/validation.best.trec.gz`` (never used to fit the decision);
@@ -37,8 +38,11 @@ from rirag.data.splits import ANSWER_SAMPLE_SIZE
 
 logger = logging.getLogger(__name__)
 
-ROWS = {"focused, rirag filter": ("rirag", False), "focused": ("top-k", False),
-        "focused --passage-set": ("top-k", True)}
+#: Row -> (the answerer's context of the top 10, the switches on).
+ROWS = {"focused, rirag filter": ("rirag", {}), "focused": ("top-k", {}),
+        "focused --passage-set": ("top-k", {"passage_set": True}),
+        "focused --follow-references": ("top-k", {"follow_references": True}),
+        "focused --passage-set --follow-references": ("top-k", {"passage_set": True, "follow_references": True})}
 KEYS = ("gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",
         "context_all_share", "cited_per_answer", "gold_per_question", "words_median", "words_p95",
         "words_per_cited_passage")
@@ -123,8 +127,8 @@ def main(args: PassageSetBenchArguments) -> dict:
     for name, (questions, gold, run, corpus, graph, label) in load_sets(args).items():
         answerer.attach_references(ReferenceGraph(graph=Path(graph) / "references.jsonl"), corpus)
         rows, texts = {}, {}
-        for row, (context, passage_set) in ROWS.items():
-            answerer.config = replace(base, passage_set=passage_set)
+        for row, (context, switches) in ROWS.items():
+            answerer.config = replace(base, **switches)
             rows[row], answers = answer_row(answerer, questions, gold, run, corpus, context)
             texts[row] = {a.question_id: a for a in answers}
             logger.info("%s / %s: %s", name, row, rows[row])

@@ -500,6 +500,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
                             render_context_filter),
     "passage_set_answers.json": ("Answers over every passage the question needs (--passage-set)",
                                  render_passage_set_answers),
+    "passage_set_answers_mp_default.json": ("ObliQA-MP answers over the default retriever's top 10",
+                                            render_passage_set_answers),
     "passage_set.json": ("The passage-set decision: ObliQA-MP validation folds (train/passage_set.py)",
                          render_generic),
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),

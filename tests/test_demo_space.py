@@ -158,11 +158,14 @@ def test_a_followed_reference_is_cited_inline_and_listed():
     assert "References followed" not in plain
 
 
-def test_following_references_is_a_setting_off_by_default(tmp_path):
+def test_following_references_is_a_setting_on_by_default_as_in_the_command(tmp_path):
     from conftest import write_tiny_obliqa
 
-    assert DemoSettings.from_env({}).follow_references is False
-    assert "follow_references" not in DemoSettings.from_env({}).answer_options().generator.options
+    assert DemoSettings.from_env({}).follow_references is True  # as `rirag ask`
+    assert DemoSettings().follow_references is True
+    assert DemoSettings.from_env({}).answer_options().generator.options["follow_references"] is True
+    off = DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "false"})
+    assert "follow_references" not in off.answer_options().generator.options  # off: as a spec without it
     on = DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "True"})
     assert on.answer_options().generator.options["follow_references"] is True
     extractive = DemoSettings.from_env({"RIRAG_DEMO_FOLLOW_REFERENCES": "1", "RIRAG_DEMO_GENERATOR": "extractive"})
@@ -173,7 +176,7 @@ def test_following_references_is_a_setting_off_by_default(tmp_path):
     backend = Backend(DemoSettings(retriever="bm25", data=str(root), follow_references=True))
     generator = backend.session.open().generator  # builds the generator (rirag's session); no model loads
     assert generator.config.follow_references and generator.references.root == root
-    off = Backend(DemoSettings(retriever="bm25", data=str(root)))
+    off = Backend(DemoSettings(retriever="bm25", data=str(root), follow_references=False))
     generator = off.session.open().generator
     assert generator.config.follow_references is False and generator.references is None
 

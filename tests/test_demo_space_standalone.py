@@ -60,5 +60,5 @@ def test_the_assembled_demo_space_starts_and_answers_from_outside_the_checkout(t
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
     assert result["rirag"].startswith(str(Path(row.folder).resolve()))  # the Space's own rirag, not the checkout's
-    assert result["generator"] == f"focused ({classifier})"
+    assert result["generator"] == f"focused ({classifier}), following cross-references"  # on by default, as rirag ask
     assert result["passages"] >= 1 and result["answer"].strip()

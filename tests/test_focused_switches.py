@@ -10,7 +10,7 @@ import pytest
 
 from rirag.cli.answers import generator_manifest
 from rirag.cli.options import add_generator_options, add_switches
-from rirag.generation.focused.config import SWITCH, SWITCHES, FocusedConfig, Switch, switches_on
+from rirag.generation.focused.config import SWITCH, SWITCHES, FocusedConfig, Switch, command_defaults, switches_on
 from rirag.generation.registry import generator_spec
 
 
@@ -25,22 +25,45 @@ def test_the_switches_are_the_fields_that_carry_one():
     p = argparse.ArgumentParser()
     add_generator_options(p)
     by_dest = {a.dest: a for a in p._actions}
-    assert by_dest["follow_references"].option_strings == ["--follow-references"]
+    assert by_dest["follow_references"].option_strings == ["--follow-references", "--no-follow-references"]
+    assert by_dest["follow_references"].default is True  # on by default in the commands
     assert by_dest["focus_lists"].option_strings == ["--focus-lists"]
     assert by_dest["passage_set"].option_strings == ["--passage-set"]
     assert by_dest["focus_lists"].help.startswith("'focused': quote a long list")
 
 
 def test_the_spec_and_the_manifest_carry_a_switch_only_when_it_is_on():
-    off = parse()
+    off = parse("--no-follow-references")
     assert generator_spec("focused", None, off).options == {"device": None}
     assert not set(SWITCHES) & set(generator_manifest(off)["generator_options"])
-    on = parse("--focus-lists")
+    on = parse("--no-follow-references", "--focus-lists")
     assert generator_spec("focused", None, on).options == {"device": None, "focus_lists": True}
     assert generator_manifest(on)["generator_options"]["focus_lists"] is True
     assert "follow_references" not in generator_manifest(on)["generator_options"]
+    # the command's default follows references: its spec and manifest say so
+    default = parse()
+    assert generator_spec("focused", None, default).options == {"device": None, "follow_references": True}
+    assert generator_manifest(default)["generator_options"]["follow_references"] is True
     # another kind never takes them
     assert generator_spec("extractive", None, parse("--focus-lists", "--follow-references")).options == {"device": None}
+
+
+def test_a_switch_on_by_default_is_on_in_the_command_and_off_in_a_spec_without_it():
+    @dataclass
+    class WithDefaultOn(FocusedConfig):
+        quote_titles: bool = field(default=False, metadata={
+            SWITCH: Switch("--quote-titles", "keep in-line titles", default=True)})
+
+    p = argparse.ArgumentParser()
+    add_switches(p, WithDefaultOn)
+    assert p.parse_args([]).quote_titles is True
+    assert p.parse_args(["--no-quote-titles"]).quote_titles is False
+    assert switches_on(p.parse_args([]), WithDefaultOn)["quote_titles"] is True
+    assert "quote_titles" not in switches_on(p.parse_args(["--no-quote-titles"]), WithDefaultOn)
+    assert command_defaults(WithDefaultOn)["quote_titles"] is True
+    # the field keeps off: a spec or manifest written without the switch (before it existed, or off) means off
+    assert WithDefaultOn().quote_titles is False and FocusedConfig().follow_references is False
+    assert command_defaults() == {"follow_references": True, "passage_set": False, "focus_lists": False}
 
 
 def test_adding_a_switch_is_one_field():
@@ -54,8 +77,9 @@ def test_adding_a_switch_is_one_field():
     add_switches(p, WithAnother)
     args = p.parse_args(["--quote-titles", "--unrecorded"])
     assert args.quote_titles is True
-    assert switches_on(args, WithAnother) == {"quote_titles": True}  # the unrecorded switch stays out of the spec
-    assert switches_on(p.parse_args([]), WithAnother) == {}
+    # the unrecorded switch stays out of the spec; follow_references is on by default
+    assert switches_on(args, WithAnother) == {"follow_references": True, "quote_titles": True}
+    assert switches_on(p.parse_args(["--no-follow-references"]), WithAnother) == {}
 
 
 def test_the_answerer_takes_each_switch_and_refuses_other_names():

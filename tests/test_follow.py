@@ -85,11 +85,15 @@ def test_a_rule_outside_the_corpus_is_not_followed():
 
 
 def test_the_length_limit_holds():
-    words = len(CITING.split())
-    d = draft(answerer(max_words=words + 5), ["p-951"])  # the followed unit would not fit
+    """A followed rule grows the bound by the cap on another passage's unit (extra_unit_words), no more: it is
+    quoted when the answer's budget plus that cap holds it, left out when it does not fit even so."""
+    words, target = len(CITING.split()), len(TARGET.split())
+    d = draft(answerer(max_words=words, extra_unit_words=target), ["p-951"])  # the budget is spent: the cap holds it
+    assert d.followed and sum(len(p.text.split()) for p in d.parts) <= words + target
+    d = draft(answerer(max_words=words, extra_unit_words=target - 1), ["p-951"])  # longer than the cap
     assert d.followed == [] and len(d.parts) == 1
-    d = draft(answerer(max_words=words + len(TARGET.split())), ["p-951"])
-    assert d.followed and sum(len(p.text.split()) for p in d.parts) <= words + len(TARGET.split())
+    d = draft(answerer(max_words=words - 5, extra_unit_words=target), ["p-951"])
+    assert d.followed and sum(len(p.text.split()) for p in d.parts) <= words + target
 
 
 def test_the_answer_record_shows_what_was_followed():

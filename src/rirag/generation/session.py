@@ -110,6 +110,10 @@ class AnsweringSession:
         return self
 
     def _attach_references(self) -> None:
+        if not hasattr(self.generator, "attach_references"):  # a generator given to the session that reads none
+            logger.info("the generator (%s) does not read cross-references; nothing is followed",
+                        type(self.generator).__name__)
+            return
         if self._references is None and self.root is not None:
             from rirag.xref.graph import ReferenceGraph
 

@@ -3,8 +3,9 @@
 A field of :class:`FocusedConfig` whose metadata holds a :class:`Switch` under :data:`SWITCH` is a switch of the
 command (``rirag ask`` / ``answer`` / ``submit``) and of the generator spec: its flag is generated from the field
 (``rirag.cli.options.add_switches`` over :func:`switch_fields`), and the spec and the run manifest carry it only
-when it is on (:func:`switches_on`), so answers written before a switch existed keep their spec and manifest. Adding
-a switch is adding one field.
+when it is on (:func:`switches_on`), so answers written before a switch existed keep their spec and manifest. A
+switch may be on by default in the commands and the demo (:attr:`Switch.default`, :func:`command_defaults`); the
+field's default stays off, so a spec without it still means off. Adding a switch is adding one field.
 
 This module imports nothing heavy: the command builds its flags from it.
 """
@@ -20,13 +21,21 @@ SWITCH = "switch"
 
 @dataclass(frozen=True)
 class Switch:
-    """A boolean :class:`FocusedConfig` field (off by default) that the user turns on: its command-line ``flag``,
-    the flag's ``help`` (prefixed with the generator's name) and whether the generator spec and the run manifest
-    record it (``recorded``: when it is on; it changes what the answers say)."""
+    """A boolean :class:`FocusedConfig` field that the user turns on or off: its command-line ``flag``, the flag's
+    ``help`` (prefixed with the generator's name), whether the generator spec and the run manifest record it
+    (``recorded``: when it is on; it changes what the answers say) and whether the commands and the demo start with
+    it on (``default``; then ``--no-<flag>`` turns it off). The field's own default stays False: a spec or manifest
+    without the switch (written before it existed, or with it off) means off, whatever the commands' default."""
 
     flag: str
     help: str
     recorded: bool = True
+    default: bool = False
+
+    @property
+    def off_flag(self) -> str:
+        """The flag that turns a switch that is on by default off (``--no-follow-references``)."""
+        return "--no-" + self.flag.removeprefix("--")
 
 
 @dataclass
@@ -82,7 +91,9 @@ class FocusedConfig:
                 "(rirag.generation.focused.follow).",
         SWITCH: Switch("--follow-references", "when a cited passage refers to another rule of the corpus whose "
                        "best unit answers the question too, cite that unit as well (the graph of `rirag data xref` "
-                       "when written, else resolved on the fly)")})
+                       "when written, else resolved on the fly); on by default since it measured better on the PRA "
+                       "development questions (both rules cited 0.425 -> 0.5375) at a small cost in precision "
+                       "(benchmarks/results/passage_set_answers.json)", default=True)})
     follow_ratio: float = field(default=0.0, metadata={
         "help": "A followed rule's best unit must score at least this share of the lead unit's score (0: the "
                 "answerer's min_score alone; on the top-10 context any ratio from 0.25 up followed nothing on PRA "
@@ -134,6 +145,11 @@ def switch_fields(config: type = FocusedConfig) -> list[tuple[str, Switch]]:
     """Each switch of ``config``'s fields, ``(field name, Switch)``, in field order: what the command turns into
     flags (``rirag.cli.options.add_switches``)."""
     return [(f.name, f.metadata[SWITCH]) for f in fields(config) if SWITCH in f.metadata]
+
+
+def command_defaults(config: type = FocusedConfig) -> dict[str, bool]:
+    """Each switch of ``config`` as the commands and the demo start: on where :attr:`Switch.default` says so."""
+    return {name: switch.default for name, switch in switch_fields(config)}
 
 
 def switches_on(options: Any, config: type = FocusedConfig) -> dict[str, bool]:

@@ -11,8 +11,11 @@ For one focused answer (:class:`~rirag.generation.focused.answer.FocusedAnswer`)
 2. the targets' units are scored by the answerer's own unit scorer against the question (targets among the given
    passages keep their scores; a target from the rest of the corpus is scored beside them, its retrieval score
    that of the passage citing it);
-3. the best unit that fits the answer's word budget (``max_words``) and the cap on another passage's unit
-   (``extra_unit_words``) is cited, right after the unit whose passage refers to it, when its score clears the
+3. the best unit that fits the cap on another passage's unit (``extra_unit_words``) and the answer's word budget
+   (``max_words``, or the first unit's length when that alone is longer, grown by ``extra_unit_words`` for each
+   followed passage, as the passage-set decision's bound grows
+   with each passage it cites: an answer that already spent its budget can still quote the rule its rule cites) is
+   cited, right after the unit whose passage refers to it, when its score clears the
    answerer's floor ``min_score`` and :attr:`~rirag.generation.focused.config.FocusedConfig.follow_ratio` times the
    lead unit's score (0 by default: a ratio to the lead followed nothing on the top-10 context). With
    ``follow_scope="corpus"`` (the answerer passes ``corpus``) a target outside the given passages may be cited and
@@ -139,7 +142,10 @@ class _Follower:
         self.scores, self.corpus, self.cfg = scores, corpus, answerer.config
         limits = answerer.limits
         self.threshold = max(limits.option("min_score"), self.cfg.follow_ratio * answer.kept[0].score)
-        self.max_words, self.extra_words = limits.option("max_words"), limits.extra_unit_words()
+        # the bound of rirag.generation.focused.selection.within_bound: the budget, or the first unit when that alone
+        # is longer (one whole rule stands alone); each followed passage adds extra_unit_words to it
+        self.max_words = max(limits.option("max_words"), answer.kept[0].unit.words if answer.kept else 0)
+        self.extra_words = limits.extra_unit_words()
         self.words = sum(k.unit.words for k in answer.kept)
         self.cited = {n - 1 for k in answer.kept for n in k.numbers}
         self.index = {pid: i for i, pid in enumerate(ids)}
@@ -180,7 +186,8 @@ class _Follower:
         candidates = _target_units(self.answerer, self.answer, self.passages, self.scores, k, targets, self.index,
                                    self.corpus)
         usable = [s for s in candidates if s.score >= self.threshold and s.unit.words <= cfg.max_unit_words
-                  and s.unit.words <= self.extra_words and self.words + s.unit.words <= self.max_words
+                  and s.unit.words <= self.extra_words
+                  and self.words + s.unit.words <= self.max_words + self.extra_words * (len(self.followed) + 1)
                   and not is_broken_unit(s.unit.text)]
         return (max(usable, key=lambda s: s.score) if usable else None), targets
 
