@@ -17,7 +17,9 @@ reference, the share of those following a gold edge (a cited gold passage's refe
 ``linkable_followed``: of the answers citing a gold passage that refers to another gold passage, the share that
 follow that link; ``open_link_followed``: the same over the answers that do not already cite that other gold passage
 (where following has something to add: with a retriever whose context holds both rules, the answer often cites both
-without following). The focused answer as it is ("off") against following over a small grid: ``follow_ratio`` (a
+without following). The focused answer as it is ("off") against following (as the answerer does it: two cited
+rules, one referring to the other, joined first, :func:`rirag.generation.focused.follow.connect_linked`; then the
+references followed) over a small grid: ``follow_ratio`` (a
 followed unit's score against the lead unit's), ``follow_in_unit`` (only references written in the kept unit) and
 ``follow_scope`` (``retrieved``: targets among the given passages only; ``corpus``: any passage of the corpus). The
 default is chosen on both sets, which are development data (ObliQA-MP validation and the PRA development
@@ -48,7 +50,7 @@ from rirag.data.obliqa import load_obliqa, resolve_data_dir
 from rirag.data.questions import load_questions
 from rirag.data.runs import read_trec
 from rirag.generation.focused import FocusedAnswerer
-from rirag.generation.focused.follow import follow
+from rirag.generation.focused.follow import connect_linked, follow
 from rirag.generation.pipeline import select_passages
 from rirag.io import atomic_write_json
 from rirag.retrieval.bm25 import BM25Index
@@ -127,6 +129,7 @@ def evaluate(name: str, questions, gold, corpus, graph: ReferenceGraph, context:
         return cache[key]
 
     answerer.features = cached_features
+    answerer.attach_references(graph, corpus)  # read by the variants only: the base answer follows nothing
     base_cfg = answerer.config
     variants = {"off": None, **{f"follow ratio {r} {'in-unit' if u else 'passage'} {s}": (r, u, s)
                                 for r, u, s in GRID}}
@@ -153,7 +156,9 @@ def evaluate(name: str, questions, gold, corpus, graph: ReferenceGraph, context:
                 ratio, in_unit, scope = setting
                 answerer.config = replace(base_cfg, follow_references=True, follow_ratio=ratio,
                                           follow_in_unit=in_unit)
-                a = follow(answerer, base, ptexts, ids, scores, graph, corpus if scope == "corpus" else {})
+                # as the answerer does with following on: two cited rules, one referring to the other, joined
+                joined = connect_linked(base, ptexts, ids, answerer.context_links(ids))
+                a = follow(answerer, joined, ptexts, ids, scores, graph, corpus if scope == "corpus" else {})
             c = cited_ids(a, ids)
             per[v].append({"cited": len(c), "hit": len(c & g), "gold": len(g), "all": g <= c,
                            "retrieved_all": g <= set(ids), "followed": len(a.followed), "added": len(a.added),

@@ -148,3 +148,21 @@ def test_by_default_only_a_retrieved_rule_is_followed_whatever_its_score_against
 def test_an_unknown_follow_scope_is_an_error_naming_the_choices():
     with pytest.raises(ValueError, match="follow_scope must be one of retrieved, corpus, got 'everywhere'"):
         draft(answerer(follow_scope="everywhere"), ["p-951"])
+
+
+def test_two_cited_rules_one_referring_to_the_other_are_joined_when_following():
+    """Following on, a rule the answer cites anyway is not followed again: it is quoted right after the rule
+    referring to it, its number marked at the reference; off, the answer keeps the gate's order and no marker."""
+    from rirag.generation.render import render
+
+    ids = ["p-952", "p-311", "p-951"]  # the two rules refer to each other; an unrelated one between them
+    on = draft(answerer(follow_scope="retrieved", follow_ratio=0.0), ids)
+    cited = [p.cited for p in on.parts]
+    assert (0,) in cited and (2,) in cited
+    assert abs(cited.index((2,)) - cited.index((0,))) == 1  # side by side (the lead stays first)
+    assert "Rule 9.5.1 [3]" in render(on)
+    assert [(f.source, f.target) for f in on.followed] == [(1, 3)]  # one join, not also 9.5.1's reference back
+    plain = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda texts: [True] * len(texts))
+    plain.attach_references(graph(), {pid: text for pid, (_, text) in PASSAGES.items()})
+    off = draft(plain, ids)
+    assert "Rule 9.5.1 [3]" not in render(off) and off.followed == []

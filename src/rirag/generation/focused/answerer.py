@@ -250,7 +250,9 @@ class FocusedAnswerer:
             answerability = float(_logistic(a[None, :], self.scorer["answerability"])[0])
             addressed = answerability >= self._option("answerable_threshold")
             # the passages' references to one another: a feature of the passage set, and how linked rules are quoted
-            linked = self.context_links(item_ids) if self.config.passage_set and item_ids is not None else {}
+            # (with the passage set or following: two cited rules, one referring to the other, are quoted together)
+            reads_links = self.config.passage_set or self.config.follow_references
+            linked = self.context_links(item_ids) if reads_links and item_ids is not None else {}
             chooser = self.passage_set(question, passages, scored, x, linked, self.context_labels(item_ids)) \
                 if self.config.passage_set else None
             kept = prefer_named_twin(question, self.select(scored, chooser), scored, self.config.dedup_min_ratio)

@@ -117,8 +117,9 @@ def connect_linked(answer: FocusedAnswer, passages: Sequence[str], ids: Sequence
     for (i, j), link in sorted(links.items()):
         source = next((n for n, k in enumerate(kept) if k.unit.passage == i), None)
         target = next((n for n, k in enumerate(kept) if k.unit.passage == j), None)
-        if source is None or target is None or any(f.target == j + 1 for f in followed):
-            continue
+        if source is None or target is None or any(f.target == j + 1 or (f.source, f.target) == (j + 1, i + 1)
+                                                   for f in followed):
+            continue  # not cited, already led to, or the pair already joined the other way
         if target != source + 1 and target > 0:  # the referred rule right after the one referring to it
             unit = kept.pop(target)
             source = source - 1 if target < source else source
