@@ -41,7 +41,7 @@ from typing import Mapping, Protocol, Sequence
 from rirag.generation.focused.answer import Added, FocusedAnswer, Followed
 from rirag.generation.focused.config import FocusedConfig
 from rirag.generation.focused.scorer import ScoredUnit
-from rirag.generation.focused.selection import Limits
+from rirag.generation.focused.selection import Limits, word_bound
 from rirag.text.units import Unit, is_broken_unit
 from rirag.xref.graph import Link, ReferenceGraph
 
@@ -143,10 +143,8 @@ class _Follower:
         self.scores, self.corpus, self.cfg = scores, corpus, answerer.config
         limits = answerer.limits
         self.threshold = max(limits.option("min_score"), self.cfg.follow_ratio * answer.kept[0].score)
-        # the bound of rirag.generation.focused.selection.within_bound: the budget, or the first unit when that alone
-        # is longer (one whole rule stands alone); each followed passage adds extra_unit_words to it
-        self.max_words = max(limits.option("max_words"), answer.kept[0].unit.words if answer.kept else 0)
-        self.extra_words = limits.extra_unit_words()
+        self.max_words, self.extra_words = limits.option("max_words"), limits.extra_unit_words()
+        self.first_words = answer.kept[0].unit.words if answer.kept else 0
         self.words = sum(k.unit.words for k in answer.kept)
         self.cited = {n - 1 for k in answer.kept for n in k.numbers}
         self.index = {pid: i for i, pid in enumerate(ids)}
@@ -188,7 +186,8 @@ class _Follower:
                                    self.corpus)
         usable = [s for s in candidates if s.score >= self.threshold and s.unit.words <= cfg.max_unit_words
                   and s.unit.words <= self.extra_words
-                  and self.words + s.unit.words <= self.max_words + self.extra_words * (len(self.followed) + 1)
+                  and self.words + s.unit.words <= word_bound(self.max_words, self.first_words, self.extra_words,
+                                                              len(self.followed) + 1)
                   and not is_broken_unit(s.unit.text)]
         return (max(usable, key=lambda s: s.score) if usable else None), targets
 

@@ -247,6 +247,13 @@ def focus_lists(question: str, kept: list[ScoredUnit], passages: Sequence[str], 
     return out
 
 
+def word_bound(max_words: float, first_words: int, per_passage: int = 0, extra_passages: int = 0) -> float:
+    """The words a focused answer may quote: the budget ``max_words``, or its first unit's length when that alone is
+    longer (one whole rule stands alone), plus ``per_passage`` for each of ``extra_passages`` passages it cites
+    beyond the first (decided by the passage set, or followed)."""
+    return max(max_words, first_words) + per_passage * extra_passages
+
+
 def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: float,
                  max_unit_words: int, per_passage: int | None = None) -> list[ScoredUnit]:
     """The length bound every focused answer keeps, whatever chose its units: no unit quotes more than
@@ -266,7 +273,7 @@ def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: flo
         cap = per_passage if per_passage and k.unit.passage != first else max_unit_words
         if k.unit.words > min(cap, max_unit_words) and k.unit.passage < len(passages):
             k = replace(k, unit=clip_unit(k.unit, passages[k.unit.passage], min(cap, max_unit_words)))
-        if out and words + k.unit.words > max(max_words, out[0].unit.words) + (per_passage or 0) * others:
+        if out and words + k.unit.words > word_bound(max_words, out[0].unit.words, per_passage or 0, others):
             continue
         out.append(k)
         words += k.unit.words
