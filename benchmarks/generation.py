@@ -342,8 +342,9 @@ def main(args: GenerationBenchArguments) -> dict:
             "sample_seed": args.sample_seed, "judge": f"{LOCAL_JUDGE_LABEL}: {args.nli_model}",
             "repass_input": "each answer without its [n] citation markers (rirag.scoring.answers.repass_text); "
                             "the citations are judged by the attribution metrics",
-            "obligation_model": args.obligation_model, "base_model": args.base_model,
-            "raft_adapter": args.raft_adapter}
+            "base_model": args.base_model, "raft_adapter": args.raft_adapter}
+    if args.stage in ("score", "all"):  # RePASs's obligation model; a passage generator's own is in its row
+        meta["obligation_model"] = args.obligation_model
     command = "python benchmarks/generation.py " + " ".join(sys.argv[1:])
     out: dict[str, dict] = {}
     for row in rows:
@@ -359,6 +360,8 @@ def main(args: GenerationBenchArguments) -> dict:
             done = {r["QuestionID"] for r in read_answers(args, row)}
             stats["answered_in_sample"] = sum(q.id in done for q in sample)
             values["generation"] = stats | {"command": command, "threads": args.threads or "torch default"}
+            if model in PASSAGE_GENERATORS:
+                values["obligation_model"] = args.obligation_model
             if "seconds_per_answer" in stats:
                 values["seconds_per_answer"] = stats["seconds_per_answer"]
                 values["generated_tokens_per_second"] = stats.get("generated_tokens_per_second")
@@ -370,6 +373,8 @@ def main(args: GenerationBenchArguments) -> dict:
             if model in PASSAGE_GENERATORS:
                 values |= mismatched_flag_rate(records, golds, build_row_generator(args, row), args.sample_seed)
             values["quality_command"] = command
+            values["questions"] = len(records)
+            values["complete"] = len(records) == args.sample_size
         if args.stage in ("score", "all"):
             from rirag.scoring.attribution import AttributionConfig, AttributionScorer
             from rirag.scoring.repass import RePASsScorer
@@ -379,8 +384,6 @@ def main(args: GenerationBenchArguments) -> dict:
             attribution = AttributionScorer(AttributionConfig(nli_model=args.nli_model,
                                                               workers=scorer.config.workers))
             values |= score_row(records, scorer, attribution)
-            values["questions"] = len(records)
-            values["complete"] = len(records) == args.sample_size
             values["score_command"] = command
         merge_results(args.results, {row: values}, meta, replace)  # each row lands as soon as it is done
         out[row] = values
