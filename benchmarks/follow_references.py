@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     pra = Path(args.pra)
     corpus = load_obliqa(pra).corpus
     qs, gold = ukfin_gold(pra, Path(args.ukfin))
-    parts["ukfin (PRA)"] = evaluate("ukfin", qs[:args.limit], gold, corpus, ReferenceGraph(pra),
+    parts["ukfin (PRA)"] = evaluate("ukfin", qs[:args.limit], gold, corpus, ReferenceGraph(pra, corpus=corpus),
                                     args.context_filter, args.pra_run)
     chosen = choose([part["rows"] for part in parts.values()])
     result = {"benchmark": "benchmarks/follow_references.py",

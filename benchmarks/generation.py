@@ -220,7 +220,8 @@ def generate_row(args: GenerationBenchArguments, row: str, questions, run: dict,
         from rirag.xref.graph import ReferenceGraph
 
         # the graph given, else the corpus folder's (its xref/ when written, else resolved on the fly: as rirag ask)
-        graph = ReferenceGraph(graph=Path(args.graph) / "references.jsonl") if args.graph else ReferenceGraph(root)
+        graph = (ReferenceGraph(graph=Path(args.graph) / "references.jsonl") if args.graph
+                 else ReferenceGraph(root, corpus=corpus))
         generator.attach_references(graph, corpus)
     load_seconds = None
     if hasattr(generator, "load"):  # load the model outside the timed loop

@@ -117,7 +117,7 @@ class AnsweringSession:
         if self._references is None and self.root is not None:
             from rirag.xref.graph import ReferenceGraph
 
-            self._references = ReferenceGraph(self.root)
+            self._references = ReferenceGraph(self.root, corpus=self.corpus)
         if self._references is None:
             logger.warning("the generator would follow cross-references but has no corpus folder or graph to read "
                            "them from; nothing is followed")

@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Sequence
 
 from rirag.errors import DataError
 from rirag.io import atomic_dir
-from rirag.xref.passages import xref_passages
+from rirag.xref.passages import xref_documents, xref_passages
 from rirag.xref.records import Passage
 from rirag.xref.resolver import Resolver
 
@@ -128,10 +128,17 @@ class ReferenceGraph:
     """The resolved references of a corpus's passages, by passage id, loaded on first use: from ``graph`` (a
     ``references.jsonl`` written by ``rirag data xref``; default ``ROOT/xref/references.jsonl`` when present), else
     resolved on the fly, passage by passage as asked, over the corpus at ``root`` (or the given resolver
-    ``passages``)."""
+    ``passages``).
+
+    Resolved on the fly with ``corpus`` (the corpus's passages by id, each with its ``document_id``, as
+    :func:`rirag.data.obliqa.load_obliqa` gives them) over a folder whose files are named by document id, only the
+    documents that the asked passages and their references lead to are read: the links of ten passages of a
+    million-passage corpus take a fraction of a second instead of a minute. Without it the whole corpus is read at
+    the first passage."""
 
     def __init__(self, root: str | Path | None = None, graph: str | Path | None = None,
-                 passages: Sequence[Passage] | None = None, aliases: Mapping[str, str] | None = None):
+                 passages: Sequence[Passage] | None = None, aliases: Mapping[str, str] | None = None,
+                 corpus: Mapping | None = None):
         self.root = Path(root) if root is not None else None
         if graph is None and self.root is not None:
             default = self.root / GRAPH_CONFIG / GRAPH_FILE
@@ -141,9 +148,11 @@ class ReferenceGraph:
             raise ValueError("a reference graph needs a corpus folder, a graph file or resolver passages")
         self._passages = list(passages) if passages is not None else None
         self._aliases = dict(aliases or {})
+        self._corpus = corpus
         self._links: dict[str, list[Link]] | None = None
         self._resolver: Resolver | None = None
-        self._by_id: dict[str, Passage] | None = None
+        self._by_id: dict[str, Passage] = {}
+        self._by_document = False
         self._cache: dict[str, list[Link]] = {}
 
     @property
@@ -166,16 +175,48 @@ class ReferenceGraph:
         logger.info("cross-references of %d passages read from %s", len(links), self.graph)
         return links
 
+    def _build_resolver(self, whole: bool = False) -> None:
+        documents = None
+        if not whole and self._passages is None and self._corpus is not None:
+            documents = xref_documents(self.root)
+        if documents is not None:
+            titles, self._aliases, read_document = documents
+
+            def read(doc_id: str) -> list[Passage]:
+                passages = read_document(doc_id)
+                self._by_id.update((p.id, p) for p in passages)
+                return passages
+
+            self._resolver = Resolver((), self._aliases, titles=titles, read=read)
+            self._by_document = True
+            return
+        if self._passages is None:
+            self._passages, self._aliases = xref_passages(self.root)
+        self._resolver = Resolver(self._passages, self._aliases)
+        self._by_id = {p.id: p for p in self._passages}
+        self._by_document = False
+
     def _resolve(self, pid: str) -> list[Link]:
         if self._resolver is None:
-            if self._passages is None:
-                self._passages, self._aliases = xref_passages(self.root)
-            self._resolver = Resolver(self._passages, self._aliases)
-            self._by_id = {p.id: p for p in self._passages}
-        p = self._by_id.get(pid)
-        if p is None:
-            return []
-        return [Link(r.surface, r.start, r.end, r.targets) for r in self._resolver.references(p) if r.resolved]
+            self._build_resolver()
+        assert self._resolver is not None
+        try:
+            if self._by_document:
+                record = self._corpus.get(pid) if self._corpus is not None else None
+                doc = getattr(record, "document_id", None)
+                if doc is None or str(doc) not in self._resolver.docs:
+                    return []
+                self._resolver.docs[str(doc)]  # reads the passage's document
+            p = self._by_id.get(pid)
+            if p is None:
+                return []
+            refs = self._resolver.references(p)
+        except ValueError as err:  # a document file that holds another document's passages
+            logger.warning("%s: %s; reading the whole corpus to resolve references", self.root, err)
+            self._by_id, self._cache = {}, {}
+            self._build_resolver(whole=True)
+            return self._resolve(pid)
+        return [Link(r.surface, r.start, r.end, r.targets) for r in refs if r.resolved]
 
     def links(self, pid: str) -> list[Link]:
         """The resolved references of passage ``pid`` (none when it refers to nothing or is not in the corpus)."""

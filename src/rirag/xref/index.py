@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from rirag.xref.numbers import NOT_CODES, Number, norm_name, parse_number, split_number, title_aliases
 from rirag.xref.records import Passage, Reference
@@ -45,28 +45,89 @@ def _same_type(a: str, b: str) -> bool:
     return a[:1].isdigit() == b[:1].isdigit()
 
 
+class _LazyDocs(Mapping[str, _Doc]):
+    """Documents by id, each read from the corpus when it is first asked for (:meth:`CorpusIndex.by_document`)."""
+
+    def __init__(self, titles: Mapping[str, str], read: Callable[[str], Iterable[Passage]],
+                 add: Callable[[_Doc, Passage], None]):
+        self._titles, self._read, self._add = titles, read, add
+        self._docs: dict[str, _Doc] = {}
+
+    def __getitem__(self, doc_id: str) -> _Doc:
+        doc = self._docs.get(doc_id)
+        if doc is None:
+            if doc_id not in self._titles:
+                raise KeyError(doc_id)
+            doc = _Doc(doc_id, self._titles[doc_id])
+            for p in self._read(doc_id):
+                if p.document_id != doc_id:
+                    raise ValueError(f"document {doc_id!r} was read with a passage of document {p.document_id!r}")
+                self._add(doc, p)
+            self._docs[doc_id] = doc
+        return doc
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._titles)
+
+    def __len__(self) -> int:
+        return len(self._titles)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._titles
+
+    @property
+    def read(self) -> int:
+        """How many documents were read."""
+        return len(self._docs)
+
+
 class CorpusIndex:
     """A corpus's documents, names and rule numbers, and the lookups that turn a parsed reference into passage ids
-    (:class:`rirag.xref.resolver.Resolver` finds the references in the text and resolves them here)."""
+    (:class:`rirag.xref.resolver.Resolver` finds the references in the text and resolves them here).
 
-    def __init__(self, passages: Iterable[Passage], aliases: Mapping[str, str] | None = None):
-        self.docs: dict[str, _Doc] = {}
+    Built from every passage of the corpus, or (:meth:`by_document`) from the documents' titles and a reader of one
+    document's passages, which reads a document when a reference or a passage first needs it: what a few passages'
+    references cost is then independent of the corpus's size."""
+
+    def __init__(self, passages: Iterable[Passage], aliases: Mapping[str, str] | None = None,
+                 titles: Mapping[str, str] | None = None, read: Callable[[str], Iterable[Passage]] | None = None):
         self.numbers: dict[str, Number] = {}
-        for p in passages:
-            doc = self.docs.get(p.document_id)
-            if doc is None:
-                doc = self.docs[p.document_id] = _Doc(p.document_id, p.document_title)
-            num = parse_number(p.number)
-            self.numbers[p.id] = num
-            doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())))
+        self.docs: Mapping[str, _Doc]
+        if read is not None:
+            self.docs = _LazyDocs(titles or {}, read, self._add)
+        else:
+            docs: dict[str, _Doc] = {}
+            for p in passages:
+                doc = docs.get(p.document_id)
+                if doc is None:
+                    doc = docs[p.document_id] = _Doc(p.document_id, p.document_title)
+                self._add(doc, p)
+            self.docs = docs
+        doc_titles = titles if read is not None else {d.id: d.title for d in self.docs.values()}
+        self._name_documents(doc_titles or {}, aliases)
+
+    @classmethod
+    def by_document(cls, titles: Mapping[str, str], read: Callable[[str], Iterable[Passage]],
+                    aliases: Mapping[str, str] | None = None):
+        """An index over the documents ``titles`` names (id -> title, in corpus order), each read by
+        ``read(document_id)`` (its passages in corpus order) the first time it is needed. It resolves as the index
+        over all the passages does, where every document has a passage."""
+        return cls((), aliases, titles=titles, read=read)
+
+    def _add(self, doc: _Doc, p: Passage) -> None:
+        num = parse_number(p.number)
+        self.numbers[p.id] = num
+        doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())))
+
+    def _name_documents(self, titles: Mapping[str, str], aliases: Mapping[str, str] | None) -> None:
         names: dict[str, set[str]] = defaultdict(set)
         spelled: dict[str, str] = {}
-        exact = {norm_name(doc.title): doc.id for doc in self.docs.values()}
-        for doc in self.docs.values():
-            for name in title_aliases(doc.title):
-                if exact.get(norm_name(name), doc.id) != doc.id:
+        exact = {norm_name(title): doc_id for doc_id, title in titles.items()}
+        for doc_id, title in titles.items():
+            for name in title_aliases(title):
+                if exact.get(norm_name(name), doc_id) != doc_id:
                     continue  # "Reporting" is the Reporting Part's title, not also "Reporting (CRR)" without brackets
-                names[norm_name(name)].add(doc.id)
+                names[norm_name(name)].add(doc_id)
                 spelled.setdefault(norm_name(name), name)
         for name, doc_id in (aliases or {}).items():
             if exact.get(norm_name(name), str(doc_id)) != str(doc_id):
@@ -76,12 +137,12 @@ class CorpusIndex:
         self.alias = {n: next(iter(ids)) for n, ids in names.items() if len(ids) == 1}
         codes = sorted({spelled[n] for n in self.alias if re.fullmatch(r"[A-Z][A-Z0-9]{1,7}", spelled[n])},
                        key=lambda n: (-len(n), n))
-        titles = sorted({spelled[n] for n in self.alias
-                         if not re.fullmatch(r"[A-Z][A-Z0-9]{1,7}", spelled[n]) and len(n) >= 4},
-                        key=lambda n: (-len(n), n))
+        names_spelled = sorted({spelled[n] for n in self.alias
+                                if not re.fullmatch(r"[A-Z][A-Z0-9]{1,7}", spelled[n]) and len(n) >= 4},
+                               key=lambda n: (-len(n), n))
         self._codes = [c for c in codes if c not in NOT_CODES]
-        self._titles = titles
-        self._titles_norm = [norm_name(t) for t in titles]
+        self._titles = names_spelled
+        self._titles_norm = [norm_name(t) for t in names_spelled]
 
     # ---------------------------------------------------------------- resolving
 

@@ -1,9 +1,11 @@
-"""Cross-references: a corpus folder (ObliQA layout, ingested or not) read as the resolver's passages and aliases."""
+"""Cross-references: a corpus folder (ObliQA layout, ingested or not) read as the resolver's passages and aliases,
+whole (:func:`xref_passages`) or one document at a time (:func:`xref_documents`)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
 from rirag.io import read_json
@@ -11,25 +13,51 @@ from rirag.xref.numbers import aliases_from_names
 from rirag.xref.records import Passage
 
 
+def _aliases(root: Path) -> dict[str, str]:
+    names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
+    return aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v for k, v in names.items()})
+
+
+def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
+    """One document file's records as resolver passages. An ingested passage's chapter is read from its heading path
+    ("4 Format and Frequency" -> 4)."""
+    passages = []
+    for rec in _records(path, PASSAGE_FIELDS):
+        chapter = None
+        for heading in (rec.get("Headings") or [])[1:]:
+            m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
+            if m:
+                chapter = m.group(1)
+                break
+        doc = int(rec["DocumentID"])
+        passages.append(Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
+                                str(rec["PassageID"]), rec["Passage"], chapter=chapter))
+    return passages
+
+
 def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
     """The corpus at ``root`` (ObliQA layout, ingested or not; question files not needed) as resolver passages, and
-    the aliases its document map gives (short codes, other titles). An ingested passage's chapter is read from its
-    heading path ("4 Format and Frequency" -> 4)."""
+    the aliases its document map gives (short codes, other titles)."""
     root = Path(root)
     titles = _load_titles(root)
-    names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    aliases = aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
-                                  for k, v in names.items()})
-    passages = []
-    for path in _document_files(root):
-        for rec in _records(path, PASSAGE_FIELDS):
-            chapter = None
-            for heading in (rec.get("Headings") or [])[1:]:
-                m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
-                if m:
-                    chapter = m.group(1)
-                    break
-            doc = int(rec["DocumentID"])
-            passages.append(Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
-                                    str(rec["PassageID"]), rec["Passage"], chapter=chapter))
-    return passages, aliases
+    passages = [p for path in _document_files(root) for p in _passages(path, titles)]
+    return passages, _aliases(root)
+
+
+def xref_documents(root: str | Path) -> tuple[dict[str, str], dict[str, str], Callable[[str], list[Passage]]] | None:
+    """The corpus at ``root`` one document at a time, where each ``documents/N.json`` holds document N (as ingested
+    corpora and ObliQA are written): each document's title (id -> title, in corpus order), the aliases, and a reader
+    of one document's passages (``read("7")`` reads ``documents/7.json``). None for a folder whose files are named
+    otherwise: read it whole with :func:`xref_passages`. A file that holds another document's passages is an error
+    when it is read (:class:`ValueError`, from :class:`rirag.xref.index.CorpusIndex`)."""
+    root = Path(root)
+    files = _document_files(root)
+    if not all(f.stem.isdigit() and str(int(f.stem)) == f.stem for f in files):
+        return None
+    titles = _load_titles(root)
+    by_id = {f.stem: f for f in files}
+
+    def read(doc_id: str) -> list[Passage]:
+        return _passages(by_id[doc_id], titles)
+
+    return {d: titles.get(int(d), f"Document {d}") for d in by_id}, _aliases(root), read
