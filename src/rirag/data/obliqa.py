@@ -198,11 +198,13 @@ def _document_files(root: Path) -> list[Path]:
     return files
 
 
-def _load_titles(root: Path) -> dict[int, str]:
+def _load_titles(root: Path, raw: object = None) -> dict[int, str]:
+    """DocumentID -> title from the folder's document map (``raw``: the map, when the caller has read it)."""
     path = root / DOCUMENT_MAP_FILE
-    if not path.exists():
-        return {}
-    raw = read_json(path)
+    if raw is None:
+        if not path.exists():
+            return {}
+        raw = read_json(path)
     if not isinstance(raw, dict):
         raise DataError(f"{path}: expected an object DocumentID -> [stem, code, title, ...]")
     titles = {}

@@ -125,15 +125,17 @@ class CorpusIndex:
         exact = {norm_name(title): doc_id for doc_id, title in titles.items()}
         for doc_id, title in titles.items():
             for name in title_aliases(title):
-                if exact.get(norm_name(name), doc_id) != doc_id:
+                norm = norm_name(name)
+                if exact.get(norm, doc_id) != doc_id:
                     continue  # "Reporting" is the Reporting Part's title, not also "Reporting (CRR)" without brackets
-                names[norm_name(name)].add(doc_id)
-                spelled.setdefault(norm_name(name), name)
+                names[norm].add(doc_id)
+                spelled.setdefault(norm, name)
         for name, doc_id in (aliases or {}).items():
-            if exact.get(norm_name(name), str(doc_id)) != str(doc_id):
+            norm = norm_name(name)
+            if exact.get(norm, str(doc_id)) != str(doc_id):
                 continue
-            names[norm_name(name)].add(str(doc_id))
-            spelled.setdefault(norm_name(name), name)
+            names[norm].add(str(doc_id))
+            spelled.setdefault(norm, name)
         self.alias = {n: next(iter(ids)) for n, ids in names.items() if len(ids) == 1}
         codes = sorted({spelled[n] for n in self.alias if re.fullmatch(r"[A-Z][A-Z0-9]{1,7}", spelled[n])},
                        key=lambda n: (-len(n), n))

@@ -97,7 +97,9 @@ def split_number(number: str) -> tuple[str, tuple[str, ...]]:
 
 
 def norm_name(name: str) -> str:
-    return " ".join(name.translate(_INVISIBLE).translate(_DASHES).split()).casefold()
+    if not name.isascii():  # the invisible characters and dashes mapped are all outside ASCII
+        name = name.translate(_INVISIBLE).translate(_DASHES)
+    return " ".join(name.split()).casefold()
 
 
 def aliases_from_names(names: Mapping[str, Iterable[str]]) -> dict[str, str]:

@@ -13,9 +13,12 @@ from rirag.xref.numbers import aliases_from_names
 from rirag.xref.records import Passage
 
 
-def _aliases(root: Path) -> dict[str, str]:
+def _names(root: Path) -> tuple[dict[int, str], dict[str, str]]:
+    """The document map's titles (DocumentID -> title) and aliases (short codes, other titles), read once."""
     names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    return aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v for k, v in names.items()})
+    titles = _load_titles(root, names) if names else {}
+    return titles, aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
+                                       for k, v in names.items()})
 
 
 def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
@@ -39,9 +42,9 @@ def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
     """The corpus at ``root`` (ObliQA layout, ingested or not; question files not needed) as resolver passages, and
     the aliases its document map gives (short codes, other titles)."""
     root = Path(root)
-    titles = _load_titles(root)
+    titles, aliases = _names(root)
     passages = [p for path in _document_files(root) for p in _passages(path, titles)]
-    return passages, _aliases(root)
+    return passages, aliases
 
 
 def xref_documents(root: str | Path) -> tuple[dict[str, str], dict[str, str], Callable[[str], list[Passage]]] | None:
@@ -49,15 +52,14 @@ def xref_documents(root: str | Path) -> tuple[dict[str, str], dict[str, str], Ca
     corpora and ObliQA are written): each document's title (id -> title, in corpus order), the aliases, and a reader
     of one document's passages (``read("7")`` reads ``documents/7.json``). None for a folder whose files are named
     otherwise: read it whole with :func:`xref_passages`. A file that holds another document's passages is an error
-    when it is read (:class:`ValueError`, from :class:`rirag.xref.index.CorpusIndex`)."""
+    when it is read (a ``ValueError`` from :class:`rirag.xref.index.CorpusIndex`)."""
     root = Path(root)
-    files = _document_files(root)
-    if not all(f.stem.isdigit() and str(int(f.stem)) == f.stem for f in files):
+    by_id = {f.stem: f for f in _document_files(root)}
+    if not all(stem.isdigit() and str(int(stem)) == stem for stem in by_id):
         return None
-    titles = _load_titles(root)
-    by_id = {f.stem: f for f in files}
+    titles, aliases = _names(root)
 
     def read(doc_id: str) -> list[Passage]:
         return _passages(by_id[doc_id], titles)
 
-    return {d: titles.get(int(d), f"Document {d}") for d in by_id}, _aliases(root), read
+    return {d: titles.get(int(d), f"Document {d}") for d in by_id}, aliases, read
