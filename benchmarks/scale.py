@@ -23,6 +23,15 @@ and memory-mapped), query latency p50/p95 on one thread (200 questions, top 10, 
 peak RSS, start-up included. The log-log plot of seconds and MiB against passages (matplotlib, a deterministic
 SVG) is written beside the results.
 
+``rirag ask`` at each size (``--ask-only`` over existing corpora, merged as ``ask`` into the rows of ``--out``): one
+question (the first PRA development question), warm (a first run fills the caches: the corpus's Arrow file, the
+BM25 index, the ONNX export of the answerer's encoder), then ``--ask-repeats`` fresh processes: median, min and max
+wall seconds and the largest peak RSS, start-up included; ``--retriever bm25`` with the default answerer (ONNX
+Runtime), the same with ``RIRAG_ONNX=off`` (torch), and on the 14k corpus the default retriever (its passage
+embeddings cached by the first run)::
+
+    python benchmarks/scale.py --ask-only --pra /work/scale/pra --corpora /work/scale --sizes 100000 1000000
+
 Dense retrieval at each size (``--dense-only`` runs only this part over existing corpora and merges its keys,
 ``dense_embed`` and ``ann``, into the rows of ``--out``, leaving the BM25 measurements as they are):
 
@@ -216,6 +225,42 @@ def measure_retrieve(name: str, corpus: Path, work: Path) -> dict:
                 str(PRA_QUESTIONS), "--retriever", "bm25", "--k", "10", "--out", str(work / f"run-{name}.trec")]
     env = {"RIRAG_CACHE_DIR": str(cache)}
     return {"retrieve_cold": _child(retrieve, env), "retrieve_warm": _child(retrieve, env)}
+
+
+def measure_ask(corpus: Path, question: str, repeats: int, small: bool) -> dict:
+    """Warm ``rirag ask`` (see the module docstring): per setting, median/min/max seconds and the largest peak RSS."""
+    settings = {"bm25": (["--retriever", "bm25"], {}), "bm25_torch": (["--retriever", "bm25"], {"RIRAG_ONNX": "off"})}
+    if small:
+        settings["default"] = ([], {})
+    classifier = REPO / "artifacts" / "obligation_classifier"
+    out = {"question": question, "repeats": repeats,
+           "obligations": str(classifier.relative_to(REPO)) if (classifier / "config.json").is_file() else "modal cues"}
+    for name, (options, env) in settings.items():
+        ask = [sys.executable, "-m", "rirag.cli", "ask", "--data", str(corpus), *options, question]
+        _child(ask, env)  # fills the caches
+        runs = [_child(ask, env) for _ in range(repeats)]
+        seconds = [r["seconds"] for r in runs]
+        out[name] = {"seconds": statistics.median(seconds), "min": min(seconds), "max": max(seconds),
+                     "peak_rss": max(r["peak_rss"] for r in runs), "env": env, "options": options}
+    return out
+
+
+def ask_only(args) -> None:
+    """``rirag ask`` over the corpora already built, merged into the rows of ``--out`` as ``ask``."""
+    out = Path(args.out)
+    result = json.loads(out.read_text("utf-8"))
+    corpora = Path(args.corpora or args.work)
+    folders = {"pra": Path(args.pra), **{str(n): corpora / f"corpus-{n}" for n in args.sizes}}
+    question = _questions()[0]
+    for row in result["rows"]:
+        folder = folders.get(row["corpus"])
+        if folder is None:
+            continue
+        row["ask"] = measure_ask(folder, question, args.ask_repeats, small=row["corpus"] == "pra")
+        print(json.dumps({"corpus": row["corpus"], "ask": row["ask"]}), flush=True)
+    result["ask_command"] = (f"python benchmarks/scale.py --ask-only --pra {args.pra} --corpora {corpora} --sizes "
+                             + " ".join(map(str, args.sizes)) + f" --ask-repeats {args.ask_repeats}")
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 def retrieve_only(args) -> None:
@@ -461,6 +506,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpora", default=None,
                     help="with --retrieve-only: the folder of the corpus-N folders (default: --work, where the full "
                          "run builds them); read only, the caches and runs go to --work")
+    ap.add_argument("--ask-only", action="store_true",
+                    help="only warm rirag ask over the corpora already built (--pra, --corpora), merged into --out")
+    ap.add_argument("--ask-repeats", type=int, default=5, help="timed rirag ask processes per setting")
     ap.add_argument("--dense-only", action="store_true",
                     help="measure only dense embedding and the ANN index over --corpora; merge into --out's rows")
     ap.add_argument("--dense-corpora", nargs="*", default=[], help="corpus folders for --dense-only")
@@ -476,6 +524,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.retrieve_only:
         retrieve_only(args)
+        return 0
+    if args.ask_only:
+        ask_only(args)
         return 0
     if args.worker:
         kind, *rest = args.worker

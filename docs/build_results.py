@@ -404,6 +404,19 @@ def render_scale(name: str, data: dict) -> str:
                   table([{"passages": f"{r['passages']:,}",
                           **{f"ef {e['ef_search']}": f"{e['query_ms_p50']:g} / {e['recall_at_10']:.4f}"
                              for e in r["ann"]["sweep"]}} for r in dense], None)]
+    asked = [r for r in data.get("rows", []) if "ask" in r]
+    if asked:
+        def ask_cell(a):
+            return (f"{a['seconds']:g} ({a['min']:g}-{a['max']:g}) / {mib(a['peak_rss'])}" if a else "")
+        parts += [f"Warm `rirag ask` (`{data.get('ask_command', '')}`): one question, {asked[0]['ask']['repeats']} "
+                  "fresh processes after a first run filled the caches; median wall seconds (min-max) / largest peak "
+                  "MiB, start-up included. The default answerer's encoder and obligation classifier run with ONNX "
+                  "Runtime on the CPU; `RIRAG_ONNX=off` runs them with torch. Obligations from: "
+                  f"{asked[0]['ask'].get('obligations', 'n/a')}.",
+                  table([{"passages": f"{r['passages']:,}",
+                          "--retriever bm25": ask_cell(r["ask"].get("bm25")),
+                          "--retriever bm25, RIRAG_ONNX=off": ask_cell(r["ask"].get("bm25_torch")),
+                          "default retriever": ask_cell(r["ask"].get("default"))} for r in asked], None)]
     parts.append("![Seconds and MiB against passages, log-log (benchmarks/scale.py --plot-only draws it from the "
                  "results)](scale.svg)")
     return "\n\n".join(parts)

@@ -34,7 +34,7 @@ def test_search_is_exact_matrix_product_with_prefixes(tiny, tiny_model, tmp_path
     r = DenseRetriever(tiny.corpus, tiny_model, cache=tmp_path)
     queries = {"q1": "how long must capital adequacy records be kept", "q2": "client money report"}
     run = r.search(queries, k=5)
-    p = r.model.encode([f"passage: {tiny.corpus[i].text}" for i in r.ids], normalize_embeddings=True)
+    p = r.passage_model.encode([f"passage: {tiny.corpus[i].text}" for i in r.ids], normalize_embeddings=True)
     q = r.model.encode([f"query: {t}" for t in queries.values()], normalize_embeddings=True)
     expected = q @ p.T
     for row, qid in enumerate(queries):

@@ -3,6 +3,7 @@ embeddings without importing sentence-transformers; any other folder is left to 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -58,4 +59,6 @@ def test_the_shared_encoder_loads_once_without_sentence_transformers(tiny_model)
     done = subprocess.run([sys.executable, "-c", code, str(tiny_model)], capture_output=True, text=True, env=env,
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, "PlainEncoder", False]
+    # ONNX Runtime where it is installed (tests/test_onnx_inference.py), else transformers
+    kind = "OnnxPlainEncoder" if importlib.util.find_spec("onnxruntime") else "PlainEncoder"
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, kind, False]

@@ -146,3 +146,6 @@ GOLD_TEXT_MIN_COVER = 0.8
 #: (relative to the working folder).
 CACHE_ENV_VAR = "RIRAG_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".cache/rirag"
+#: ``off`` runs every model with torch; otherwise (default ``auto``) a transformers encoder or classifier that runs on
+#: the CPU runs with ONNX Runtime, exported once into the cache folder (:mod:`rirag.onnx_inference`).
+ONNX_ENV_VAR = "RIRAG_ONNX"

@@ -119,7 +119,7 @@ def cmd_data_embed(args) -> int:
     path = retriever.cache_path()
     import time
 
-    retriever.model  # noqa: B018 - loaded before the clock starts: the seconds printed are the embedding's alone
+    retriever.passage_model  # noqa: B018 - loaded before the clock starts: the seconds printed are the embedding's alone
     start = time.perf_counter()
     emb = retriever.passage_embeddings(show_progress=True, rank=state.process_index, world=state.num_processes,
                                        barrier=state.wait_for_everyone)

@@ -22,7 +22,13 @@ from typing import Callable, Sequence
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE, AnswerRequest, Draft, DraftPart
 from rirag.generation.prompts import normalise_whitespace
 from rirag.generation.render import render
-from rirag.scoring.models import load_classifier, max_length_of, obligation_index, resolve_device
+from rirag.scoring.models import (
+    load_classifier,
+    max_length_of,
+    obligation_index,
+    onnx_classifier,
+    resolve_device,
+)
 from rirag.text.sentences import punkt_split
 from rirag.text.units import DEONTIC_CUE, passage_body  # noqa: F401 - passage_body is part of this module's API
 
@@ -52,7 +58,11 @@ def modal_cue_obligations(sentences: list[str]) -> list[bool]:
 
 def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, device: str | None = None,
                           batch_size: int = CLASSIFIER_BATCH_SIZE) -> ObligationFn:
-    """``sentences -> [is obligation]`` with a sequence classifier, loaded (once, cached) by RePASs' loader."""
+    """``sentences -> [is obligation]`` with a sequence classifier, loaded (once, cached) by RePASs' loader, or on
+    the CPU with ONNX Runtime (:func:`rirag.scoring.models.onnx_classifier`: the same labels, without torch)."""
+    onnx = onnx_classifier(name_or_path, device)
+    if onnx is not None:
+        return _onnx_classify(*onnx, batch_size)
     device = resolve_device(device)
     tokenizer, model = load_classifier(name_or_path, device)
     index = obligation_index(model.config)
@@ -68,6 +78,21 @@ def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, dev
                 features = tokenizer(batch, padding=True, truncation=True, max_length=max_length,
                                      return_tensors="pt").to(device)
                 out.extend((model(**features).logits.argmax(-1) == index).tolist())
+        return out
+
+    return classify
+
+
+def _onnx_classify(tokenizer, session, config, inputs: list[str], batch_size: int) -> ObligationFn:
+    from rirag.onnx_inference import batch_inputs
+
+    index = obligation_index(config)
+
+    def classify(sentences: list[str]) -> list[bool]:
+        out: list[bool] = []
+        for start in range(0, len(sentences), batch_size):
+            features = batch_inputs(tokenizer, sentences[start:start + batch_size], inputs)
+            out.extend((session.run(None, features)[0].argmax(-1) == index).tolist())
         return out
 
     return classify

@@ -120,24 +120,34 @@ def load_encoder(name: str, device: str | None = None, max_seq_length: int | Non
     return model
 
 
-def shared_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
+def shared_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH,
+                   onnx: bool = True):
     """An encoder for inference only, loaded once per process and shared by its users (the dense retriever and the
     focused answerer of ``rirag ask`` load it once; a folder whose files changed since loads again). A plain
-    Transformer → mean Pooling folder, such as the wheel's MiniLM, runs without importing sentence-transformers
-    (:class:`rirag.retrieval.encoder.PlainEncoder`: the same embeddings, seconds sooner); any other model loads with
-    :func:`load_encoder`. Its ``encode`` takes ``SentenceTransformer.encode``'s arguments. Never train it."""
+    Transformer → mean Pooling folder, such as the wheel's MiniLM, runs without importing sentence-transformers: on
+    the CPU with ONNX Runtime where it is installed (:class:`rirag.retrieval.encoder.OnnxPlainEncoder`, without
+    torch), else with transformers (:class:`rirag.retrieval.encoder.PlainEncoder`): the same embeddings, seconds
+    sooner; any other model loads with :func:`load_encoder`. Its ``encode`` takes ``SentenceTransformer.encode``'s
+    arguments. Never train it. ``onnx=False`` keeps torch: it loads seconds later but encodes a corpus faster (on 2
+    cores, 500 ObliQA passages: 2.9 s against 3.8 s with ONNX Runtime)."""
     resolved, path = _model_folder(name)
     stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(path.iterdir()) if f.is_file()) \
         if path.is_dir() else ()
-    return _shared_encoder(name, device, max_seq_length, stamp)
+    return _shared_encoder(name, device, max_seq_length, stamp, onnx)
 
 
 @functools.lru_cache(maxsize=4)
-def _shared_encoder(name: str, device: str | None, max_seq_length: int | None, stamp: tuple):
-    from rirag.retrieval.encoder import PlainEncoder, plain_pipeline
+def _shared_encoder(name: str, device: str | None, max_seq_length: int | None, stamp: tuple, onnx: bool = True):
+    from rirag.onnx_inference import onnx_wanted
+    from rirag.retrieval.encoder import OnnxPlainEncoder, PlainEncoder, plain_pipeline
 
     resolved, path = _model_folder(name)
     if path.is_dir() and plain_pipeline(path) is not None:
+        if onnx and onnx_wanted(device):
+            try:
+                return OnnxPlainEncoder(path, max_seq_length)
+            except Exception as err:  # noqa: BLE001 - the same model, run with torch instead
+                logger.info("model %r runs with torch, not ONNX Runtime (%s: %s)", name, type(err).__name__, err)
         try:
             return PlainEncoder(path, max_seq_length, device)
         except Exception as err:  # noqa: BLE001 - re-raised with the model name
@@ -205,9 +215,15 @@ class DenseRetriever:
 
     @property
     def model(self):
+        """The encoder of queries (:func:`shared_encoder`: quick to load)."""
         if self._model is None:
             self._model = shared_encoder(self.model_name, self.device, self.max_seq_length)
         return self._model
+
+    @property
+    def passage_model(self):
+        """The encoder of the corpus: torch, which encodes many texts faster (the same embeddings)."""
+        return shared_encoder(self.model_name, self.device, self.max_seq_length, onnx=False)
 
     def cache_path(self) -> Path | None:
         if self.cache is None:
@@ -250,12 +266,14 @@ class DenseRetriever:
         return index
 
     def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False,
-               label: str | None = None) -> np.ndarray:
-        """Normalised embeddings of ``texts``. With ``show_progress`` and a ``label``, one labelled bar counts the
-        texts (with an ETA), encoded in chunks of :data:`PROGRESS_BATCHES` batches; else sentence-transformers'."""
+               label: str | None = None, model=None) -> np.ndarray:
+        """Normalised embeddings of ``texts`` (by ``model``, default :attr:`model`). With ``show_progress`` and a
+        ``label``, one labelled bar counts the texts (with an ETA), encoded in chunks of :data:`PROGRESS_BATCHES`
+        batches; else sentence-transformers'."""
         texts = list(texts)
+        model = model if model is not None else self.model
         if not (show_progress and label and texts):
-            emb = self.model.encode(texts, prompt=prefix or None, batch_size=self.batch_size,
+            emb = model.encode(texts, prompt=prefix or None, batch_size=self.batch_size,
                                     show_progress_bar=show_progress, convert_to_numpy=True, normalize_embeddings=True)
             return np.asarray(emb, dtype=np.float32)
         from tqdm.auto import tqdm
@@ -263,7 +281,7 @@ class DenseRetriever:
         step, parts = self.batch_size * PROGRESS_BATCHES, []
         with tqdm(total=len(texts), desc=label, unit="text") as bar:
             for start in range(0, len(texts), step):
-                parts.append(self.encode(texts[start:start + step], prefix))
+                parts.append(self.encode(texts[start:start + step], prefix, model=model))
                 bar.update(len(parts[-1]))
         return np.concatenate(parts)
 
@@ -296,8 +314,9 @@ class DenseRetriever:
             bar = tqdm(total=mine, unit="text", desc=f"embedding {len(self.ids)} passages "
                                                      f"({Path(self.model_name).name}, cached after{share})")
         try:
-            emb = embed_corpus(lambda texts: self.encode(texts, self.passage_prefix), self.texts, path, rank=rank,
-                               world=world, barrier=barrier, shard_size=self.shard_size,
+            model = self.passage_model
+            emb = embed_corpus(lambda texts: self.encode(texts, self.passage_prefix, model=model), self.texts, path,
+                               rank=rank, world=world, barrier=barrier, shard_size=self.shard_size,
                                progress=bar.update if bar is not None else None)
         finally:
             if bar is not None:

@@ -129,3 +129,63 @@ class PlainEncoder:
                     emb = torch.nn.functional.normalize(emb, p=2, dim=1)
                 rows.extend(emb.cpu())
         return torch.stack([rows[i] for i in np.argsort(order)]).float().numpy()
+
+
+class OnnxPlainEncoder:
+    """A plain sentence-transformers folder (see :func:`plain_pipeline`) run with ONNX Runtime and ``tokenizers``
+    (:mod:`rirag.onnx_inference`), without importing torch: :class:`PlainEncoder`'s tokenisation, batching, pooling
+    and normalisation, in numpy. Raises ImportError or ValueError where it cannot run (no ``tokenizer.json``, no
+    export possible); the caller then uses :class:`PlainEncoder`."""
+
+    def __init__(self, folder: str | Path, max_seq_length: int | None = None, threads: int | None = None):
+        from rirag import onnx_inference as ox
+
+        pipeline = plain_pipeline(folder)
+        if pipeline is None:
+            raise ValueError(f"{folder}: not a plain Transformer → mean Pooling sentence-transformers folder")
+        self.normalize = pipeline["normalize"]
+        config = ox.read_json(Path(folder) / "config.json")
+        self.hidden_size = int(config.get("hidden_size") or 0)
+        own = pipeline["max_seq_length"] or ox.model_max_length(folder)
+        positions = config.get("max_position_embeddings")
+        lengths = [n for n in (own, positions if positions and positions > 0 else None, max_seq_length) if n]
+        self.max_seq_length = int(min(lengths)) if lengths else None
+        self.tokenizer = ox.fast_tokenizer(folder, self.max_seq_length)
+        if self.tokenizer is None:
+            raise ValueError(f"{folder}: no tokenizer.json with a pad token to run it without transformers")
+        path = ox.exported(folder, "base")
+        self.inputs = ox.input_names(path)
+        self.session = ox.session(path, threads)
+        self.device = "cpu"
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        from rirag.onnx_inference import batch_inputs
+
+        features = batch_inputs(self.tokenizer, texts, self.inputs)
+        tokens = self.session.run(None, features)[0]
+        mask = features["attention_mask"][..., None].astype(tokens.dtype)
+        mean = (tokens * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        return _l2(mean) if self.normalize else mean
+
+    def encode(self, texts: Sequence[str], prompt: str | None = None, batch_size: int = 32,
+               show_progress_bar: bool = False, convert_to_numpy: bool = True,
+               normalize_embeddings: bool = False) -> np.ndarray:
+        texts = [(prompt or "") + t for t in texts]
+        if not texts:
+            return np.zeros((0, self.hidden_size), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts])  # as PlainEncoder: longest first
+        rows: list[np.ndarray] = []
+        starts = range(0, len(texts), batch_size)
+        if show_progress_bar:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="Batches")
+        for start in starts:
+            emb = self._embed([texts[i] for i in order[start:start + batch_size]])
+            rows.extend(_l2(emb) if normalize_embeddings else emb)
+        return np.stack([rows[i] for i in np.argsort(order)]).astype(np.float32)
+
+
+def _l2(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, as ``torch.nn.functional.normalize`` (a zero row stays zero)."""
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from rirag.models import build_hint
@@ -98,6 +99,41 @@ def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
     model.to(device)
     model.eval()
     return tokenizer, model
+
+
+@functools.lru_cache(maxsize=8)
+def onnx_classifier(name_or_path: str, device: str | None = None) -> tuple[Any, Any, Any, list[str]] | None:
+    """(tokenizer, session, config, input names) of a local sequence-classifier folder run with ONNX Runtime
+    (:mod:`rirag.onnx_inference`: no torch imported), once per (name, device); None where it does not run so
+    (:func:`rirag.onnx_inference.onnx_wanted` says no, not a local folder with a ``tokenizer.json``, or the export
+    fails): use :func:`load_classifier`. ``config`` has the folder's ``id2label`` and ``max_position_embeddings``;
+    ``tokenizer`` truncates at :func:`max_length_of`'s length and pads as transformers does."""
+    from types import SimpleNamespace
+
+    from rirag import onnx_inference as ox
+
+    if not ox.onnx_wanted(device):
+        return None
+    path = resolve_model_path(name_or_path)
+    if not (os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json"))):
+        return None
+    try:
+        raw = ox.read_json(Path(path) / "config.json")
+        config = SimpleNamespace(id2label=raw.get("id2label") or {0: "LABEL_0", 1: "LABEL_1"},
+                                 max_position_embeddings=raw.get("max_position_embeddings"))
+        limit = max_length_of(SimpleNamespace(model_max_length=ox.model_max_length(path)),
+                              SimpleNamespace(config=config))
+        tokenizer = ox.fast_tokenizer(path, limit)
+        if tokenizer is None:
+            return None
+        onnx_path = ox.exported(path, "sequence-classification")
+        session = ox.session(onnx_path)
+        inputs = ox.input_names(onnx_path)
+    except Exception as err:  # noqa: BLE001 - the same model, run with torch instead
+        logger.info("classifier %s runs with torch, not ONNX Runtime (%s: %s)", path, type(err).__name__, err)
+        return None
+    logger.info("sequence classifier %s runs with ONNX Runtime on the CPU", path)
+    return tokenizer, session, config, inputs
 
 
 @functools.lru_cache(maxsize=8)
