@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Sequence
 
+from rirag.constants import QUESTION_BATCH_SIZE
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE, AnswerRequest, Draft, DraftPart
 from rirag.generation.prompts import normalise_whitespace
 from rirag.generation.render import render
@@ -40,8 +41,8 @@ DEDUP_MIN_RATIO = 90.0
 FALLBACK_SENTENCES = 2
 #: Shorter "sentences" (headings glued to a passage, list labels) are never used, whatever the classifier says.
 MIN_SENTENCE_WORDS = 4
-#: Sentences per classifier forward pass.
-CLASSIFIER_BATCH_SIZE = 64
+#: Sentences per classifier forward pass (they are classified longest first, so a batch pads little).
+CLASSIFIER_BATCH_SIZE = QUESTION_BATCH_SIZE
 
 ObligationFn = Callable[[list[str]], list[bool]]
 
@@ -72,15 +73,29 @@ def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, dev
         import torch
 
         out: list[bool] = []
+        order = _longest_first(sentences)
         with torch.inference_mode():
-            for start in range(0, len(sentences), batch_size):
-                batch = sentences[start:start + batch_size]
+            for start in range(0, len(order), batch_size):
+                batch = [sentences[i] for i in order[start:start + batch_size]]
                 features = tokenizer(batch, padding=True, truncation=True, max_length=max_length,
                                      return_tensors="pt").to(device)
                 out.extend((model(**features).logits.argmax(-1) == index).tolist())
-        return out
+        return _in_order(out, order)
 
     return classify
+
+
+def _longest_first(texts: list[str]) -> list[int]:
+    """Indices of ``texts``, longest first (stable), so that a batch holds texts of about one length."""
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
+def _in_order(labels: list[bool], order: list[int]) -> list[bool]:
+    """``labels`` (of the texts in ``order``) back in the texts' own order."""
+    out = [False] * len(order)
+    for label, i in zip(labels, order):
+        out[i] = label
+    return out
 
 
 def _onnx_classify(tokenizer, session, config, inputs: list[str], batch_size: int) -> ObligationFn:
@@ -90,10 +105,11 @@ def _onnx_classify(tokenizer, session, config, inputs: list[str], batch_size: in
 
     def classify(sentences: list[str]) -> list[bool]:
         out: list[bool] = []
-        for start in range(0, len(sentences), batch_size):
-            features = batch_inputs(tokenizer, sentences[start:start + batch_size], inputs)
+        order = _longest_first(sentences)
+        for start in range(0, len(order), batch_size):
+            features = batch_inputs(tokenizer, [sentences[i] for i in order[start:start + batch_size]], inputs)
             out.extend((session.run(None, features)[0].argmax(-1) == index).tolist())
-        return out
+        return _in_order(out, order)
 
     return classify
 
