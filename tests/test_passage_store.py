@@ -217,3 +217,25 @@ def test_the_text_mappers_documents_hold_each_passage_position_in_order():
     values = [3, 1, 3, 2, 1, 3, 7]
     assert _positions_by_value(values) == {3: [0, 2, 5], 1: [1, 4], 2: [3], 7: [6]}
     assert _positions_by_value([]) == {}
+
+
+def test_ids_are_found_by_binary_search_then_by_dict_with_the_same_rows(tiny_data_dir, monkeypatch, tmp_path):
+    from rirag.data import passage_store
+
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
+    whole = _whole_read(tiny_data_dir)
+    load_obliqa(tiny_data_dir)  # converts
+    passages = load_obliqa(tiny_data_dir).passages  # memory-mapped, with an order file written on first lookup
+    asked = [*whole, "nope", "", "d1-p1 ", "zzzz", "0"]
+    by_search = [(pid in passages, passages[pid] if pid in passages else None) for pid in asked]
+    order_files = list(store_dir().glob("*.order.npy"))
+    assert len(order_files) == 1 and passages._rows._dict is None  # every lookup so far was a binary search
+    assert by_search == [(pid in whole, whole.get(pid)) for pid in asked]
+    monkeypatch.setattr(passage_store, "LOOKUPS_BEFORE_DICT", 0)
+    again = load_obliqa(tiny_data_dir).passages
+    assert [(pid in again, again[pid] if pid in again else None) for pid in asked] == by_search
+    assert again._rows._dict is not None
+    order_files[0].write_bytes(b"not an array")  # a broken order file is sorted again, with a warning
+    monkeypatch.setattr(passage_store, "LOOKUPS_BEFORE_DICT", 2_000)
+    third = load_obliqa(tiny_data_dir).passages
+    assert [(pid in third, third[pid] if pid in third else None) for pid in asked] == by_search

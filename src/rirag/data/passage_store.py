@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import ItemsView, ValuesView
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,6 +35,9 @@ STORE_VERSION = "2"
 #: expression compiled for each), a scan of a million passages in 11.6k one-file batches took 6 s against 1 s.
 BATCH_ROWS = 1 << 16
 FINGERPRINT_KEY = b"rirag_corpus_fingerprint"
+#: Ids looked up by binary search before a dict of every id is built (:class:`_Rows`): about 15 microseconds each at
+#: a million passages, so a dict (0.3-0.4 s there) pays off beyond some tens of thousands.
+LOOKUPS_BEFORE_DICT = 2_000
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def load_table(root: Path, files: Sequence[Path], read: Callable[[Path], Iterabl
     path = store_dir() / f"{fp}.arrow"
     if path.is_file():
         try:
-            table = PassageTable(_batches(pa.memory_map(str(path), "r"), fp), fp)
+            table = PassageTable(_batches(pa.memory_map(str(path), "r"), fp), fp, order_file=_order_file(path))
             logger.info("corpus of %s from cache %s", root, path)
             return table
         except (OSError, ValueError, pa.ArrowException) as err:
@@ -139,7 +142,7 @@ def load_table(root: Path, files: Sequence[Path], read: Callable[[Path], Iterabl
             return PassageTable(_batches(pa.memory_map(str(tmp), "r"), fp), fp)
         os.replace(tmp, path)
         logger.info("corpus of %s converted to %s", root, path)
-        return PassageTable(_batches(pa.memory_map(str(path), "r"), fp), fp)
+        return PassageTable(_batches(pa.memory_map(str(path), "r"), fp), fp, order_file=_order_file(path))
     except OSError as err:
         logger.warning("corpus not cached in %s (%s): held in memory", path, err)
     finally:
@@ -150,6 +153,62 @@ def load_table(root: Path, files: Sequence[Path], read: Callable[[Path], Iterabl
     sink = pa.BufferOutputStream()
     _convert(sink, fp, files, read)
     return PassageTable(_batches(sink.getvalue(), fp), fp)
+
+
+def _order_file(path: Path) -> Path:
+    """Where the ids' sort order of the Arrow file ``path`` is kept (:class:`_Rows`)."""
+    return path.with_name(path.stem + ".order.npy")
+
+
+class _Rows:
+    """Row of an id. A dict of every id costs 0.3-0.4 s at a million passages, more than a command that looks up a
+    few dozen ids spends on anything else; so the first :data:`LOOKUPS_BEFORE_DICT` lookups are binary searches in
+    the ids' sort order (``order_file``: computed once, about 1 s at a million, and kept beside the corpus's Arrow
+    file), and the dict is built only for a caller that looks up more. Without an order file (a corpus held in
+    memory) the dict is built at the first lookup."""
+
+    def __init__(self, ids: list[str], order_file: Path | None):
+        self._ids, self._order_file = ids, order_file
+        self._order = None
+        self._dict: dict[str, int] | None = None
+        self._lookups = 0
+
+    def _sorted(self):
+        import numpy as np
+
+        path = self._order_file
+        if path is not None and path.is_file():
+            try:
+                order = np.load(path, mmap_mode="r")
+                if order.shape == (len(self._ids),):
+                    return order
+            except (OSError, ValueError) as err:
+                logger.warning("ignoring %s (%s): sorting the ids again", path, err)
+        order = np.array(sorted(range(len(self._ids)), key=self._ids.__getitem__), dtype=np.int64)
+        if path is not None:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                with open(tmp, "wb") as fh:
+                    np.save(fh, order)
+                os.replace(tmp, path)
+            except OSError as err:
+                logger.warning("the ids' order not cached in %s: %s", path, err)
+                tmp.unlink(missing_ok=True)
+        return order
+
+    def get(self, pid: str) -> int | None:
+        if self._dict is None:
+            self._lookups += 1
+            if self._order_file is None or self._lookups > LOOKUPS_BEFORE_DICT:
+                self._dict = dict(zip(self._ids, range(len(self._ids))))
+            else:
+                if self._order is None:
+                    self._order = self._sorted()
+                i = bisect_left(self._order, pid, key=self._ids.__getitem__)
+                if i < len(self._order) and self._ids[self._order[i]] == pid:
+                    return int(self._order[i])
+                return None
+        return self._dict.get(pid)
 
 
 class _Values(ValuesView):
@@ -168,7 +227,8 @@ class PassageTable(Mapping[str, Passage]):
     :meth:`indexable` is the view without empty (whitespace-only) passages. ``fingerprint`` names the corpus files
     and the view (what a cache built over it depends on)."""
 
-    def __init__(self, batches: list, fp: str, skip_empty: bool = False, _shared: tuple | None = None):
+    def __init__(self, batches: list, fp: str, skip_empty: bool = False, _shared: tuple | None = None,
+                 order_file: Path | None = None):
         import numpy as np
 
         self._batches = batches
@@ -180,9 +240,9 @@ class PassageTable(Mapping[str, Passage]):
                 offsets.append(offsets[-1] + b.num_rows)
             # read as Python lists: pyarrow's to_numpy imports pandas (a quarter of a second)
             empty = np.array([e for b in batches for e in b.column(4).to_pylist()], dtype=bool)
-            _shared = (ids, {pid: i for i, pid in enumerate(ids)}, offsets, empty)
+            _shared = (ids, _Rows(ids, order_file), offsets, empty)
         self._shared = _shared
-        all_ids, self._row, self._offsets, self._empty = _shared
+        all_ids, self._rows, self._offsets, self._empty = _shared
         self._skip_empty = skip_empty
         self.ids: list[str] = [all_ids[r] for r in np.flatnonzero(~self._empty).tolist()] if skip_empty else all_ids
         self.fingerprint = f"{fp}:indexable" if skip_empty else fp
@@ -199,13 +259,13 @@ class PassageTable(Mapping[str, Passage]):
         return iter(self.ids)
 
     def __contains__(self, pid: object) -> bool:
-        row = self._row.get(pid) if isinstance(pid, str) else None
+        row = self._rows.get(pid) if isinstance(pid, str) else None
         return row is not None and not (self._skip_empty and self._empty[row])
 
     def __getitem__(self, pid: str) -> Passage:
-        if pid not in self:
+        row = self._rows.get(pid) if isinstance(pid, str) else None
+        if row is None or (self._skip_empty and self._empty[row]):
             raise KeyError(pid)
-        row = self._row[pid]
         b = bisect_right(self._offsets, row) - 1
         batch, i = self._batches[b], row - self._offsets[b]
         return Passage(pid, batch.column(1)[i].as_py(), batch.column(2)[i].as_py(), batch.column(3)[i].as_py())
