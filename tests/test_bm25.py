@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rirag.data.obliqa import load_obliqa
 from rirag.data.splits import qrels_of, split_questions
 from rirag.errors import DataError
-from rirag.retrieval.bm25 import BM25Config, BM25Index, document_index, passage_index
+from rirag.retrieval.bm25 import IDS_FILE, BM25Config, BM25Index, document_index, passage_index
 from rirag.retrieval.metrics import evaluate_run
 
 
@@ -28,10 +30,23 @@ def test_save_load_gives_same_results(tiny_data_dir, tmp_path):
     queries = {q.id: q.text for q in o.splits["dev"]}
     index.save(tmp_path / "idx")
     loaded = BM25Index.load(tmp_path / "idx")
-    assert loaded.config.k1 == 1.2
+    assert loaded.config.k1 == 1.2 and loaded.ids == index.ids
     assert loaded.search(queries, k=5) == index.search(queries, k=5)
     with pytest.raises(DataError, match="not a saved rirag BM25 index"):
         BM25Index.load(tmp_path)
+
+
+def test_saved_ids_are_read_unless_the_caller_gives_as_many_and_old_folders_still_load(tiny_data_dir, tmp_path):
+    o = load_obliqa(tiny_data_dir)
+    index = passage_index(o.corpus)
+    index.save(tmp_path / "idx")
+    other = [f"x{i}" for i in range(len(index.ids))]
+    assert BM25Index.load(tmp_path / "idx", ids=other).ids == other  # the caller's key vouches for them
+    assert BM25Index.load(tmp_path / "idx", ids=other[:-1]).ids == index.ids  # a count that differs: read
+    meta = json.loads((tmp_path / "idx" / "rirag_bm25.json").read_text())
+    (tmp_path / "idx" / "rirag_bm25.json").write_text(json.dumps({"config": meta["config"], "ids": index.ids}))
+    (tmp_path / "idx" / IDS_FILE).unlink()  # the layout before the ids had a file of their own
+    assert BM25Index.load(tmp_path / "idx", ids=other).ids == index.ids
 
 
 def test_a_cached_index_is_built_once_then_loaded_and_searches_the_same(tiny_data_dir, tmp_path, monkeypatch):
@@ -82,3 +97,18 @@ def test_bm25_reference_numbers_on_original_test(real_obliqa):
     run = passage_index(real_obliqa.corpus).search({q.id: q.text for q in questions}, k=10)
     m = evaluate_run(qrels_of(questions), run)
     assert m["recall@10"] >= 0.76 and m["map@10"] >= 0.60
+
+
+def test_bm25s_is_imported_without_numba_or_scipy_and_both_still_import_after():
+    """bm25s's optional numba and scipy backends are never used; their imports (0.3 s of `rirag ask`) are
+    skipped."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom rirag.retrieval.bm25 import _bm25s\nbm25s = _bm25s()\n"
+            "assert 'numba' not in sys.modules and not bm25s.NUMBA_AVAILABLE\n"
+            "assert 'scipy' not in sys.modules and not bm25s.SCIPY_AVAILABLE\n"
+            "import numba, scipy.sparse\nprint(numba.njit is not None and scipy.sparse.csr_matrix is not None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
