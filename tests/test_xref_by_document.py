@@ -128,3 +128,29 @@ def test_patterns_over_the_names_in_the_text_find_what_patterns_over_every_name_
     assert found == [wide.references(p) for p in some]
     assert sum(r.kind == "rule" and r.target_document != p.document_id and r.resolved
                for p, refs in zip(some, found) for r in refs) > 0  # references to another document by name
+
+
+def test_document_names_are_kept_and_a_kept_copy_resolves_the_same(tmp_path, monkeypatch, caplog):
+    from rirag.xref import names_cache
+    from rirag.xref.index import CorpusIndex
+
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
+    root = write_corpus(tmp_path / "corpus")
+    ids = [pid for _, passages in DOCUMENTS.values() for pid, _, _ in passages]
+    built = all_links(ReferenceGraph(root, corpus=load_obliqa(root).corpus), ids)
+    kept = list((tmp_path / "cache" / "xref").glob("*.json"))
+    assert len(kept) == 1
+    with monkeypatch.context() as m:  # the names come from the kept file: none is built again
+        m.setattr(CorpusIndex, "_name_documents", lambda *a: (_ for _ in ()).throw(AssertionError("built")))
+        assert all_links(ReferenceGraph(root, corpus=load_obliqa(root).corpus), ids) == built
+    kept[0].write_text("{not json", encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        assert all_links(ReferenceGraph(root, corpus=load_obliqa(root).corpus), ids) == built
+    assert "building the document names again" in caplog.text
+    # a renamed document is a new document map: a new key, and the new name resolves
+    names = json.loads((root / "document_map.json").read_text())
+    names["2"] = ["file2", "Client Conduct Rulebook (CCR)"]
+    (root / "document_map.json").write_text(json.dumps(names), encoding="utf-8")
+    assert names_cache.names_path(root, load_obliqa(root).corpus) != kept[0]
+    graph = ReferenceGraph(root, corpus=load_obliqa(root).corpus)
+    assert graph.links("g-4") != [] and graph._resolver.alias.get("ccr") == "2"

@@ -218,10 +218,15 @@ def _load_titles(root: Path, raw: object = None) -> dict[int, str]:
     return titles
 
 
+_CP1252 = re.compile(r"'9([1-7])")
+
+
 def _fix_cp1252(text: str) -> str:
-    """document_map.json spells Windows-1252 punctuation as an apostrophe and its hex code ('96 for an en dash)."""
-    text = re.sub(r"'9([1-7])", lambda m: bytes([0x90 + int(m.group(1))]).decode("cp1252"), text)
-    return re.sub(r"\s+", " ", text).strip()
+    """document_map.json spells Windows-1252 punctuation as an apostrophe and its hex code ('96 for an en dash);
+    whitespace runs become one space (``str.split`` splits where ``\\s`` matches)."""
+    if "'9" in text:
+        text = _CP1252.sub(lambda m: bytes([0x90 + int(m.group(1))]).decode("cp1252"), text)
+    return " ".join(text.split())
 
 
 def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:

@@ -17,7 +17,8 @@ from typing import Iterable, Mapping, Sequence
 
 from rirag.errors import DataError
 from rirag.io import atomic_dir
-from rirag.xref.passages import xref_documents, xref_passages
+from rirag.xref.names_cache import load_names, names_path, save_names
+from rirag.xref.passages import document_names, xref_documents, xref_passages
 from rirag.xref.records import Passage
 from rirag.xref.resolver import Resolver
 
@@ -176,9 +177,12 @@ class ReferenceGraph:
         return links
 
     def _build_resolver(self, whole: bool = False) -> None:
-        documents = None
+        documents, kept, path = None, None, None
         if not whole and self._passages is None and self._corpus is not None:
-            documents = xref_documents(self.root)
+            path = names_path(self.root, self._corpus)
+            kept = load_names(path)
+            names = kept[0] if kept else document_names(self.root)
+            documents = xref_documents(self.root, names)
         if documents is not None:
             titles, self._aliases, read_document = documents
 
@@ -187,8 +191,10 @@ class ReferenceGraph:
                 self._by_id.update((p.id, p) for p in passages)
                 return passages
 
-            self._resolver = Resolver((), self._aliases, titles=titles, read=read)
+            self._resolver = Resolver((), self._aliases, titles=titles, read=read, tables=kept[1] if kept else None)
             self._by_document = True
+            if kept is None:
+                save_names(path, *names, self._resolver.name_tables())
             return
         if self._passages is None:
             self._passages, self._aliases = xref_passages(self.root)

@@ -90,7 +90,8 @@ class CorpusIndex:
     references cost is then independent of the corpus's size."""
 
     def __init__(self, passages: Iterable[Passage], aliases: Mapping[str, str] | None = None,
-                 titles: Mapping[str, str] | None = None, read: Callable[[str], Iterable[Passage]] | None = None):
+                 titles: Mapping[str, str] | None = None, read: Callable[[str], Iterable[Passage]] | None = None,
+                 tables: Mapping | None = None):
         self.numbers: dict[str, Number] = {}
         self.docs: Mapping[str, _Doc]
         if read is not None:
@@ -103,8 +104,18 @@ class CorpusIndex:
                     doc = docs[p.document_id] = _Doc(p.document_id, p.document_title)
                 self._add(doc, p)
             self.docs = docs
-        doc_titles = titles if read is not None else {d.id: d.title for d in self.docs.values()}
-        self._name_documents(doc_titles or {}, aliases)
+        if tables is not None:  # what name_tables() gave for these titles and aliases
+            self.alias = dict(tables["alias"])
+            self._codes, self._titles = list(tables["codes"]), list(tables["titles"])
+            self._titles_norm = list(tables["titles_norm"])
+        else:
+            doc_titles = titles if read is not None else {d.id: d.title for d in self.docs.values()}
+            self._name_documents(doc_titles or {}, aliases)
+
+    def name_tables(self) -> dict:
+        """The document-name tables built from the titles and aliases (JSON-ready): given back as ``tables``, they
+        stand for the titles and aliases they were built from."""
+        return {"alias": self.alias, "codes": self._codes, "titles": self._titles, "titles_norm": self._titles_norm}
 
     @classmethod
     def by_document(cls, titles: Mapping[str, str], read: Callable[[str], Iterable[Passage]],

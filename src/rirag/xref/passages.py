@@ -47,17 +47,24 @@ def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
     return passages, aliases
 
 
-def xref_documents(root: str | Path) -> tuple[dict[str, str], dict[str, str], Callable[[str], list[Passage]]] | None:
+def document_names(root: str | Path) -> tuple[dict[int, str], dict[str, str]]:
+    """The titles (DocumentID -> title) and aliases of the corpus at ``root``, from its document map."""
+    return _names(Path(root))
+
+
+def xref_documents(root: str | Path, names: tuple[dict[int, str], dict[str, str]] | None = None
+                   ) -> tuple[dict[str, str], dict[str, str], Callable[[str], list[Passage]]] | None:
     """The corpus at ``root`` one document at a time, where each ``documents/N.json`` holds document N (as ingested
     corpora and ObliQA are written): each document's title (id -> title, in corpus order), the aliases, and a reader
     of one document's passages (``read("7")`` reads ``documents/7.json``). None for a folder whose files are named
     otherwise: read it whole with :func:`xref_passages`. A file that holds another document's passages is an error
-    when it is read (a ``ValueError`` from :class:`rirag.xref.index.CorpusIndex`)."""
+    when it is read (a ``ValueError`` from :class:`rirag.xref.index.CorpusIndex`). ``names``: what
+    :func:`document_names` gives, when the caller has it."""
     root = Path(root)
     by_id = {f.stem: f for f in _document_files(root)}
     if not all(stem.isdigit() and str(int(stem)) == stem for stem in by_id):
         return None
-    titles, aliases = _names(root)
+    titles, aliases = names if names is not None else _names(root)
 
     def read(doc_id: str) -> list[Passage]:
         return _passages(by_id[doc_id], titles)

@@ -96,8 +96,9 @@ class Resolver(CorpusIndex):
     """
 
     def __init__(self, passages: Iterable[Passage], aliases: Mapping[str, str] | None = None,
-                 titles: Mapping[str, str] | None = None, read: Callable[[str], Iterable[Passage]] | None = None):
-        super().__init__(passages, aliases, titles=titles, read=read)
+                 titles: Mapping[str, str] | None = None, read: Callable[[str], Iterable[Passage]] | None = None,
+                 tables: Mapping | None = None):
+        super().__init__(passages, aliases, titles=titles, read=read, tables=tables)
         self._build_patterns()
 
     # ---------------------------------------------------------------- patterns
