@@ -58,4 +58,26 @@ def main(argv: list[str] | None = None) -> int:
         # Python's final garbage collections would walk every object torch and transformers created, about 2 s of
         # CPU (measured on `rirag ask`, benchmarks/ask_latency.py) for memory the exit returns anyway
         gc.freeze()
+        if getattr(args, "exit_at_once", False):
+            exit_at_once(status)
     return status
+
+
+def exit_at_once(status: int) -> None:
+    """End the process after the exit handlers (``atexit``: logging's flush among them) and the standard streams'
+    flush, without the interpreter's teardown, which frees every object one by one: about 0.13 s of a `rirag ask`
+    over a million passages (hyperfine, 8 runs, 2 cores), for memory the exit returns anyway. For a command whose
+    every file is written and closed when it returns."""
+    import atexit
+    import os
+
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_handlers is None:  # not CPython: its own exit
+        return
+    run_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more reaches it anyway
+            pass
+    os._exit(status)

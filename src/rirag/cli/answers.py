@@ -409,7 +409,7 @@ def add_parsers(sub: Any) -> None:
     add_retriever_options(q, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(q)
     q.add_argument("--timings", default=None, metavar="FILE", help="write cold-start and per-answer times (JSON)")
-    q.set_defaults(func=cmd_ask)
+    q.set_defaults(func=cmd_ask, exit_at_once=True)
 
     s = sub.add_parser("submit", help="the shared task's deliverables: top-10 TREC run + answers JSON")
     _common(s)
