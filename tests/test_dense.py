@@ -114,3 +114,24 @@ def test_a_corpus_embedding_shows_a_labelled_bar_and_equals_the_plain_one(tiny, 
     assert f"embedding {len(r.ids)} passages (tiny-st, cached after)" in err and f"{len(r.ids)}/{len(r.ids)}" in err
     assert np.allclose(emb, r.encode(r.texts, r.passage_prefix), atol=1e-5)
     assert r.cache_path().exists()
+
+
+def test_a_corpus_is_embedded_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu(tiny, tiny_model):
+    from types import SimpleNamespace
+
+    from rirag.constants import CORPUS_BATCH_CPU, CORPUS_BATCH_GPU
+
+    r = DenseRetriever(tiny.corpus, tiny_model)
+    seen = []
+
+    class Model(SimpleNamespace):
+        def encode(self, texts, batch_size, **_):
+            seen.append(batch_size)
+            return np.zeros((len(texts), 2), dtype=np.float32)
+
+    for device in ("cpu", "cuda:0"):
+        r.encode(["a", "b"], r.passage_prefix, model=Model(device=device))
+    assert seen == [CORPUS_BATCH_CPU, CORPUS_BATCH_GPU] and CORPUS_BATCH_CPU < CORPUS_BATCH_GPU
+    r.batch_size = 3  # given (--option batch_size=3): used on either
+    r.encode(["a"], r.passage_prefix, model=Model(device="cuda:0"))
+    assert seen[-1] == 3

@@ -48,6 +48,11 @@ DENSE_MAX_SEQ_LENGTH = 256
 #: A corpus is embedded in shards of this many passages (rirag.retrieval.embedding): the unit of resuming and of
 #: sharing the work among processes (shard i goes to rank i mod N), the same for any N so the rows are the same.
 EMBED_SHARD_PASSAGES = 1024
+#: Passages per forward pass when a corpus is embedded, on a CPU and on a GPU. On a CPU small batches pad less and
+#: keep attention in the cache: 3,000 ObliQA passages embed at 85.6 passages/s at 8 against 64.4 at 64 (MiniLM, torch,
+#: 2 cores; the embeddings agree within 2e-7). A GPU is fed large ones.
+CORPUS_BATCH_CPU = 8
+CORPUS_BATCH_GPU = 64
 
 #: Dense search (``DenseRetriever(search=...)``, ``--option search=``): ``exact`` (a matrix product over every
 #: embedding), ``ann`` (the faiss HNSW index of :mod:`rirag.retrieval.ann`) or ``auto``: exact below

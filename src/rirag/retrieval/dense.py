@@ -23,6 +23,8 @@ from rirag import validation as check
 from rirag.constants import (
     ANN_MIN_PASSAGES,
     CACHE_ENV_VAR,
+    CORPUS_BATCH_CPU,
+    CORPUS_BATCH_GPU,
     DENSE_MAX_SEQ_LENGTH,
     DENSE_SEARCH_MODES,
     EMBED_SHARD_PASSAGES,
@@ -183,7 +185,7 @@ class DenseRetriever:
         query_prefix: str = QUERY_PREFIX,
         passage_prefix: str = PASSAGE_PREFIX,
         max_seq_length: int = DENSE_MAX_SEQ_LENGTH,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         device: str | None = None,
         cache: str | Path | None | bool = None,
         shard_size: int = EMBED_SHARD_PASSAGES,
@@ -265,6 +267,13 @@ class DenseRetriever:
         self._ann = index
         return index
 
+    def batch_size_for(self, model) -> int:
+        """Texts per forward pass: ``batch_size`` when given, else :data:`CORPUS_BATCH_GPU` for a model on a GPU
+        and :data:`CORPUS_BATCH_CPU` on the CPU."""
+        if self.batch_size:
+            return self.batch_size
+        return CORPUS_BATCH_GPU if str(getattr(model, "device", "cpu")).startswith("cuda") else CORPUS_BATCH_CPU
+
     def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False,
                label: str | None = None, model=None) -> np.ndarray:
         """Normalised embeddings of ``texts`` (by ``model``, default :attr:`model`). With ``show_progress`` and a
@@ -273,12 +282,12 @@ class DenseRetriever:
         texts = list(texts)
         model = model if model is not None else self.model
         if not (show_progress and label and texts):
-            emb = model.encode(texts, prompt=prefix or None, batch_size=self.batch_size,
+            emb = model.encode(texts, prompt=prefix or None, batch_size=self.batch_size_for(model),
                                     show_progress_bar=show_progress, convert_to_numpy=True, normalize_embeddings=True)
             return np.asarray(emb, dtype=np.float32)
         from tqdm.auto import tqdm
 
-        step, parts = self.batch_size * PROGRESS_BATCHES, []
+        step, parts = self.batch_size_for(model) * PROGRESS_BATCHES, []
         with tqdm(total=len(texts), desc=label, unit="text") as bar:
             for start in range(0, len(texts), step):
                 parts.append(self.encode(texts[start:start + step], prefix, model=model))
