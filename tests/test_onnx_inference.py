@@ -133,3 +133,26 @@ def test_the_onnx_obligation_classifier_gives_the_torch_logits_and_labels(tiny_c
     onnx_classifier.cache_clear()
     assert onnx_classifier(str(tiny_classifier), "cpu") is None
     assert obligation_classifier(str(tiny_classifier), "cpu", batch_size=4)(sentences) == labels
+
+
+@pytest.mark.parametrize("onnx", ["auto", "off"])
+def test_the_answerers_classifier_reads_at_most_obligation_max_tokens(tiny_classifier, monkeypatch, onnx):
+    import torch
+
+    from rirag.generation import extractive
+    from rirag.scoring.models import load_classifier, onnx_classifier
+
+    sentences = [t for t in TEXTS if t]
+    tokenizer, model = load_classifier(str(tiny_classifier), "cpu")
+    with torch.inference_mode():
+        def labels_at(n):
+            logits = model(**tokenizer(sentences, padding=True, truncation=True, max_length=n,
+                                       return_tensors="pt")).logits
+            return (logits.argmax(-1) == 1).tolist()
+        cut, whole = labels_at(4), labels_at(64)
+    assert cut != whole  # reading 4 tokens changes some label: the test can fail
+    monkeypatch.setenv("RIRAG_ONNX", onnx)
+    monkeypatch.setattr(extractive, "OBLIGATION_MAX_TOKENS", 4)
+    onnx_classifier.cache_clear()
+    assert extractive.obligation_classifier(str(tiny_classifier), "cpu", batch_size=2)(sentences) == cut
+    onnx_classifier.cache_clear()

@@ -160,3 +160,7 @@ ONNX_ENV_VAR = "RIRAG_ONNX"
 #: MiniLM in 1.23 s at 4 against 3.20 s at 64 with ONNX Runtime, and 1.32 against 4.11 s with torch; the 16 texts of
 #: a PRA question (9 of them cut at 256 tokens) in 0.44 s at 4 against 0.56 s at 8 (2 cores; the same embeddings).
 QUESTION_BATCH_SIZE = 4
+#: Tokens of a text the answerers' obligation classifier reads (it was trained on 128; its position table allows 512).
+#: At 256, the encoder's own limit, no label changed against 512 on the 600 longest units of 1,500 PRA passages nor
+#: on 1,006 ObliQA units, and the 15 long units of a PRA question at 967k passages classify in 0.42 s against 0.83 s.
+OBLIGATION_MAX_TOKENS = 256

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Sequence
 
-from rirag.constants import QUESTION_BATCH_SIZE
+from rirag.constants import OBLIGATION_MAX_TOKENS, QUESTION_BATCH_SIZE
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, EXTRACTIVE, AnswerRequest, Draft, DraftPart
 from rirag.generation.prompts import normalise_whitespace
 from rirag.generation.render import render
@@ -60,14 +60,15 @@ def modal_cue_obligations(sentences: list[str]) -> list[bool]:
 def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, device: str | None = None,
                           batch_size: int = CLASSIFIER_BATCH_SIZE) -> ObligationFn:
     """``sentences -> [is obligation]`` with a sequence classifier, loaded (once, cached) by RePASs' loader, or on
-    the CPU with ONNX Runtime (:func:`rirag.scoring.models.onnx_classifier`: the same labels, without torch)."""
-    onnx = onnx_classifier(name_or_path, device)
+    the CPU with ONNX Runtime (:func:`rirag.scoring.models.onnx_classifier`: the same labels, without torch); each
+    text read up to :data:`~rirag.constants.OBLIGATION_MAX_TOKENS` tokens."""
+    onnx = onnx_classifier(name_or_path, device, OBLIGATION_MAX_TOKENS)
     if onnx is not None:
         return _onnx_classify(*onnx, batch_size)
     device = resolve_device(device)
     tokenizer, model = load_classifier(name_or_path, device)
     index = obligation_index(model.config)
-    max_length = max_length_of(tokenizer, model)
+    max_length = min(max_length_of(tokenizer, model), OBLIGATION_MAX_TOKENS)
 
     def classify(sentences: list[str]) -> list[bool]:
         import torch

@@ -102,12 +102,14 @@ def load_classifier(name_or_path: str, device: str = "cpu") -> tuple[Any, Any]:
 
 
 @functools.lru_cache(maxsize=8)
-def onnx_classifier(name_or_path: str, device: str | None = None) -> tuple[Any, Any, Any, list[str]] | None:
+def onnx_classifier(name_or_path: str, device: str | None = None, max_length: int | None = None
+                    ) -> tuple[Any, Any, Any, list[str]] | None:
     """(tokenizer, session, config, input names) of a local sequence-classifier folder run with ONNX Runtime
     (:mod:`rirag.onnx_inference`: no torch imported), once per (name, device); None where it does not run so
     (:func:`rirag.onnx_inference.onnx_wanted` says no, not a local folder with a ``tokenizer.json``, or the export
     fails): use :func:`load_classifier`. ``config`` has the folder's ``id2label`` and ``max_position_embeddings``;
-    ``tokenizer`` truncates at :func:`max_length_of`'s length and pads as transformers does."""
+    ``tokenizer`` truncates at :func:`max_length_of`'s length (or ``max_length`` when shorter) and pads as
+    transformers does."""
     from types import SimpleNamespace
 
     from rirag import onnx_inference as ox
@@ -123,6 +125,7 @@ def onnx_classifier(name_or_path: str, device: str | None = None) -> tuple[Any, 
                                  max_position_embeddings=raw.get("max_position_embeddings"))
         limit = max_length_of(SimpleNamespace(model_max_length=ox.model_max_length(path)),
                               SimpleNamespace(config=config))
+        limit = min(limit, max_length) if max_length else limit
         tokenizer = ox.fast_tokenizer(path, limit)
         if tokenizer is None:
             return None
