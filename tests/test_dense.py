@@ -135,3 +135,16 @@ def test_a_corpus_is_embedded_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu(
     r.batch_size = 3  # given (--option batch_size=3): used on either
     r.encode(["a"], r.passage_prefix, model=Model(device="cuda:0"))
     assert seen[-1] == 3
+
+
+def test_without_onnx_runtime_the_query_and_corpus_encoders_are_one_model(tiny_model, monkeypatch):
+    from rirag.retrieval.dense import _shared_encoder, shared_encoder
+
+    monkeypatch.setenv("RIRAG_ONNX", "off")
+    _shared_encoder.cache_clear()
+    assert shared_encoder(tiny_model, "cpu") is shared_encoder(tiny_model, "cpu", onnx=False)
+    monkeypatch.setenv("RIRAG_ONNX", "auto")
+    _shared_encoder.cache_clear()
+    assert type(shared_encoder(tiny_model, "cpu")).__name__ == "OnnxPlainEncoder"
+    assert type(shared_encoder(tiny_model, "cpu", onnx=False)).__name__ == "PlainEncoder"
+    _shared_encoder.cache_clear()

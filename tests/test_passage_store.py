@@ -220,22 +220,32 @@ def test_the_text_mappers_documents_hold_each_passage_position_in_order():
 
 
 def test_ids_are_found_by_binary_search_then_by_dict_with_the_same_rows(tiny_data_dir, monkeypatch, tmp_path):
+    import numpy as np
+
     from rirag.data import passage_store
 
     monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
     whole = _whole_read(tiny_data_dir)
     load_obliqa(tiny_data_dir)  # converts
-    passages = load_obliqa(tiny_data_dir).passages  # memory-mapped, with an order file written on first lookup
     asked = [*whole, "nope", "", "d1-p1 ", "zzzz", "0"]
-    by_search = [(pid in passages, passages[pid] if pid in passages else None) for pid in asked]
+    expected = [(pid in whole, whole.get(pid)) for pid in asked]
+
+    def lookups(table):
+        return [(pid in table, table[pid] if pid in table else None) for pid in asked]
+
+    passages = load_obliqa(tiny_data_dir).passages  # memory-mapped; the order file is written at the first lookup
+    assert [passages[pid] for pid in whole] == list(whole.values())
     order_files = list(store_dir().glob("*.order.npy"))
     assert len(order_files) == 1 and passages._rows._dict is None  # every lookup so far was a binary search
-    assert by_search == [(pid in whole, whole.get(pid)) for pid in asked]
+    assert lookups(passages) == expected and passages._rows._dict is not None  # an id not found: made sure by dict
     monkeypatch.setattr(passage_store, "LOOKUPS_BEFORE_DICT", 0)
-    again = load_obliqa(tiny_data_dir).passages
-    assert [(pid in again, again[pid] if pid in again else None) for pid in asked] == by_search
-    assert again._rows._dict is not None
-    order_files[0].write_bytes(b"not an array")  # a broken order file is sorted again, with a warning
+    assert lookups(load_obliqa(tiny_data_dir).passages) == expected
     monkeypatch.setattr(passage_store, "LOOKUPS_BEFORE_DICT", 2_000)
-    third = load_obliqa(tiny_data_dir).passages
-    assert [(pid in third, third[pid] if pid in third else None) for pid in asked] == by_search
+    n = len(whole)
+    for bad in (b"", b"not an array", np.arange(n, dtype=np.float64), np.zeros(n, dtype=np.int64),
+                np.arange(n)[::-1].copy()):  # empty, garbage, floats, not a permutation, a permutation not the order
+        if isinstance(bad, bytes):
+            order_files[0].write_bytes(bad)
+        else:
+            np.save(order_files[0], bad)
+        assert lookups(load_obliqa(tiny_data_dir).passages) == expected, bad

@@ -154,3 +154,27 @@ def test_document_names_are_kept_and_a_kept_copy_resolves_the_same(tmp_path, mon
     assert names_cache.names_path(root, load_obliqa(root).corpus) != kept[0]
     graph = ReferenceGraph(root, corpus=load_obliqa(root).corpus)
     assert graph.links("g-4") != [] and graph._resolver.alias.get("ccr") == "2"
+
+
+def test_a_title_with_a_lone_surrogate_is_kept_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(tmp_path / "cache"))
+    root = write_corpus(tmp_path / "corpus")
+    (root / "document_map.json").write_text('{"1": ["file1", "General Rulebook (GEN) \\ud800"], '
+                                            '"2": ["file2", "Conduct of Business Rulebook (COB)"], '
+                                            '"3": ["file3", "Prudential Rulebook (PRU)"]}', encoding="utf-8")
+    first = all_links(ReferenceGraph(root, corpus=load_obliqa(root).corpus), ["g-3", "c-2"])
+    assert len(list((tmp_path / "cache" / "xref").glob("*.json"))) == 1
+    assert all_links(ReferenceGraph(root, corpus=load_obliqa(root).corpus), ["g-3", "c-2"]) == first
+
+
+def test_the_names_tables_do_not_depend_on_the_hash_seed():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from rirag.xref.index import CorpusIndex\n"
+            "i = CorpusIndex((), titles={'1': 'Abc (ABC)', '2': 'Other Rulebook (ORB)'}, read=lambda d: [])\n"
+            "print(sorted(i.alias.items()), i._codes, i._titles)")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 7)}
+    assert len(outs) == 1, outs

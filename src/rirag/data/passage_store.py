@@ -132,6 +132,7 @@ def load_table(root: Path, files: Sequence[Path], read: Callable[[Path], Iterabl
             return table
         except (OSError, ValueError, pa.ArrowException) as err:
             logger.warning("ignoring corpus cache %s (%s): rebuilding it", path, err)
+            _order_file(path).unlink(missing_ok=True)  # made from the file being replaced
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,8 +165,9 @@ class _Rows:
     """Row of an id. A dict of every id costs 0.3-0.4 s at a million passages, more than a command that looks up a
     few dozen ids spends on anything else; so the first :data:`LOOKUPS_BEFORE_DICT` lookups are binary searches in
     the ids' sort order (``order_file``: computed once, about 1 s at a million, and kept beside the corpus's Arrow
-    file), and the dict is built only for a caller that looks up more. Without an order file (a corpus held in
-    memory) the dict is built at the first lookup."""
+    file), and the dict is built only for a caller that looks up more, or for the first id not found (so that an
+    order file that is not the ids' order can cost time, never a wrong answer; one that is not a permutation of the
+    rows is sorted again). Without an order file (a corpus held in memory) the dict is built at the first lookup."""
 
     def __init__(self, ids: list[str], order_file: Path | None):
         self._ids, self._order_file = ids, order_file
@@ -176,20 +178,27 @@ class _Rows:
     def _sorted(self):
         import numpy as np
 
-        path = self._order_file
+        path, n = self._order_file, len(self._ids)
         if path is not None and path.is_file():
             try:
-                order = np.load(path, mmap_mode="r")
-                if order.shape == (len(self._ids),):
-                    return order
-            except (OSError, ValueError) as err:
-                logger.warning("ignoring %s (%s): sorting the ids again", path, err)
-        order = np.array(sorted(range(len(self._ids)), key=self._ids.__getitem__), dtype=np.int64)
+                order = np.load(path, mmap_mode="r", allow_pickle=False)
+                if order.shape != (n,) or order.dtype.kind not in "iu":
+                    raise ValueError(f"{order.dtype} array of shape {order.shape}, not {n} row numbers")
+                rows = np.asarray(order, dtype=np.int64)
+                if n and not (0 <= int(rows.min()) and int(rows.max()) < n
+                              and np.bincount(rows, minlength=n).min() == 1):
+                    raise ValueError("not each row once")
+                return order
+            except Exception as err:  # noqa: BLE001 - any unreadable file (empty, truncated, other data): sorted again
+                logger.warning("ignoring %s (%s: %s): sorting the ids again", path, type(err).__name__, err)
+        order = np.array(sorted(range(n), key=self._ids.__getitem__), dtype=np.int64)
         if path is not None:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             try:
                 with open(tmp, "wb") as fh:
                     np.save(fh, order)
+                    fh.flush()
+                    os.fsync(fh.fileno())
                 os.replace(tmp, path)
             except OSError as err:
                 logger.warning("the ids' order not cached in %s: %s", path, err)
@@ -207,7 +216,10 @@ class _Rows:
                 i = bisect_left(self._order, pid, key=self._ids.__getitem__)
                 if i < len(self._order) and self._ids[self._order[i]] == pid:
                     return int(self._order[i])
-                return None
+                # not found: so it is, unless the order file was not the ids' order (a row found is always checked
+                # above; a miss is made sure of by the dict)
+                self._lookups = LOOKUPS_BEFORE_DICT
+                return self.get(pid)
         return self._dict.get(pid)
 
 

@@ -135,7 +135,7 @@ class CorpusIndex:
         spelled: dict[str, str] = {}
         exact = {norm_name(title): doc_id for doc_id, title in titles.items()}
         for doc_id, title in titles.items():
-            for name in title_aliases(title):
+            for name in sorted(title_aliases(title)):  # sorted: the spelling kept for a name is not the hash seed's
                 norm = norm_name(name)
                 if exact.get(norm, doc_id) != doc_id:
                     continue  # "Reporting" is the Reporting Part's title, not also "Reporting (CRR)" without brackets

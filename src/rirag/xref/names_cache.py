@@ -79,9 +79,10 @@ def save_names(path: Path | None, titles: Mapping[int, str], aliases: Mapping[st
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # ASCII JSON: any str round-trips, a lone surrogate of a document map included
         tmp.write_text(json.dumps({"titles": {str(k): v for k, v in titles.items()}, "aliases": dict(aliases),
-                                   "tables": dict(tables)}, ensure_ascii=False), encoding="utf-8")
+                                   "tables": dict(tables)}), encoding="ascii")
         os.replace(tmp, path)
-    except OSError as err:
+    except (OSError, ValueError) as err:
         logger.warning("document names not cached in %s: %s", path, err)
         tmp.unlink(missing_ok=True)
