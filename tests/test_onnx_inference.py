@@ -156,3 +156,20 @@ def test_the_answerers_classifier_reads_at_most_obligation_max_tokens(tiny_class
     onnx_classifier.cache_clear()
     assert extractive.obligation_classifier(str(tiny_classifier), "cpu", batch_size=2)(sentences) == cut
     onnx_classifier.cache_clear()
+
+
+@pytest.mark.parametrize("config", [{"do_lower_case": False}, {"truncation_side": "left"}])
+def test_a_tokenizer_config_that_the_file_alone_does_not_follow_is_left_to_transformers(tiny_model, tmp_path, config):
+    """transformers applies ``do_lower_case`` and ``truncation_side`` from tokenizer_config.json; tokenizer.json alone
+    does not, so such a folder runs with torch and its tokenizer."""
+    import json
+    import shutil
+
+    from rirag.onnx_inference import fast_tokenizer
+
+    assert fast_tokenizer(tiny_model, 32) is not None
+    folder = shutil.copytree(tiny_model, tmp_path / "model")
+    path = folder / "tokenizer_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+    assert fast_tokenizer(folder, 32) is None
+    assert isinstance(shared_encoder(str(folder), "cpu"), PlainEncoder)

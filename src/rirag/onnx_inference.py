@@ -144,9 +144,9 @@ def read_json(path: Path) -> dict:
 
 
 def fast_tokenizer(folder: str | os.PathLike, max_length: int | None) -> Any | None:
-    """The folder's ``tokenizer.json`` (None without one), truncating to ``max_length`` and padding to the longest
-    text of a batch with the folder's pad token, as transformers' fast tokenizer does with ``padding=True,
-    truncation=True``."""
+    """The folder's ``tokenizer.json`` (None without one, or where its config asks for what the file alone does not
+    do: :func:`_agrees`), truncating to ``max_length`` and padding to the longest text of a batch with the folder's
+    pad token, as transformers' fast tokenizer does with ``padding=True, truncation=True``."""
     folder = Path(folder)
     if not (folder / "tokenizer.json").is_file():
         return None
@@ -154,6 +154,8 @@ def fast_tokenizer(folder: str | os.PathLike, max_length: int | None) -> Any | N
 
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     config = read_json(folder / "tokenizer_config.json")
+    if not _agrees(read_json(folder / "tokenizer.json"), config):
+        return None
     pad = config.get("pad_token") or read_json(folder / "special_tokens_map.json").get("pad_token")
     if isinstance(pad, dict):
         pad = pad.get("content")
@@ -165,6 +167,17 @@ def fast_tokenizer(folder: str | os.PathLike, max_length: int | None) -> Any | N
         tokenizer.enable_truncation(max_length, strategy="longest_first")
     tokenizer.enable_padding(pad_id=pad_id, pad_token=pad, direction=config.get("padding_side", "right"))
     return tokenizer
+
+
+def _agrees(spec: dict, config: dict) -> bool:
+    """Whether ``tokenizer.json`` alone tokenises as transformers does with ``tokenizer_config.json`` beside it:
+    transformers applies the config's ``do_lower_case`` to a BERT normaliser and its ``truncation_side``; a config
+    that says otherwise than the file (or truncates on the left) is left to transformers."""
+    normalizer = spec.get("normalizer") if isinstance(spec.get("normalizer"), dict) else {}
+    if "do_lower_case" in config and normalizer.get("type") == "BertNormalizer" \
+            and bool(config["do_lower_case"]) != bool(normalizer.get("lowercase", True)):
+        return False
+    return config.get("truncation_side") in (None, "right")
 
 
 def model_max_length(folder: str | os.PathLike) -> int | None:
