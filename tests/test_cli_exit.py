@@ -33,3 +33,16 @@ def test_a_refused_ask_keeps_its_exit_status(tiny_data_dir, tmp_path):
     proc = _ask(["What records must be kept?", "--data", str(tmp_path / "missing"), "--retriever", "bm25",
                  "--generator", "extractive", "--generator-model", "modal-cues"], tiny_data_dir, tmp_path)
     assert proc.returncode == 2 and "missing" in proc.stderr
+
+
+def test_a_caller_of_main_keeps_its_process(tiny_data_dir, tmp_path):
+    """Only the program (console script, ``python -m rirag.cli``) ends at once; ``main()`` returns to its caller."""
+    code = ("import sys\nfrom rirag.cli import main\n"
+            f"sys.argv = ['rirag', 'ask', 'What records must be kept?', '--data', {str(tiny_data_dir)!r}, "
+            "'--retriever', 'bm25', '--generator', 'extractive', '--generator-model', 'modal-cues']\n"
+            "status = main()\nprint('returned', status)")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("returned 0")

@@ -45,12 +45,26 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Every expected failure is one line on stderr and exit status 2; Ctrl-C is one line and 130
     (:func:`rirag.cli.runner.run_command`); every subcommand gets this through ``args.func``."""
+    return _run(argv)[0]
+
+
+def program() -> int:
+    """The ``rirag`` program (its console script and ``python -m rirag.cli``): :func:`main` over ``sys.argv``, and
+    for a command that asks for it (``rirag ask``) the end of the process as soon as it returns
+    (:func:`exit_at_once`). A caller of :func:`main` keeps its process."""
+    status, args = _run(None)
+    if getattr(args, "exit_at_once", False):
+        exit_at_once(status)
+    return status
+
+
+def _run(argv: list[str] | None) -> tuple[int, argparse.Namespace | None]:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, or a bad option (argparse printed one line): a return code, not an exit
-        return exit_.code if isinstance(exit_.code, int) else (EXIT_OK if exit_.code is None else EXIT_USAGE)
+        return (exit_.code if isinstance(exit_.code, int) else (EXIT_OK if exit_.code is None else EXIT_USAGE)), None
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED, None
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     status = run_command(args.func, args, verbose=args.verbose)
@@ -58,9 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         # Python's final garbage collections would walk every object torch and transformers created, about 2 s of
         # CPU (measured on `rirag ask`, benchmarks/ask_latency.py) for memory the exit returns anyway
         gc.freeze()
-        if getattr(args, "exit_at_once", False):
-            exit_at_once(status)
-    return status
+    return status, args
 
 
 def exit_at_once(status: int) -> None:

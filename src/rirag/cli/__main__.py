@@ -2,7 +2,7 @@
 
 import sys
 
-from rirag.cli import main
+from rirag.cli import program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(program())
