@@ -70,32 +70,27 @@ def obligation_classifier(name_or_path: str = DEFAULT_OBLIGATION_CLASSIFIER, dev
     index = obligation_index(model.config)
     max_length = min(max_length_of(tokenizer, model), OBLIGATION_MAX_TOKENS)
 
-    def classify(sentences: list[str]) -> list[bool]:
+    def labels(batch: list[str]) -> list[bool]:
         import torch
 
-        out: list[bool] = []
-        order = _longest_first(sentences)
         with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                batch = [sentences[i] for i in order[start:start + batch_size]]
-                features = tokenizer(batch, padding=True, truncation=True, max_length=max_length,
-                                     return_tensors="pt").to(device)
-                out.extend((model(**features).logits.argmax(-1) == index).tolist())
-        return _in_order(out, order)
+            features = tokenizer(batch, padding=True, truncation=True, max_length=max_length,
+                                 return_tensors="pt").to(device)
+            return (model(**features).logits.argmax(-1) == index).tolist()
 
-    return classify
+    return lambda sentences: _longest_first_batches(sentences, batch_size, labels)
 
 
-def _longest_first(texts: list[str]) -> list[int]:
-    """Indices of ``texts``, longest first (stable), so that a batch holds texts of about one length."""
-    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-
-
-def _in_order(labels: list[bool], order: list[int]) -> list[bool]:
-    """``labels`` (of the texts in ``order``) back in the texts' own order."""
-    out = [False] * len(order)
-    for label, i in zip(labels, order):
-        out[i] = label
+def _longest_first_batches(texts: list[str], batch_size: int, labels: Callable[[list[str]], list[bool]]
+                           ) -> list[bool]:
+    """``labels`` of ``texts`` taken ``batch_size`` at a time, longest first (stable), so that a batch holds texts
+    of about one length; returned in the texts' own order."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    out = [False] * len(texts)
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        for i, label in zip(rows, labels([texts[i] for i in rows])):
+            out[i] = label
     return out
 
 
@@ -104,15 +99,10 @@ def _onnx_classify(tokenizer, session, config, inputs: list[str], batch_size: in
 
     index = obligation_index(config)
 
-    def classify(sentences: list[str]) -> list[bool]:
-        out: list[bool] = []
-        order = _longest_first(sentences)
-        for start in range(0, len(order), batch_size):
-            features = batch_inputs(tokenizer, [sentences[i] for i in order[start:start + batch_size]], inputs)
-            out.extend((session.run(None, features)[0].argmax(-1) == index).tolist())
-        return _in_order(out, order)
+    def labels(batch: list[str]) -> list[bool]:
+        return (session.run(None, batch_inputs(tokenizer, batch, inputs))[0].argmax(-1) == index).tolist()
 
-    return classify
+    return lambda sentences: _longest_first_batches(sentences, batch_size, labels)
 
 
 class ExtractiveComposer:
