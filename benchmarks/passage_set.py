@@ -5,7 +5,9 @@ Rows, each the focused answerer over the same contexts (the top 10, ``--context-
 ``focused`` (the passage gate) and ``focused --passage-set`` (the decision, with the corpus's cross-reference graph
 for its link feature and for quoting linked rules together); each of them with ``--follow-references`` (a cited
 rule's reference followed to a retrieved rule, :mod:`rirag.generation.focused.follow`); and ``focused, rirag
-filter`` (the former default: the paper's filter, then the gate). Sets:
+filter`` (the former default: the paper's filter, then the gate); ``focused --follow-references, notes quoted as notes``
+(``note_rules`` off: a passage quoted through a bare source note, "[Note: Art. 109 of the CRD]", as it was before
+:func:`rirag.generation.focused.selection.rules_for_notes`). Sets:
 
 * ``obliqa-validation``: the generation benchmark's seeded 150 leakage-free validation questions over
   ``benchmarks/runs/validation.best.trec.gz`` (never used to fit the decision);
@@ -15,7 +17,8 @@ filter`` (the former default: the paper's filter, then the gate). Sets:
   held-out figures are ``train/passage_set.py``'s folds (``benchmarks/results/passage_set.json``).
 
 Per row: gold-citation precision, recall and F1, the cite-all share beside the context-all share (its ceiling),
-passages cited and gold passages per question, words (median, p95) and words per cited passage, seconds per answer.
+passages cited and gold passages per question, words (median, p95) and words per cited passage, the share of
+answers following a link and of answers quoting a bare source note, seconds per answer.
 Twenty answers of each of PRA and ObliQA-MP, old default beside new, are written to ``--examples`` for reading.
 
 Usage:
@@ -42,7 +45,9 @@ logger = logging.getLogger(__name__)
 ROWS = {"focused, rirag filter": ("rirag", {}), "focused": ("top-k", {}),
         "focused --passage-set": ("top-k", {"passage_set": True}),
         "focused --follow-references": ("top-k", {"follow_references": True}),
-        "focused --passage-set --follow-references": ("top-k", {"passage_set": True, "follow_references": True})}
+        "focused --passage-set --follow-references": ("top-k", {"passage_set": True, "follow_references": True}),
+        "focused --follow-references, notes quoted as notes": ("top-k", {"follow_references": True,
+                                                                        "note_rules": False})}
 KEYS = ("gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",
         "context_all_share", "cited_per_answer", "gold_per_question", "words_median", "words_p95",
         "words_per_cited_passage")
@@ -97,6 +102,7 @@ def load_sets(args: PassageSetBenchArguments) -> dict:
 def answer_row(answerer, questions, gold, run, corpus, context: str) -> tuple[dict, list]:
     from rirag.generation.pipeline import answer_items, select_passages
     from rirag.scoring.answer_quality import answer_quality
+    from rirag.text.units import is_source_note
 
     items = [(qid, text, select_passages(run.get(qid, {}), corpus, EVAL_K, context, where=qid))
              for qid, text in questions]
@@ -108,6 +114,8 @@ def answer_row(answerer, questions, gold, run, corpus, context: str) -> tuple[di
     row = {"answers": len(answers), **{k: round(q[k], 4) if isinstance(q[k], float) else q[k] for k in KEYS},
            "answers_following_a_link": round(sum(bool(a.draft and a.draft.followed) for a in answers)
                                              / max(1, len(answers)), 4),
+           "answers_quoting_a_note": round(sum(any(is_source_note(p.text) for p in a.draft.parts) for a in answers
+                                               if a.draft) / max(1, len(answers)), 4),
            "seconds_per_answer": round(seconds / max(1, len(answers)), 3)}
     return row, answers
 

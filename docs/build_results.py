@@ -339,7 +339,7 @@ def render_passage_set_answers(name: str, data: dict) -> str:
     parts = [f"`{data.get('command', '')}` ({data.get('cpu_cores')} cores)."]
     columns = ["row", "gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",
                "context_all_share", "cited_per_answer", "gold_per_question", "words_median", "words_p95",
-               "words_per_cited_passage", "answers_following_a_link", "seconds_per_answer"]
+               "words_per_cited_passage", "answers_following_a_link", "answers_quoting_a_note", "seconds_per_answer"]
     for s, v in data.get("sets", {}).items():
         parts.append(f"**{s}** ({v['questions']} questions, {v['retrieval']}, graph {v['graph']})")
         parts.append(table([{"row": r, **m} for r, m in v["rows"].items()], columns))
@@ -517,6 +517,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
                                             render_passage_set_answers),
     "passage_set.json": ("The passage-set decision: ObliQA-MP validation folds (train/passage_set.py)",
                          render_generic),
+    "passage_set_pra_cv.json": ("The passage-set decision fitted on the PRA development questions (folds)",
+                                render_generic),
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
     "follow_references.json": ("Following cross-references: PRA development questions and ObliQA-MP validation",
                                render_follow_references),

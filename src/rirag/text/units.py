@@ -179,15 +179,18 @@ _CUT_POINT = re.compile(r"(?<=[.;:])\s+(?=\S)")
 ELISION = "[…]"
 
 
-def clip_unit(unit: Unit, passage: str, max_words: int) -> Unit:
+def clip_unit(unit: Unit, passage: str, max_words: int, lead_in_alone: bool = True) -> Unit:
     """``unit`` cut to at most ``max_words`` words (:attr:`Unit.clipped`): its text up to the last item or sentence
     end that fits (a verbatim prefix, offsets pointing at it in ``passage``), else its first ``max_words`` words.
-    A unit within the limit comes back as it is."""
+    A unit within the limit comes back as it is. ``lead_in_alone`` off: a cut that would leave a list's lead-in
+    without any item (ending on its colon) takes the first ``max_words`` words instead."""
     if unit.words <= max_words:
         return unit
     words_before = 0
     cut = None
     for match in _CUT_POINT.finditer(unit.text):
+        if not lead_in_alone and unit.text[:match.start()].rstrip().endswith(":"):
+            continue
         words_before = len(unit.text[:match.start()].split())
         if words_before > max_words:
             break
@@ -371,6 +374,17 @@ def answer_units(answer: str) -> list[str]:
         at = end
     pieces.append((answer or "")[at:])
     return [normalise(p) for p in pieces if p.strip()]
+
+
+#: A unit that is only a bracketed source note: "[Note: Art. 109 of the CRD]", "[Note 1: This rule corresponds to
+#: ...]" (the PRA Rulebook's 930 note lines, 19 of them a whole passage): a pointer to the law a rule implements, not a
+#: rule.
+_SOURCE_NOTE = re.compile(r"^\[\s*note(?:\s+\d+)?\s*:[^\[\]]*\]\.?$", re.IGNORECASE)
+
+
+def is_source_note(text: str) -> bool:
+    """Whether a unit is only a bracketed source note (:data:`_SOURCE_NOTE`)."""
+    return bool(_SOURCE_NOTE.match(normalise(text)))
 
 
 def is_broken_unit(text: str) -> bool:

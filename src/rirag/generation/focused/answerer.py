@@ -39,6 +39,8 @@ from rirag.generation.focused.selection import (
     drop_repeated_titles,
     focus_lists,
     prefer_named_twin,
+    quoted_bound,
+    rules_for_notes,
     within_bound,
 )
 from rirag.models import looks_local
@@ -260,8 +262,10 @@ class FocusedAnswerer:
             if self.config.focus_lists:
                 kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
                                    self.config.focus_list_margin, self.config.max_unit_words)
-            kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words,
-                                self.limits.extra_unit_words() if self.config.passage_set else None)
+            per_passage = self.limits.extra_unit_words() if self.config.passage_set else None
+            kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words, per_passage)
+            kept = self._rules_for_notes(kept, scored, passages, quoted_bound(kept, self._option("max_words"),
+                                                                              per_passage))
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
@@ -278,8 +282,28 @@ class FocusedAnswerer:
         answers = self.answer_many([r.question for r in requests], [r.passages for r in requests],
                                    [r.scores for r in requests], [r.ids for r in requests])
         if self.config.follow_references and self.references is not None:
-            answers = [self.follow(a, r) for a, r in zip(answers, requests)]
+            answers = [self._followed_notes(a, self.follow(a, r), r.passages) for a, r in zip(answers, requests)]
         return [a.draft for a in answers]
+
+    def _rules_for_notes(self, kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passages: Sequence[str],
+                         bound: float) -> list[ScoredUnit]:
+        """``kept`` with each bare source note quoted through its passage's rule (``note_rules``;
+        :func:`~rirag.generation.focused.selection.rules_for_notes`) within ``bound`` words."""
+        if not self.config.note_rules:
+            return kept
+        cap = self.config.max_unit_words
+        return rules_for_notes(kept, scored, passages, bound, cap, min(cap, self.limits.extra_unit_words()))
+
+    def _followed_notes(self, before: FocusedAnswer, after: FocusedAnswer, passages: Sequence[str]) -> FocusedAnswer:
+        """``after`` (``before`` with references followed) with a followed unit that is a bare source note quoted
+        through its rule, within the bound following grew (``extra_unit_words`` for each passage followed)."""
+        new = len(after.followed) - len(before.followed)
+        if after is before or not new:
+            return after
+        per_passage = self.limits.extra_unit_words() if self.config.passage_set else None
+        bound = quoted_bound(before.kept, self._option("max_words"), per_passage) + new * self.limits.extra_unit_words()
+        kept = self._rules_for_notes(after.kept, after.scored, passages, bound)
+        return after if kept is after.kept else replace(after, kept=kept)
 
     # -- following cross-references (rirag.generation.focused.follow) -------------------------------------------
     #: The corpus's reference graph and passage texts by id (:meth:`attach_references`); None: nothing followed.

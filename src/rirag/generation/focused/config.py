@@ -83,6 +83,10 @@ class FocusedConfig:
     cite_duplicates: bool = field(default=True, metadata={
         "help": "Cite every passage holding a near-duplicate of a kept unit (the same rule in two rulebooks) "
                 "together with it, in one sentence: '... [2][4].'"})
+    note_rules: bool = field(default=True, metadata={
+        "help": "A kept unit that is only a source note ('[Note: Art. 109 of the CRD]') is quoted through its "
+                "passage's rule instead, cut to the words the bound leaves "
+                "(rirag.generation.focused.selection.rules_for_notes); the passages cited are unchanged."})
     # -- following cross-references (rirag.generation.focused.follow; needs the passages' ids and a reference graph) --
     follow_references: bool = field(default=False, metadata={
         "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that rule is among "

@@ -2,7 +2,7 @@
 the options resolved against the frozen scorer's (:class:`Limits`), and what is done to the kept units before they
 are written: a named twin quoted instead of its near-duplicate (:func:`prefer_named_twin`), repeated titles dropped
 (:func:`drop_repeated_titles`), long lists focused on their items (:func:`focus_lists`) and the length bound
-(:func:`within_bound`)."""
+(:func:`within_bound`), and a source note quoted through its passage's rule (:func:`rules_for_notes`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rirag.generation.focused.config import FocusedConfig
 from rirag.generation.focused.scorer import EncodeFn, ScoredUnit
 from rirag.text.lines import normalise
 from rirag.text.lists import focus_items, list_items
-from rirag.text.units import clip_unit, is_broken_unit, leading_title, without_title
+from rirag.text.units import clip_unit, is_broken_unit, is_source_note, leading_title, without_title
 
 
 @dataclass(frozen=True)
@@ -278,3 +278,55 @@ def within_bound(kept: list[ScoredUnit], passages: Sequence[str], max_words: flo
         out.append(k)
         words += k.unit.words
     return out
+
+
+def quoted_bound(kept: Sequence[ScoredUnit], max_words: float, per_passage: int | None = None) -> float:
+    """The bound :func:`within_bound` holds ``kept`` to (:func:`word_bound`: its first unit's length, and with
+    ``per_passage`` its passages after the first)."""
+    if not kept:
+        return max_words
+    first = kept[0].unit.passage
+    others = len({k.unit.passage for k in kept} - {first}) if per_passage else 0
+    return word_bound(max_words, kept[0].unit.words, per_passage or 0, others)
+
+
+#: A source note is quoted through its passage's rule only when at least this many words of the rule fit: a
+#: shorter cut says less than the note's pointer does.
+NOTE_RULE_MIN_WORDS = 20
+
+
+def rules_for_notes(kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passages: Sequence[str], bound: float,
+                    first_cap: int, other_cap: int) -> list[ScoredUnit]:
+    """Each kept unit that is only a source note (:func:`rirag.text.units.is_source_note`: "[Note: Art. 109 of the
+    CRD]") quoted through its passage's rule instead: the passage's best-scoring unit that is no note and no broken
+    lead-in, cut (:func:`rirag.text.units.clip_unit`; never to a list's lead-in alone, which says no more than the
+    note) to the words the answer's ``bound`` leaves and to the cap on the unit (``first_cap`` for the first unit,
+    ``other_cap`` for the others). A note is the unit that fits when
+    its passage's rule is a long list; quoted alone it is a pointer, not an answer.
+
+    The passages cited are unchanged: a note whose passage another kept unit quotes through its rule is dropped
+    (unless it cites near-duplicates of its own); a note is kept as it is where its passage has no rule, where it
+    carries an inline marker, or where fewer than :data:`NOTE_RULE_MIN_WORDS` words of the rule fit."""
+    if not any(is_source_note(k.unit.text) for k in kept):
+        return kept
+    out: list[ScoredUnit | None] = list(kept)
+    words = sum(k.unit.words for k in kept)
+    for i, k in enumerate(kept):
+        p = k.unit.passage
+        if not is_source_note(k.unit.text) or k.inline or p >= len(passages):
+            continue
+        if any(o is not None and j != i and o.unit.passage == p and not is_source_note(o.unit.text)
+               for j, o in enumerate(out)):  # its passage is quoted through its rule already
+            if not k.also:
+                out[i] = None
+                words -= k.unit.words
+            continue
+        rule = max((s for s in scored if s.unit.passage == p and not is_source_note(s.unit.text)
+                    and not is_broken_unit(s.unit.text)), key=lambda s: s.score, default=None)
+        room = int(min(first_cap if i == 0 else other_cap, bound - (words - k.unit.words)))
+        if rule is None or room < NOTE_RULE_MIN_WORDS:
+            continue
+        unit = clip_unit(rule.unit, passages[p], room, lead_in_alone=False)  # a lead-in alone says no more
+        out[i] = replace(rule, unit=unit, also=k.also, inline=())
+        words += unit.words - k.unit.words
+    return [k for k in out if k is not None]
