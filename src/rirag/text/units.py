@@ -175,6 +175,8 @@ def without_title(unit: Unit, passage: str, title: str) -> Unit:
 
 #: Where a clipped unit may end: after a list item's or a sentence's closing punctuation, before the next one.
 _CUT_POINT = re.compile(r"(?<=[.;:])\s+(?=\S)")
+#: List labels a word cut may end on: "(a)", "b)", "(iv)", "(2)" (one or more, at the end).
+_TRAILING_LABEL = re.compile(r"(?:\s+\(?(?:[a-z]{1,3}|[ivxlc]+|\d+(?:\.\d+)*)\))+$", re.IGNORECASE)
 #: What a clipped quote ends with, so that nobody reads a cut list as the whole rule.
 ELISION = "[…]"
 
@@ -183,7 +185,8 @@ def clip_unit(unit: Unit, passage: str, max_words: int, lead_in_alone: bool = Tr
     """``unit`` cut to at most ``max_words`` words (:attr:`Unit.clipped`): its text up to the last item or sentence
     end that fits (a verbatim prefix, offsets pointing at it in ``passage``), else its first ``max_words`` words.
     A unit within the limit comes back as it is. ``lead_in_alone`` off: a cut that would leave a list's lead-in
-    without any item (ending on its colon) takes the first ``max_words`` words instead."""
+    without any item (ending on its colon) takes the first ``max_words`` words instead, less a bare list label they
+    would end on ("... include: (a)"); where no more than the lead-in fits, the cut still ends on its colon."""
     if unit.words <= max_words:
         return unit
     words_before = 0
@@ -197,6 +200,8 @@ def clip_unit(unit: Unit, passage: str, max_words: int, lead_in_alone: bool = Tr
         if words_before >= MIN_UNIT_WORDS:
             cut = match.start()
     text = unit.text[:cut] if cut is not None else " ".join(unit.text.split()[:max_words])
+    if cut is None and not lead_in_alone:
+        text = _TRAILING_LABEL.sub("", text)
     found = locate(passage, text, unit.start)
     start, end = found if found else (unit.start, unit.start + len(text))
     return replace(unit, text=text, start=start, end=end, clipped=True)
@@ -377,14 +382,21 @@ def answer_units(answer: str) -> list[str]:
 
 
 #: A unit that is only a bracketed source note: "[Note: Art. 109 of the CRD]", "[Note 1: This rule corresponds to
-#: ...]" (the PRA Rulebook's 930 note lines, 19 of them a whole passage): a pointer to the law a rule implements, not a
-#: rule.
-_SOURCE_NOTE = re.compile(r"^\[\s*note(?:\s+\d+)?\s*:[^\[\]]*\]\.?$", re.IGNORECASE)
+#: ...]", "[Note Art 79(d) of the CRD]" (the PRA Rulebook has about 930 note lines, 19 of them a whole passage): a
+#: pointer to the law a rule implements, not a rule.
+_SOURCE_NOTE = re.compile(r"^\[\s*notes?\b(?:\s+\d+)?\s*:?[^\[\]]*\]\.?$", re.IGNORECASE)
+#: The first and the last sentences of a note of several sentences, split apart ("[Note: Rule 1.3 corresponds to
+#: ... CRR." / "The second subparagraph ... contains transitional provisions]"; 5 and 4 such units in the PRA
+#: Rulebook, none in ObliQA).
+_NOTE_OPENING = re.compile(r"^\[\s*notes?\b[^\[\]]*$", re.IGNORECASE)
+_NOTE_CLOSING = re.compile(r"^[^\[\]]*\]\.?$")
 
 
 def is_source_note(text: str) -> bool:
-    """Whether a unit is only a bracketed source note (:data:`_SOURCE_NOTE`)."""
-    return bool(_SOURCE_NOTE.match(normalise(text)))
+    """Whether a unit is only a bracketed source note (:data:`_SOURCE_NOTE`), or the opening or closing sentence of
+    one split into sentences."""
+    text = normalise(text)
+    return bool(_SOURCE_NOTE.match(text) or _NOTE_OPENING.match(text) or _NOTE_CLOSING.match(text))
 
 
 def is_broken_unit(text: str) -> bool:

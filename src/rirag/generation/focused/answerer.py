@@ -297,8 +297,8 @@ class FocusedAnswerer:
     def _followed_notes(self, before: FocusedAnswer, after: FocusedAnswer, passages: Sequence[str]) -> FocusedAnswer:
         """``after`` (``before`` with references followed) with a followed unit that is a bare source note quoted
         through its rule, within the bound following grew (``extra_unit_words`` for each passage followed)."""
-        new = len(after.followed) - len(before.followed)
-        if after is before or not new:
+        new = len(after.kept) - len(before.kept)  # following only adds units, one a passage followed
+        if after is before or new <= 0:
             return after
         per_passage = self.limits.extra_unit_words() if self.config.passage_set else None
         bound = quoted_bound(before.kept, self._option("max_words"), per_passage) + new * self.limits.extra_unit_words()

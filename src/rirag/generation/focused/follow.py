@@ -41,7 +41,7 @@ from typing import Mapping, Protocol, Sequence
 from rirag.generation.focused.answer import Added, FocusedAnswer, Followed
 from rirag.generation.focused.config import FocusedConfig
 from rirag.generation.focused.scorer import ScoredUnit
-from rirag.generation.focused.selection import Limits, word_bound
+from rirag.generation.focused.selection import Limits, near_duplicates, word_bound
 from rirag.text.units import Unit, is_broken_unit
 from rirag.xref.graph import Link, ReferenceGraph
 
@@ -98,12 +98,13 @@ def follow(answerer: UnitScorer, answer: FocusedAnswer, passages: Sequence[str],
     if not answer.kept or len(ids) != len(passages):
         return answer
     follower = _Follower(answerer, answer, passages, ids, scores, corpus)
-    for k in answer.kept:
-        follower.follow_from(k, graph.links(ids[k.unit.passage]))
+    for n, k in enumerate(answer.kept):
+        follower.follow_from(n, k, graph.links(ids[k.unit.passage]))
     if not follower.followed:
         return answer
     # its text is rendered from the kept units
-    return replace(answer, kept=follower.kept, followed=follower.followed, added=follower.added)
+    # the joins of cited rules recorded before (connect_linked) stay recorded
+    return replace(answer, kept=follower.kept, followed=[*answer.followed, *follower.followed], added=follower.added)
 
 
 def connect_linked(answer: FocusedAnswer, passages: Sequence[str], ids: Sequence[str],
@@ -151,10 +152,17 @@ class _Follower:
         self.added: list[Added] = []
         self.followed: list[Followed] = []
         self.kept: list[ScoredUnit] = []
+        #: Passage numbers a later kept unit (by its place in the answer) cites besides its own: a followed rule that
+        #: it states already.
+        self.pending: dict[int, tuple[int, ...]] = {}
 
-    def follow_from(self, k: ScoredUnit, links: Sequence[Link]) -> None:
-        """Keep ``k``, then the best unit of each of its passage's ``links`` that bears on the question."""
+    def follow_from(self, n: int, k: ScoredUnit, links: Sequence[Link]) -> None:
+        """Keep ``k`` (the answer's ``n``-th unit), then the best unit of each of its passage's ``links`` that bears
+        on the question; a followed rule that a kept unit states already (the same rule in another passage,
+        :func:`~rirag.generation.focused.selection.near_duplicates`) is cited with that unit, not quoted again."""
         source = len(self.kept)  # where the citing unit is in ``kept`` (its inline markers are added there)
+        if n in self.pending:
+            k = replace(k, also=(*k.also, *self.pending.pop(n)))
         self.kept.append(k)
         for link in links:
             best, targets = self._best_target(k, link)
@@ -163,13 +171,30 @@ class _Follower:
             tid = targets[best.unit.passage - len(self.passages)] if best.unit.passage >= len(self.passages) \
                 else self.ids[best.unit.passage]
             target = self._number(tid)
-            self.kept.append(replace(best, unit=replace(best.unit, passage=target), also=(), inline=()))
+            kept_twin, later_twin = self._twin(best, n)
+            if kept_twin is not None:
+                self.kept[kept_twin] = replace(self.kept[kept_twin], also=(*self.kept[kept_twin].also, target + 1))
+            elif later_twin is not None:  # a unit of the answer not reached yet
+                self.pending[later_twin] = (*self.pending.get(later_twin, ()), target + 1)
+            else:
+                self.kept.append(replace(best, unit=replace(best.unit, passage=target), also=(), inline=()))
+                self.words += best.unit.words
             offset = inline_offset(k.unit, self.passages[k.unit.passage], link)
             if offset is not None:  # the followed passage's marker right after the reference, in the citing unit
                 self.kept[source] = replace(self.kept[source], inline=(*self.kept[source].inline, (offset, target)))
             self.cited.add(target)
-            self.words += best.unit.words
             self.followed.append(Followed(k.unit.passage + 1, link.surface, target + 1, tid))
+
+    def _twin(self, unit: ScoredUnit, n: int) -> tuple[int | None, int | None]:
+        """A unit stating what ``unit`` states: (its index in ``kept`` so far, None) or (None, its place among the
+        answer's units after the ``n``-th, still to come); (None, None) where none does."""
+        def same(other: ScoredUnit) -> bool:
+            return near_duplicates(other.unit.text, unit.unit.text, self.cfg.dedup_min_ratio)
+
+        kept = next((i for i, other in enumerate(self.kept) if same(other)), None)
+        if kept is not None:
+            return kept, None
+        return None, next((j for j in range(n + 1, len(self.answer.kept)) if same(self.answer.kept[j])), None)
 
     def _best_target(self, k: ScoredUnit, link: Link) -> tuple[ScoredUnit | None, list[str]]:
         """The best unit ``link`` leads to that fits and clears the threshold (``None``: not followed), and the

@@ -54,6 +54,17 @@ class Limits:
         return int(value) if value is not None else 1 << 30
 
 
+def near_duplicates(a: str, b: str, min_ratio: float) -> bool:
+    """Whether two units state the same thing: their rapidfuzz ratio is at least ``min_ratio``
+    (``FocusedConfig.dedup_min_ratio``). Source notes never do: "[Note: Art. 74(4) of the Solvency II Directive]"
+    closes several rules that implement one article, and two passages sharing a note share no rule."""
+    from rapidfuzz import fuzz
+
+    if is_source_note(a) or is_source_note(b):
+        return False
+    return fuzz.ratio(a, b) >= min_ratio
+
+
 #: The passage-set decision as the selection calls it: (the usable units, the lead passage) -> the passages to cite,
 #: the lead first (:func:`rirag.generation.focused.passage_set.decide`).
 PassageSetFn = Callable[[Sequence[ScoredUnit], int], Sequence[int]]
@@ -117,9 +128,7 @@ class Selection:
         return self._fill(lead, [s for s in ranked if s.unit.passage in cited])
 
     def _near(self, a: ScoredUnit, b: ScoredUnit) -> bool:
-        from rapidfuzz import fuzz
-
-        return fuzz.ratio(a.unit.text, b.unit.text) >= self.config.dedup_min_ratio
+        return near_duplicates(a.unit.text, b.unit.text, self.config.dedup_min_ratio)
 
     def _duplicate(self, unit: ScoredUnit, kept: list[ScoredUnit]) -> bool:
         """Whether ``unit`` repeats a kept unit, or its passage is cited already as one's near-duplicate."""
@@ -200,6 +209,9 @@ def drop_repeated_titles(kept: list[ScoredUnit], passages: Sequence[str],
     seen: set[str] = set()
     out = []
     for k in kept:
+        if is_source_note(k.unit.text):  # "[Note: Art. 109 ...]" opens with no title, though "Art." ends like one
+            out.append(k)
+            continue
         title = leading_title(k.unit.text, split)
         key = " ".join(title.lower().split())
         if title and key in seen and k.unit.passage < len(passages):
@@ -305,28 +317,35 @@ def rules_for_notes(kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passag
     its passage's rule is a long list; quoted alone it is a pointer, not an answer.
 
     The passages cited are unchanged: a note whose passage another kept unit quotes through its rule is dropped
-    (unless it cites near-duplicates of its own); a note is kept as it is where its passage has no rule, where it
-    carries an inline marker, or where fewer than :data:`NOTE_RULE_MIN_WORDS` words of the rule fit."""
+    (that unit takes the note's place when the note came first, so the first passage stays first); a note is kept
+    as it is where it cites near-duplicates (other passages' notes: the rule is not theirs), where it carries an
+    inline marker, where its passage has no rule, or where neither the whole rule nor
+    :data:`NOTE_RULE_MIN_WORDS` of its words fit, or the cut would be its lead-in alone."""
     if not any(is_source_note(k.unit.text) for k in kept):
         return kept
     out: list[ScoredUnit | None] = list(kept)
     words = sum(k.unit.words for k in kept)
     for i, k in enumerate(kept):
         p = k.unit.passage
-        if not is_source_note(k.unit.text) or k.inline or p >= len(passages):
+        if not is_source_note(k.unit.text) or k.inline or k.also or p >= len(passages):
             continue
-        if any(o is not None and j != i and o.unit.passage == p and not is_source_note(o.unit.text)
-               for j, o in enumerate(out)):  # its passage is quoted through its rule already
-            if not k.also:
+        quoted = next((j for j, o in enumerate(out) if o is not None and j != i and o.unit.passage == p
+                       and not is_source_note(o.unit.text)), None)
+        if quoted is not None:  # its passage is quoted through its rule already
+            if i == 0:
+                out[0], out[quoted] = out[quoted], None
+            else:
                 out[i] = None
-                words -= k.unit.words
+            words -= k.unit.words
             continue
         rule = max((s for s in scored if s.unit.passage == p and not is_source_note(s.unit.text)
                     and not is_broken_unit(s.unit.text)), key=lambda s: s.score, default=None)
         room = int(min(first_cap if i == 0 else other_cap, bound - (words - k.unit.words)))
-        if rule is None or room < NOTE_RULE_MIN_WORDS:
+        if rule is None or room < min(NOTE_RULE_MIN_WORDS, rule.unit.words):
             continue
-        unit = clip_unit(rule.unit, passages[p], room, lead_in_alone=False)  # a lead-in alone says no more
-        out[i] = replace(rule, unit=unit, also=k.also, inline=())
+        unit = clip_unit(rule.unit, passages[p], room, lead_in_alone=False)
+        if unit.text.rstrip().endswith(":"):  # only the lead-in fits: it says no more than the note
+            continue
+        out[i] = replace(rule, unit=unit, inline=())
         words += unit.words - k.unit.words
     return [k for k in out if k is not None]
