@@ -215,7 +215,7 @@ def test_a_followed_rule_that_the_answer_states_already_is_cited_there_not_quote
     rule = "A firm must reconcile its client money ledgers with the bank statements every business day."
     texts = {"p1": ("9.5.1", "An Authorised Person must notify the Regulator in writing of any breach of its client "
                              "money requirements, subject to Rule 9.5.3."),
-             "p2": ("8.2.1", rule), "p3": ("9.5.3", rule.replace("A firm", "An Authorised Person"))}
+             "p2": ("8.2.1", rule), "p3": ("9.5.3", rule.replace("business day", "Business Day"))}
     graph = ReferenceGraph(passages=[xref_records.Passage(pid, "1", "General Rulebook (GEN)", n, t)
                                      for pid, (n, t) in texts.items()])
     answerer = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda ts: [True] * len(ts),

@@ -36,6 +36,7 @@ from rirag.generation.focused.selection import (
     Limits,
     PassageSetFn,
     Selection,
+    drop_contrasted,
     drop_repeated_titles,
     focus_lists,
     prefer_named_twin,
@@ -258,6 +259,7 @@ class FocusedAnswerer:
             chooser = self.passage_set(question, passages, scored, x, linked, self.context_labels(item_ids)) \
                 if self.config.passage_set else None
             kept = prefer_named_twin(question, self.select(scored, chooser), scored, self.config.dedup_min_ratio)
+            kept = drop_contrasted(question, kept, self.config.dedup_min_ratio)
             kept = drop_repeated_titles(kept, passages, self._split)
             if self.config.focus_lists:
                 kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,

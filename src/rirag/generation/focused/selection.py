@@ -1,6 +1,7 @@
 """Which units a focused answer keeps (:class:`Selection`, steps 4 and 5 of :mod:`rirag.generation.focused`), with
 the options resolved against the frozen scorer's (:class:`Limits`), and what is done to the kept units before they
-are written: a named twin quoted instead of its near-duplicate (:func:`prefer_named_twin`), repeated titles dropped
+are written: a named twin quoted instead of its near-duplicate (:func:`prefer_named_twin`), a variant of a kept
+unit in a term the question tells apart dropped (:func:`drop_contrasted`), repeated titles dropped
 (:func:`drop_repeated_titles`), long lists focused on their items (:func:`focus_lists`) and the length bound
 (:func:`within_bound`), and a source note quoted through its passage's rule (:func:`rules_for_notes`)."""
 
@@ -54,15 +55,75 @@ class Limits:
         return int(value) if value is not None else 1 << 30
 
 
+#: A list label in the middle of a unit ("(a)", "(iv)", "(C)", "b)"): copies of one rule label their items differently.
+_INLINE_LABEL = re.compile(r"\((?:[a-z]|[ivxlc]{1,6})\)|(?<![\w(])[a-z]\)", re.IGNORECASE)
+#: A word or a number of a unit, as :func:`differing_terms` compares them.
+_TERM = re.compile(r"[^\W\d_]+|\d+")
+#: Words whose absence changes no statement ("a Fund" / "the Fund").
+_FILLER = frozenset({"a", "an", "the"})
+#: Numbers written as words, read as digits ("six years" / "6 years").
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split())}
+
+
+def _terms(text: str) -> set[str]:
+    """The words and numbers of ``text``, lower-cased and singular ("Activities" -> "activity"), without its list
+    labels and rule numbers (:data:`_RULE_NUMBER`) and without :data:`_FILLER`; numbers to twenty read as digits."""
+    text = _INLINE_LABEL.sub(" ", _RULE_NUMBER.sub(" ", text))
+    terms = set()
+    for word in _TERM.findall(text.lower()):
+        if word.endswith("ies") and len(word) > 4:
+            word = word[:-3] + "y"
+        elif word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+            word = word[:-1]
+        terms.add(_NUMBER_WORDS.get(word, word))
+    return terms - _FILLER
+
+
+def differing_terms(a: str, b: str) -> set[str]:
+    """The words and numbers one unit has and the other lacks (:func:`_terms`): what makes two nearly equal
+    sentences two rules ("Links to EBA Guidelines ..." / "Links to ESMA Guidelines ...", "an Insurer" / "a Captive
+    Insurer", "reinsurance risk" / "credit quality risk"). Rule numbers are not among them: the same rule in two
+    rulebooks is numbered differently ("under Rule 20.2.5" / "under Rule 20.3.5")."""
+    return _terms(a) ^ _terms(b)
+
+
 def near_duplicates(a: str, b: str, min_ratio: float) -> bool:
     """Whether two units state the same thing: their rapidfuzz ratio is at least ``min_ratio``
-    (``FocusedConfig.dedup_min_ratio``). Source notes never do: "[Note: Art. 74(4) of the Solvency II Directive]"
-    closes several rules that implement one article, and two passages sharing a note share no rule."""
+    (``FocusedConfig.dedup_min_ratio``) and neither has a word the other lacks (:func:`differing_terms`; a ratio
+    alone joined "Links to EIOPA Guidelines ..." and "Links to ESMA Guidelines ..." as one sentence). Source notes
+    never do: "[Note: Art. 74(4) of the Solvency II Directive]" closes several rules that implement one article, and
+    two passages sharing a note share no rule."""
     from rapidfuzz import fuzz
 
     if is_source_note(a) or is_source_note(b):
         return False
-    return fuzz.ratio(a, b) >= min_ratio
+    return fuzz.ratio(a, b) >= min_ratio and not differing_terms(a, b)
+
+
+def drop_contrasted(question: str, kept: list[ScoredUnit], min_ratio: float) -> list[ScoredUnit]:
+    """Kept units less one whose sentence an earlier kept unit repeats (rapidfuzz ratio at least ``min_ratio``) but
+    for terms the question tells apart (:func:`differing_terms`): the question names a term only the earlier unit
+    has and none only this one has. Asked about "EIOPA Guidelines", the answer quoting "Links to EIOPA Guidelines
+    ..." does not go on to quote "Links to EBA Guidelines ..."; a variant adding a term the question does not name
+    ("a Captive Insurer" beside "an Insurer") is kept, for the question tells nothing apart there. Source notes are
+    never dropped (two notes naming neighbouring articles close two rules; :func:`rules_for_notes` quotes them)."""
+    from rapidfuzz import fuzz
+
+    asked = _terms(question)
+
+    def told_apart(earlier: ScoredUnit, k: ScoredUnit) -> bool:
+        if is_source_note(earlier.unit.text) or fuzz.ratio(earlier.unit.text, k.unit.text) < min_ratio:
+            return False
+        theirs, mine = _terms(earlier.unit.text), _terms(k.unit.text)
+        return bool(asked & (theirs - mine)) and not asked & (mine - theirs)
+
+    out: list[ScoredUnit] = []
+    for k in kept:
+        if is_source_note(k.unit.text) or not any(told_apart(o, k) for o in out):
+            out.append(k)
+    return out
 
 
 #: The passage-set decision as the selection calls it: (the usable units, the lead passage) -> the passages to cite,
@@ -182,8 +243,6 @@ def prefer_named_twin(question: str, kept: list[ScoredUnit], scored: Sequence[Sc
     differently) is quoted from the twin whose text names a rule number the question names, when its own text names
     none: asked about "Rule 20.2.5", the answer quotes the rulebook saying 20.2.5, not its twin saying 20.3.5. The
     citation numbers stay the same; the quoted passage's comes first."""
-    from rapidfuzz import fuzz
-
     named = rule_numbers(question)
     if not named:
         return kept
@@ -193,7 +252,7 @@ def prefer_named_twin(question: str, kept: list[ScoredUnit], scored: Sequence[Sc
             out.append(k)
             continue
         twin = max((s for s in scored if s.number in k.also and rule_numbers(s.unit.text) & named
-                    and fuzz.ratio(s.unit.text, k.unit.text) >= min_ratio),
+                    and near_duplicates(s.unit.text, k.unit.text, min_ratio)),
                    key=lambda s: s.score, default=None)
         out.append(k if twin is None else
                    replace(twin, also=tuple(n for n in k.numbers if n != twin.number)))
