@@ -203,3 +203,36 @@ def test_data_xref_command_writes_the_graph_beside_the_corpus(tmp_path):
     assert main(["data", "xref", "--data", str(root)]) == 0
     rows = [json.loads(line) for line in (root / "xref" / GRAPH_FILE).read_text().splitlines()]
     assert [(r["source_id"], r["targets"]) for r in rows] == [("x2", ["x1"])]
+
+
+def test_footnote_marks_resolve_to_the_pages_footnote_and_numbers_that_are_not_marks_do_not():
+    """A superscript mark the ingested text keeps as a word ("Combined Code 5 as appropriate") points to the page's
+    passage numbered "footnote 5"; a rule row's footnotes follow it, so a mark used twice in a page resolves to the
+    next footnote so marked. Numbers after a word that numbers them, before a unit, in a list of numbers or in a
+    table row are not marks."""
+    ss = "SS1/20 Corporate governance"
+    passages = [Passage(*r) for r in [
+        ("s1", "ss", ss, "1.1", "Societies should have regard to the UK Corporate Governance Code 4 or the Combined "
+                                "Code 5 as appropriate. They should notify the PRA. 6"),
+        ("s2", "ss", ss, "1.2", "Firms hold Tier 2 capital for 5 years under Chapter 3; see Annexes 1 and 2, and "
+                                "Category 4 firms.\nRisk | Weight 5 | 12%"),
+        ("f4", "ss", ss, "footnote 4", "4. The UK Corporate Governance Code, published by the FRC."),
+        ("f5", "ss", ss, "footnote 5", "5. The Combined Code on Corporate Governance."),
+        ("f6", "ss", ss, "footnote 6", "6. June 2018: www.bankofengland.co.uk."),
+        ("r1", "rb", "Rulebook Part", "2.1", "A firm must keep records 1 of its decisions."),
+        ("rf1", "rb", "Rulebook Part", "footnote 1", "1. Records include electronic records."),
+        ("r2", "rb", "Rulebook Part", "2.2", "A firm must report changes 1 promptly."),
+        ("rf2", "rb", "Rulebook Part", "footnote 1", "1. Changes of control only."),
+        ("o1", "other", "Other", "3.1", "The firm must wait 5 days."),
+    ]]
+    resolver = Resolver(passages)
+    by_id = {p.id: p for p in passages}
+    marks = {r.surface: r.targets for r in resolver.references(by_id["s1"]) if r.kind == "footnote"}
+    assert marks == {"4": ("f4",), "5": ("f5",), "6": ("f6",)}
+    assert [r for r in resolver.references(by_id["s2"]) if r.kind == "footnote"] == []
+    assert [r.targets for r in resolver.references(by_id["r1"]) if r.kind == "footnote"] == [("rf1",)]
+    assert [r.targets for r in resolver.references(by_id["r2"]) if r.kind == "footnote"] == [("rf2",)]
+    assert [r for r in resolver.references(by_id["f5"])] == []  # a footnote never marks itself
+    assert [r for r in resolver.references(by_id["o1"])] == []  # no footnotes in the page: no marks
+    assert resolver.lookup("ss", "footnote", "5") == ("f5",)
+    assert resolver.lookup("rb", "footnote", "1") == ("rf1", "rf2")

@@ -32,9 +32,13 @@ class _Doc:
     by_main: dict[tuple[str | None, str], list[_Entry]] = field(default_factory=lambda: defaultdict(list))
     containers: set[str] = field(default_factory=set)
     order: dict[str, int] = field(default_factory=dict)
+    #: An ingested footnote's mark -> the places (in ``entries``) of the passages numbered "footnote <mark>".
+    footnotes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
     def add(self, entry: _Entry) -> None:
         self.order[entry.id] = len(self.entries)
+        if entry.number.containers[:1] and entry.number.containers[0][0] == "footnote" and entry.nonempty:
+            self.footnotes[entry.number.containers[0][1]].append(len(self.entries))
         self.entries.append(entry)
         self.by_main[(entry.number.container("schedule"), entry.number.main)].append(entry)
         self.containers.update(k for k, _ in entry.number.containers)
@@ -187,6 +191,19 @@ class CorpusIndex:
                              own.main + "".join(f"({p})" for p in own.paras) + label, (passage.id,))
         return None
 
+    def _footnote(self, passage: Passage, start: int, end: int, mark: str) -> Reference | None:
+        """The footnote of the citing passage's document that mark ``mark`` points to: the first passage numbered
+        "footnote <mark>" at or after the citing one (a rule row's footnotes follow it; a statement numbers its
+        footnotes once), else the last before it; None where the document has no such footnote."""
+        doc = self.docs[passage.document_id]
+        places = doc.footnotes.get(mark) if doc.footnotes else None
+        if not places:
+            return None
+        here = doc.order[passage.id]
+        place = next((i for i in places if i >= here), places[-1])
+        return Reference(passage.id, start, end, passage.text[start:end], "footnote", passage.document_id,
+                         f"footnote {mark}", (doc.entries[place].id,))
+
     def _number(self, passage: Passage, start: int, end: int, kind: str, doc_id: str, main: str,
                 paras: tuple[str, ...], quals: dict, under: bool) -> Reference:
         text = passage.text
@@ -266,10 +283,13 @@ class CorpusIndex:
     def lookup(self, document_id: str, kind: str, number: str, schedule: str | None = None) -> tuple[str, ...]:
         """The passage ids a provision resolves to under the resolution rule: ``kind`` is "rule" (any numbered
         provision: "9.5.2(1)", "A6.3", "273(1)"), "chapter", "part", "schedule", "appendix", "range"
-        ("6.1.1-6.1.4") or "chapters" (a comma-separated list). Used to expand labelled references."""
+        ("6.1.1-6.1.4"), "chapters" (a comma-separated list) or "footnote" (the document's footnotes of that mark).
+        Used to expand labelled references."""
         doc = self.docs.get(document_id)
         if doc is None:
             return ()
+        if kind == "footnote":
+            return tuple(doc.entries[i].id for i in doc.footnotes.get(number, ()))
         if kind in ("range", "chapters"):
             sub = "rule" if kind == "range" else "chapter"
             parts = [self.lookup(document_id, sub, n, schedule) for n in re.split(r"[-,]", number)]

@@ -15,9 +15,10 @@ Forms found: "Rule 9.5.2", "Rules 9.5.2 and 9.5.3", "Rules 6.1.1 to 6.1.4", "GEN
 "MKT Rule 3.3.1(1)(b)", "PIN Chapter 4", "section 61 of FSMR", "paragraph 4 of Schedule 1", "Chapter 9",
 "App 2", "Part 6", relative "paragraph (2)" / "subsection (7)" / "subject to (2)" / "point (a) of this
 paragraph", PRA "Article 277(3)", "paragraph 2 of this Article", "Chapter 4 of this Part", bare "2.1" or
-"2.1 to 2.3", "Matching Adjustment 4.3", "2.2 of the Conditions Governing Business Part". References to other
-instruments ("section 55J of the Act", "Article 206 of the CRR", "SUP 15.3.22D", "Art. 77a of the Solvency II
-Directive") are found and kept unresolved.
+"2.1 to 2.3", "Matching Adjustment 4.3", "2.2 of the Conditions Governing Business Part", and a footnote mark
+("the Combined Code 5 as appropriate": a page's superscript kept as a word, where the page has "footnote 5").
+References to other instruments ("section 55J of the Act", "Article 206 of the CRR", "SUP 15.3.22D", "Art. 77a of
+the Solvency II Directive") are found and kept unresolved.
 
 Resolution rule (what a reference resolves to): ids of non-empty passages only, guidance left out --
 
@@ -29,7 +30,9 @@ Resolution rule (what a reference resolves to): ids of non-empty passages only, 
 * a relative paragraph ("paragraph (2)"): paragraph (2) of the citing passage's own rule; where the rule has
   no paragraph passages (the paragraph is inside the citing passage), the citing passage itself;
 * a range ("Rules 6.1.1 to 6.1.4", "Chapters 5B to 5F"): the passages from the first to the last, in corpus
-  order.
+  order;
+* a footnote mark: the first passage of the citing one's document numbered "footnote <mark>" at or after it, else
+  the last before it (a rule row's footnotes follow the row).
 
 Unresolved references keep a reason: ``external`` (another instrument: an Act, a Directive, the CRR, the FCA
 Handbook), ``not_in_corpus`` (this corpus has no such number) or ``ambiguous`` (several candidates and nothing
@@ -42,6 +45,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
+from rirag.xref.footnotes import footnote_marks
 from rirag.xref.index import CorpusIndex
 from rirag.xref.numbers import EXTERNAL_NAME, KIND_OF_WORD, NOT_CODES, WORD_NUMBER, norm_name, split_number
 from rirag.xref.records import Passage, Reference
@@ -187,7 +191,25 @@ class Resolver(CorpusIndex):
         for m in self._rel_re.finditer(text):
             if taken.free(m.start("list"), m.end()):
                 taken.add(self._relative_list(passage, m))
+        self._footnote_marks(passage, taken)
         return sorted(taken.found, key=lambda r: (r.start, r.end))
+
+    def _footnote_marks(self, passage: Passage, taken: _Taken) -> None:
+        """Footnote marks: a number of one to three digits standing alone after a word or a closing mark ("the
+        Combined Code 5 as appropriate", "'Resolution planning' . 5", "required 6 to notify"), where the citing
+        passage's document has a footnote so marked (ingested HTML keeps a superscript mark as a word of its own;
+        :func:`rirag.xref.footnotes.footnote_marks`, :meth:`~rirag.xref.index.CorpusIndex._footnote`); a footnote
+        never marks itself."""
+        doc = self.docs[passage.document_id]
+        own = self.numbers[passage.id].containers
+        if not doc.footnotes or (own and own[0][0] == "footnote"):
+            return
+        for start, end, mark in footnote_marks(passage.text):
+            if not taken.free(start, end):
+                continue
+            ref = self._footnote(passage, start, end, mark)
+            if ref is not None:
+                taken.add([ref])
 
     def _keywords(self, passage: Passage, taken: _Taken) -> None:
         """The references led by a keyword ("Rule 9.5.2", "Chapters 5B to 5F"), left to right: a match that reads
