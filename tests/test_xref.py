@@ -236,3 +236,16 @@ def test_footnote_marks_resolve_to_the_pages_footnote_and_numbers_that_are_not_m
     assert [r for r in resolver.references(by_id["o1"])] == []  # no footnotes in the page: no marks
     assert resolver.lookup("ss", "footnote", "5") == ("f5",)
     assert resolver.lookup("rb", "footnote", "1") == ("rf1", "rf2")
+
+
+def test_a_number_after_a_full_stop_is_a_mark_even_after_a_word_that_numbers():
+    """"... meet certain conditions. 45" ends a sentence with a mark; "Condition 4" and "No. 4" number a thing."""
+    ss = "SS5/21 Branches"
+    passages = [Passage(*r) for r in [
+        ("s1", "ss", ss, "2.1", "Firms may apply for a permission provided these entities meet certain conditions. 4"),
+        ("s2", "ss", ss, "2.2", "Firms must meet Condition 4 and the form No. 4 applies."),
+        ("f4", "ss", ss, "footnote 4", "4. SS16/13 'Large Exposures', June 2018."),
+    ]]
+    resolver = Resolver(passages)
+    assert [r.targets for r in resolver.references(passages[0]) if r.kind == "footnote"] == [("f4",)]
+    assert [r for r in resolver.references(passages[1]) if r.kind == "footnote"] == []

@@ -14,8 +14,11 @@ _FOOTNOTE_MARK = re.compile(r"(?<=[^\W\d_]|[’'\").,;:])\s(?P<mark>[1-9]\d{0,2}
 _NOT_A_MARK_BEFORE = re.compile(r"(?:[|\t][^\n]*|\[\d{4}\])\s*$")
 #: The word before a list of numbers that the number continues ("parts 1 and 2", "Chapters 3, 4").
 _LIST_BEFORE = re.compile(r"([^\W\d_]+)\s+\d+[A-Za-z]?\s*(?:,|and|or|to|-|–)\s*$")
-#: The word before a number (:data:`_FOOTNOTE_MARK`), its trailing punctuation left out.
-_WORD_BEFORE = re.compile(r"([^\W\d_]+)[.]?\s*$")
+#: The word before a number (:data:`_FOOTNOTE_MARK`), and the full stop between them if any.
+_WORD_BEFORE = re.compile(r"([^\W\d_]+)(\.?)\s*$")
+#: Abbreviations that number what follows their full stop ("No. 5", "Art. 9"); after any other word a full stop ends
+#: a sentence, and a number after it is a mark ("... provided these entities meet certain conditions. 45").
+_ABBREVIATIONS = frozenset({"no", "nos", "p", "pp", "art", "para", "sec", "ch", "fig", "q"})
 #: Words a number after which is what they number, not a footnote mark.
 _NUMBERED_WORDS = frozenset("""
     article articles art section sections rule rules paragraph paragraphs para chapter chapters part parts
@@ -42,8 +45,11 @@ def footnote_marks(text: str) -> Iterator[tuple[int, int, str]]:
     for m in _FOOTNOTE_MARK.finditer(text):
         start, end = m.span("mark")
         window = max(0, start - 200)
-        words = (_WORD_BEFORE.search(text, window, start), _LIST_BEFORE.search(text, window, start))
-        if any(b and b.group(1).lower() in _NUMBERED_WORDS for b in words):
+        word, listed = _WORD_BEFORE.search(text, window, start), _LIST_BEFORE.search(text, window, start)
+        if word and word.group(1).lower() in _NUMBERED_WORDS and (
+                not word.group(2) or word.group(1).lower() in _ABBREVIATIONS):
+            continue
+        if listed and listed.group(1).lower() in _NUMBERED_WORDS:
             continue
         line_end = text.find("\n", end)
         if (_UNIT_AFTER.match(text, end) or _NOT_A_MARK_BEFORE.search(text, window, start)
