@@ -37,8 +37,9 @@ class _Doc:
 
     def add(self, entry: _Entry) -> None:
         self.order[entry.id] = len(self.entries)
-        if entry.number.containers[:1] and entry.number.containers[0][0] == "footnote" and entry.nonempty:
-            self.footnotes[entry.number.containers[0][1]].append(len(self.entries))
+        mark = entry.number.container("footnote")
+        if mark is not None and entry.nonempty:
+            self.footnotes[mark].append(len(self.entries))
         self.entries.append(entry)
         self.by_main[(entry.number.container("schedule"), entry.number.main)].append(entry)
         self.containers.update(k for k, _ in entry.number.containers)
@@ -196,7 +197,7 @@ class CorpusIndex:
         "footnote <mark>" at or after the citing one (a rule row's footnotes follow it; a statement numbers its
         footnotes once), else the last before it; None where the document has no such footnote."""
         doc = self.docs[passage.document_id]
-        places = doc.footnotes.get(mark) if doc.footnotes else None
+        places = doc.footnotes.get(mark)
         if not places:
             return None
         here = doc.order[passage.id]

@@ -201,8 +201,7 @@ class Resolver(CorpusIndex):
         :func:`rirag.xref.footnotes.footnote_marks`, :meth:`~rirag.xref.index.CorpusIndex._footnote`); a footnote
         never marks itself."""
         doc = self.docs[passage.document_id]
-        own = self.numbers[passage.id].containers
-        if not doc.footnotes or (own and own[0][0] == "footnote"):
+        if not doc.footnotes or self.numbers[passage.id].container("footnote") is not None:
             return
         for start, end, mark in footnote_marks(passage.text):
             if not taken.free(start, end):

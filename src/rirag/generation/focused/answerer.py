@@ -264,7 +264,7 @@ class FocusedAnswerer:
             if self.config.focus_lists:
                 kept = focus_lists(question, kept, passages, self.encode, self.config.focus_list_min_words,
                                    self.config.focus_list_margin, self.config.max_unit_words)
-            per_passage = self.limits.extra_unit_words() if self.config.passage_set else None
+            per_passage = self._per_passage()
             kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words, per_passage)
             kept = self._rules_for_notes(kept, scored, passages, quoted_bound(kept, self._option("max_words"),
                                                                               per_passage))
@@ -287,6 +287,10 @@ class FocusedAnswerer:
             answers = [self._followed_notes(a, self.follow(a, r), r.passages) for a, r in zip(answers, requests)]
         return [a.draft for a in answers]
 
+    def _per_passage(self) -> int | None:
+        """The words each cited passage after the first adds to the bound (the passage set's answers), or None."""
+        return self.limits.extra_unit_words() if self.config.passage_set else None
+
     def _rules_for_notes(self, kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passages: Sequence[str],
                          bound: float) -> list[ScoredUnit]:
         """``kept`` with each bare source note quoted through its passage's rule (``note_rules``;
@@ -302,8 +306,8 @@ class FocusedAnswerer:
         new = len(after.kept) - len(before.kept)  # following only adds units, one a passage followed
         if after is before or new <= 0:
             return after
-        per_passage = self.limits.extra_unit_words() if self.config.passage_set else None
-        bound = quoted_bound(before.kept, self._option("max_words"), per_passage) + new * self.limits.extra_unit_words()
+        bound = quoted_bound(before.kept, self._option("max_words"), self._per_passage()) \
+            + new * self.limits.extra_unit_words()
         kept = self._rules_for_notes(after.kept, after.scored, passages, bound)
         return after if kept is after.kept else replace(after, kept=kept)
 

@@ -96,7 +96,7 @@ class FocusedConfig:
         SWITCH: Switch("--follow-references", "when a cited passage refers to another rule of the corpus whose "
                        "best unit answers the question too, cite that unit as well (the graph of `rirag data xref` "
                        "when written, else resolved on the fly); on by default since it measured better on the PRA "
-                       "development questions (both rules cited 0.4125 -> 0.525) at a small cost in precision "
+                       "development questions (both rules cited 0.4125 -> 0.5625) at a small cost in precision "
                        "(benchmarks/results/passage_set_answers.json)", default=True)})
     follow_ratio: float = field(default=0.0, metadata={
         "help": "A followed rule's best unit must score at least this share of the lead unit's score (0: the "
