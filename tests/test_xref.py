@@ -249,3 +249,42 @@ def test_a_number_after_a_full_stop_is_a_mark_even_after_a_word_that_numbers():
     resolver = Resolver(passages)
     assert [r.targets for r in resolver.references(passages[0]) if r.kind == "footnote"] == [("f4",)]
     assert [r for r in resolver.references(passages[1]) if r.kind == "footnote"] == []
+
+
+def test_named_rules_resolve_to_the_rule_that_states_its_name():
+    """A Part that states its rules by name ("Fundamental Rule 2: ...", numbered 2.2) is cited by that name:
+    "Fundamental Rule 2", "Fundamental Rules 1 and 3", "Fundamental Rules 1–3", "Rule 3 in the Fundamental Rules
+    Part" all land on the named rules, not on the Part's chapters 1 to 3 or the citing statement's own rule 2. A
+    singular name is one rule (the "5" after it marks a footnote); a rule's own label is no reference; where two names
+    of one Part give the same number ("Rule 1 of the Conduct Rules Part"), nothing is guessed."""
+    fr, conduct, ss = "Fundamental Rules", "Conduct Rules", "SS3/21 Resolution"
+    passages = [Passage(*r) for r in [
+        ("fr1", "149", fr, "1.1", "In this Part, firm means a PRA-authorised person."),
+        ("fr21", "149", fr, "2.1", "Fundamental Rule 1: A firm must conduct its business with integrity."),
+        ("fr22", "149", fr, "2.2", "Fundamental Rule 2: A firm must act with due skill, care and diligence."),
+        ("fr23", "149", fr, "2.3", "Fundamental Rule 3: A firm must act in a prudent manner."),
+        ("fr31", "149", fr, "3.1", "Fundamental Rules 1 and 3 apply to every firm."),
+        ("c21", "126", conduct, "2.1", "Individual Conduct Rule 1: You must act with integrity."),
+        ("c31", "126", conduct, "3.1", "Senior Manager Conduct Rule 1: You must take reasonable steps."),
+        ("s2", "21", ss, "2", "A firm must notify the PRA."),
+        ("s3", "21", ss, "3", "In line with Fundamental Rule 2, firms should prepare (see Fundamental Rules 1–3). "
+                              "Rule 3 in the Fundamental Rules Part of the PRA Rulebook applies."),
+        ("s4", "21", ss, "4", "Consistent with Fundamental Rule 2, 5 explaining why, and Rule 1 of the Conduct "
+                              "Rules Part."),
+    ]]
+    resolver = Resolver(passages)
+    by_id = {p.id: p for p in passages}
+    refs = {r.surface: r.targets for r in resolver.references(by_id["s3"])}
+    assert refs == {"Fundamental Rule 2": ("fr22",), "Fundamental Rules 1–3": ("fr21", "fr22", "fr23"),
+                    "Rule 3": ("fr23",)}
+    assert {r.surface: r.targets for r in resolver.references(by_id["fr31"])} == {
+        "Fundamental Rules 1": ("fr21",), "3": ("fr23",)}
+    s4 = resolver.references(by_id["s4"])
+    assert [(r.surface, r.targets) for r in s4 if r.resolved] == [("Fundamental Rule 2", ("fr22",))]
+    assert not any(r.surface == "5" and r.resolved for r in s4)
+    assert [r.reason for r in s4 if r.surface == "Rule 1"] == ["not_in_corpus"]
+    for own in ("fr22", "c31"):  # a rule's own label
+        assert resolver.references(by_id[own]) == []
+    # labelled by the rule's own number (2.3, not 3): a labelled reference expands to the same passages
+    for r in resolver.references(by_id["s3"]):
+        assert resolver.lookup("149", r.kind, r.target_number) == r.targets

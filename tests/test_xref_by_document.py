@@ -178,3 +178,22 @@ def test_the_names_tables_do_not_depend_on_the_hash_seed():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(1, 7)}
     assert len(outs) == 1, outs
+
+
+def test_named_rules_resolve_by_document_as_over_the_whole_corpus(tmp_path):
+    """"Fundamental Rule 2" in a statement reads the Fundamental Rules Part when first needed (named by the name's
+    plural) and lands where the index over the whole corpus puts it; an unrelated Part is never read."""
+    documents = {
+        1: ("Fundamental Rules", [("fr-1", "2.1", "Fundamental Rule 1: A firm must act with integrity."),
+                                  ("fr-2", "2.2", "Fundamental Rule 2: A firm must act with due skill.")]),
+        2: ("SS3/21 Resolution", [("s-1", "3.1", "In line with Fundamental Rule 2, firms should prepare."),
+                                  ("s-2", "3.2", "Rule 1 in the Fundamental Rules Part of the PRA Rulebook applies.")]),
+        3: DOCUMENTS[3],
+    }
+    root = write_corpus(tmp_path, documents)
+    corpus = load_obliqa(root).corpus
+    lazy = ReferenceGraph(root, corpus=corpus)
+    assert all_links(lazy, ["s-1", "s-2"]) == {"s-1": [("Fundamental Rule 2", ("fr-2",))],
+                                               "s-2": [("Rule 1", ("fr-1",))]}
+    assert lazy._resolver.docs.read == 2
+    assert all_links(ReferenceGraph(root), corpus) == all_links(ReferenceGraph(root, corpus=corpus), corpus)

@@ -34,15 +34,32 @@ class _Doc:
     order: dict[str, int] = field(default_factory=dict)
     #: An ingested footnote's mark -> the places (in ``entries``) of the passages numbered "footnote <mark>".
     footnotes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    #: A named rule's name (normalised: "fundamental rule") -> its number ("8") -> the places of the passages that
+    #: state it ("Fundamental Rule 8: A firm must prepare for resolution ...", numbered 2.8; :func:`named_rule`).
+    named: dict[str, dict[str, list[int]]] = field(default_factory=lambda: defaultdict(dict))
 
-    def add(self, entry: _Entry) -> None:
+    def add(self, entry: _Entry, named: tuple[str, str] | None = None) -> None:
         self.order[entry.id] = len(self.entries)
         mark = entry.number.container("footnote")
         if mark is not None and entry.nonempty:
             self.footnotes[mark].append(len(self.entries))
+        if named is not None and entry.nonempty and not entry.number.guidance:
+            self.named[named[0]].setdefault(named[1], []).append(len(self.entries))
         self.entries.append(entry)
         self.by_main[(entry.number.container("schedule"), entry.number.main)].append(entry)
         self.containers.update(k for k, _ in entry.number.containers)
+
+
+#: A passage that states a named rule of its Part: one to four capitalised words ending in "Rule" or "Standard", its
+#: number and a colon ("Fundamental Rule 8: A firm must ...", "Senior Manager Conduct Standard 4: You must ...").
+NAMED_RULE = re.compile(r"\s*(?P<name>(?:[A-Z][\w’'&-]*\s+){1,4}(?:Rule|Standard))\s+(?P<number>\d{1,3}[A-Z]?)\s*:")
+
+
+def named_rule(text: str) -> tuple[str, str] | None:
+    """(normalised name, number) of the named rule a passage states at its start ("Fundamental Rule 8: ..." ->
+    ("fundamental rule", "8")), or None."""
+    m = NAMED_RULE.match(text)
+    return (norm_name(m.group("name")), m.group("number")) if m else None
 
 
 def _same_type(a: str, b: str) -> bool:
@@ -133,7 +150,7 @@ class CorpusIndex:
     def _add(self, doc: _Doc, p: Passage) -> None:
         num = parse_number(p.number)
         self.numbers[p.id] = num
-        doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())))
+        doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())), named_rule(p.text))
 
     def _name_documents(self, titles: Mapping[str, str], aliases: Mapping[str, str] | None) -> None:
         names: dict[str, set[str]] = defaultdict(set)
@@ -206,13 +223,17 @@ class CorpusIndex:
                          f"footnote {mark}", (doc.entries[place].id,))
 
     def _number(self, passage: Passage, start: int, end: int, kind: str, doc_id: str, main: str,
-                paras: tuple[str, ...], quals: dict, under: bool) -> Reference:
+                paras: tuple[str, ...], quals: dict, under: bool, named: str | None = None) -> Reference:
+        """``named``: the reference names a named rule ("Fundamental Rule 7": "fundamental rule"), looked up among
+        the document's named rules first (:meth:`_named`)."""
         text = passage.text
         surface = text[start:end]
         label = main + "".join(f"({p})" for p in paras)
         doc = self.docs.get(doc_id)
         if doc is None:
             return Reference(passage.id, start, end, surface, kind, doc_id, label, reason="not_in_corpus")
+        if named is not None and not paras and (hits := self._named(doc, main, named)):
+            return Reference(passage.id, start, end, surface, kind, doc_id, self.numbers[hits[0]].main, hits)
         if kind in ("chapter", "part", "schedule", "appendix") and "." not in main:
             hits = self._container(doc, kind, main, quals)
             if hits is None:
@@ -223,9 +244,24 @@ class CorpusIndex:
             hits = self._rule(doc, quals.get("schedule"), main, paras, under=under or "." in main)
             if not hits and kind == "appendix":
                 hits = self._container(doc, kind, main, quals) or []
+            if not hits and kind == "rule" and not paras and (hits := self._named(doc, main)):
+                # "Rule 8 in the Fundamental Rules Part": the Part numbers its rules 2.1 to 2.8 and names them
+                return Reference(passage.id, start, end, surface, kind, doc_id, self.numbers[hits[0]].main, hits)
         if not hits:
             return Reference(passage.id, start, end, surface, kind, doc_id, label, reason="not_in_corpus")
         return Reference(passage.id, start, end, surface, kind, doc_id, label, tuple(hits))
+
+    @staticmethod
+    def _named(doc: _Doc, number: str, name: str | None = None) -> tuple[str, ...]:
+        """The passages stating the named rule ``number`` of ``doc``: of the name ``name`` (normalised), else of
+        the one name the document gives that number (none where several names do: "Individual Conduct Rule 1" and
+        "Senior Manager Conduct Rule 1")."""
+        if name is not None:
+            places = doc.named.get(name, {}).get(number, [])
+        else:
+            found = [by[number] for by in doc.named.values() if number in by]
+            places = found[0] if len(found) == 1 else []
+        return tuple(doc.entries[i].id for i in places)
 
     def _rule(self, doc: _Doc, schedule: str | None, main: str, paras: tuple[str, ...], under: bool = True
               ) -> list[str]:

@@ -15,8 +15,10 @@ Forms found: "Rule 9.5.2", "Rules 9.5.2 and 9.5.3", "Rules 6.1.1 to 6.1.4", "GEN
 "MKT Rule 3.3.1(1)(b)", "PIN Chapter 4", "section 61 of FSMR", "paragraph 4 of Schedule 1", "Chapter 9",
 "App 2", "Part 6", relative "paragraph (2)" / "subsection (7)" / "subject to (2)" / "point (a) of this
 paragraph", PRA "Article 277(3)", "paragraph 2 of this Article", "Chapter 4 of this Part", bare "2.1" or
-"2.1 to 2.3", "Matching Adjustment 4.3", "2.2 of the Conditions Governing Business Part", and a footnote mark
-("the Combined Code 5 as appropriate": a page's superscript kept as a word, where the page has "footnote 5").
+"2.1 to 2.3", "Matching Adjustment 4.3", "2.2 of the Conditions Governing Business Part", a named rule
+("Fundamental Rule 7", "Rule 8 in the Fundamental Rules Part": a Part that states "Fundamental Rule 7: ..." in its
+rule 2.7) and a footnote mark ("the Combined Code 5 as appropriate": a page's superscript kept as a word, where the
+page has "footnote 5").
 References to other instruments ("section 55J of the Act", "Article 206 of the CRR", "SUP 15.3.22D", "Art. 77a of
 the Solvency II Directive") are found and kept unresolved.
 
@@ -31,6 +33,9 @@ Resolution rule (what a reference resolves to): ids of non-empty passages only, 
   no paragraph passages (the paragraph is inside the citing passage), the citing passage itself;
 * a range ("Rules 6.1.1 to 6.1.4", "Chapters 5B to 5F"): the passages from the first to the last, in corpus
   order;
+* a named rule: the passages that state it ("Fundamental Rule 7: ..."), in the Part titled by the name's plural
+  ("Fundamental Rules") or in the citing passage's own document; a number a Part gives no rule of its own but one
+  named rule ("Rule 8" of the Fundamental Rules Part) is that rule;
 * a footnote mark: the first passage of the citing one's document numbered "footnote <mark>" at or after it, else
   the last before it (a rule row's footnotes follow the row).
 
@@ -122,6 +127,9 @@ class Resolver(CorpusIndex):
         self._kw_re = re.compile(rf"(?<![\w-])(?:{kw}{sp}|(?P<app>App|APP)(?=\d))(?P<list>{item}"
                                  rf"(?:{sep}{again}{item})*)")
         self._item_re = re.compile(rf"(?P<item>{item})")
+        # "Fundamental Rule 7", "PRA Fundamental Rules 2–6 and 8": a named rule (:meth:`_named_rules`)
+        self._named_re = re.compile(rf"(?<![\w-])(?P<title>(?:[A-Z][\w’'&-]*{sp}){{1,4}})(?P<kw>Rule|Standard)s?{sp}"
+                                    rf"(?P<list>{num}{para}(?:{sep}{num}{para})*)(?![\w.]*\d)")
         self._again_re = re.compile(again[3:-2] + "$")  # the repeated keyword at the end of a separator
         self._sep_re = re.compile(sep)
         # The document names (codes, titles) a passage can hold: each pattern is compiled over the names whose words
@@ -179,6 +187,7 @@ class Resolver(CorpusIndex):
         taken = _Taken()
         codes, titles = self._names_in(text)
         code_re, title_re, _ = _name_patterns(codes, titles, *self._list_parts)
+        self._named_rules(passage, taken)
         for m in code_re.finditer(text):
             taken.add(*self._from_code(passage, m))
         for m in title_re.finditer(text):
@@ -193,6 +202,36 @@ class Resolver(CorpusIndex):
                 taken.add(self._relative_list(passage, m))
         self._footnote_marks(passage, taken)
         return sorted(taken.found, key=lambda r: (r.start, r.end))
+
+    def _named_rules(self, passage: Passage, taken: _Taken) -> None:
+        """References to named rules ("Fundamental Rule 7", "PRA Fundamental Rules 2–6 and 8"): rules a Part states
+        as "Fundamental Rule 8: ..." (:func:`rirag.xref.index.named_rule`) and numbers otherwise (2.8). The name is
+        looked up in the Part titled by its plural ("Fundamental Rules"), else in the citing passage's own document;
+        the longest name that one of them gives the first number wins. A passage's own label ("Senior Manager
+        Conduct Rule 1: ...") is no reference; a singular name is one rule, however many numbers follow. Where no
+        document names the rule, the other matchers read the text as before."""
+        text = passage.text
+        for m in self._named_re.finditer(text):
+            kw = m.group("kw")
+            items = self._items(m)
+            if not m.group(0)[m.end("kw") - m.start():].startswith("s"):
+                items = items[:1]  # "Fundamental Rule 7, 8 explaining": one rule (8 marks a footnote)
+            if not items:
+                continue
+            first = split_number(items[0][2])[0]
+            for word in re.finditer(r"[A-Z][\w’'&-]*", m.group("title")):
+                start = m.start("title") + word.start()
+                name = norm_name(f"{text[start:m.start('kw')]}{kw}")
+                if not text[:start].strip() and text[items[-1][1]:].lstrip().startswith(":"):
+                    taken.spans.append((start, items[-1][1]))  # the passage's own label
+                    break
+                docs = [self.alias.get(f"{name}s"), passage.document_id]
+                doc_id = next((d for d in docs if d in self.docs and first in self.docs[d].named.get(name, {})),
+                              None)
+                if doc_id is not None:
+                    taken.add(self._resolve_list(passage, m, "rule", doc_id, {}, under=True, first_start=start,
+                                                 items=items, named=name))
+                    break
 
     def _footnote_marks(self, passage: Passage, taken: _Taken) -> None:
         """Footnote marks: a number of one to three digits standing alone after a word or a closing mark ("the
@@ -374,7 +413,7 @@ class Resolver(CorpusIndex):
         return doc
 
     def _resolve_list(self, passage: Passage, m: re.Match, kind: str, doc_id: str | None, quals: dict,
-                      under: bool, first_start: int, items=None) -> list[Reference]:
+                      under: bool, first_start: int, items=None, named: str | None = None) -> list[Reference]:
         text = passage.text
         items = items if items is not None else self._items(m)
         out: list[Reference] = []
@@ -399,7 +438,7 @@ class Resolver(CorpusIndex):
                     ref = self._relative(passage, start, e, (main, *paras), cue=False)
                     prev = None
                 else:
-                    ref = self._number(passage, start, e, kind, doc_id, main, paras, quals, under)
+                    ref = self._number(passage, start, e, kind, doc_id, main, paras, quals, under, named)
                     prev = (main, paras)
             if ref is None:
                 continue
