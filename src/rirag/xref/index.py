@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping
 
+from rirag.xref.named_rules import named_rule
 from rirag.xref.numbers import NOT_CODES, Number, norm_name, parse_number, split_number, title_aliases
 from rirag.xref.records import Passage, Reference
 
@@ -35,7 +36,8 @@ class _Doc:
     #: An ingested footnote's mark -> the places (in ``entries``) of the passages numbered "footnote <mark>".
     footnotes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     #: A named rule's name (normalised: "fundamental rule") -> its number ("8") -> the places of the passages that
-    #: state it ("Fundamental Rule 8: A firm must prepare for resolution ...", numbered 2.8; :func:`named_rule`).
+    #: state it ("Fundamental Rule 8: A firm must prepare for resolution ...", numbered 2.8;
+    #: :func:`rirag.xref.named_rules.named_rule`).
     named: dict[str, dict[str, list[int]]] = field(default_factory=lambda: defaultdict(dict))
 
     def add(self, entry: _Entry, named: tuple[str, str] | None = None) -> None:
@@ -48,18 +50,6 @@ class _Doc:
         self.entries.append(entry)
         self.by_main[(entry.number.container("schedule"), entry.number.main)].append(entry)
         self.containers.update(k for k, _ in entry.number.containers)
-
-
-#: A passage that states a named rule of its Part: one to four capitalised words ending in "Rule" or "Standard", its
-#: number and a colon ("Fundamental Rule 8: A firm must ...", "Senior Manager Conduct Standard 4: You must ...").
-NAMED_RULE = re.compile(r"\s*(?P<name>(?:[A-Z][\w’'&-]*\s+){1,4}(?:Rule|Standard))\s+(?P<number>\d{1,3}[A-Z]?)\s*:")
-
-
-def named_rule(text: str) -> tuple[str, str] | None:
-    """(normalised name, number) of the named rule a passage states at its start ("Fundamental Rule 8: ..." ->
-    ("fundamental rule", "8")), or None."""
-    m = NAMED_RULE.match(text)
-    return (norm_name(m.group("name")), m.group("number")) if m else None
 
 
 def _same_type(a: str, b: str) -> bool:

@@ -52,6 +52,7 @@ from typing import Callable, Iterable, Mapping
 
 from rirag.xref.footnotes import footnote_marks
 from rirag.xref.index import CorpusIndex
+from rirag.xref.named_rules import names_at, reference_pattern
 from rirag.xref.numbers import EXTERNAL_NAME, KIND_OF_WORD, NOT_CODES, WORD_NUMBER, norm_name, split_number
 from rirag.xref.records import Passage, Reference
 
@@ -127,9 +128,7 @@ class Resolver(CorpusIndex):
         self._kw_re = re.compile(rf"(?<![\w-])(?:{kw}{sp}|(?P<app>App|APP)(?=\d))(?P<list>{item}"
                                  rf"(?:{sep}{again}{item})*)")
         self._item_re = re.compile(rf"(?P<item>{item})")
-        # "Fundamental Rule 7", "PRA Fundamental Rules 2–6 and 8": a named rule (:meth:`_named_rules`)
-        self._named_re = re.compile(rf"(?<![\w-])(?P<title>(?:[A-Z][\w’'&-]*{sp}){{1,4}})(?P<kw>Rule|Standard)s?{sp}"
-                                    rf"(?P<list>{num}{para}(?:{sep}{num}{para})*)(?![\w.]*\d)")
+        self._named_re = reference_pattern(sp, num, para, sep)  # "Fundamental Rule 7" (:meth:`_named_rules`)
         self._again_re = re.compile(again[3:-2] + "$")  # the repeated keyword at the end of a separator
         self._sep_re = re.compile(sep)
         # The document names (codes, titles) a passage can hold: each pattern is compiled over the names whose words
@@ -204,30 +203,22 @@ class Resolver(CorpusIndex):
         return sorted(taken.found, key=lambda r: (r.start, r.end))
 
     def _named_rules(self, passage: Passage, taken: _Taken) -> None:
-        """References to named rules ("Fundamental Rule 7", "PRA Fundamental Rules 2–6 and 8"): rules a Part states
-        as "Fundamental Rule 8: ..." (:func:`rirag.xref.index.named_rule`) and numbers otherwise (2.8). The name is
-        looked up in the Part titled by its plural ("Fundamental Rules"), else in the citing passage's own document;
-        the longest name that one of them gives the first number wins. A passage's own label ("Senior Manager
-        Conduct Rule 1: ...") is no reference; a singular name is one rule, however many numbers follow. Where no
-        document names the rule, the other matchers read the text as before."""
+        """References to named rules (:mod:`rirag.xref.named_rules`), looked up in the Part titled by the name's
+        plural ("Fundamental Rules"), else in the citing passage's document: the longest name that one of them gives
+        the first number wins. A rule's own label is none; a singular name is one rule ("Fundamental Rule 7, 8
+        explaining": 8 marks a footnote). Where no document names the rule, the other matchers read the text."""
         text = passage.text
         for m in self._named_re.finditer(text):
-            kw = m.group("kw")
-            items = self._items(m)
-            if not m.group(0)[m.end("kw") - m.start():].startswith("s"):
-                items = items[:1]  # "Fundamental Rule 7, 8 explaining": one rule (8 marks a footnote)
+            items = self._items(m)[:None if m.group("plural") else 1]
             if not items:
                 continue
             first = split_number(items[0][2])[0]
-            for word in re.finditer(r"[A-Z][\w’'&-]*", m.group("title")):
-                start = m.start("title") + word.start()
-                name = norm_name(f"{text[start:m.start('kw')]}{kw}")
+            for start, name in names_at(m):
                 if not text[:start].strip() and text[items[-1][1]:].lstrip().startswith(":"):
                     taken.spans.append((start, items[-1][1]))  # the passage's own label
                     break
-                docs = [self.alias.get(f"{name}s"), passage.document_id]
-                doc_id = next((d for d in docs if d in self.docs and first in self.docs[d].named.get(name, {})),
-                              None)
+                doc_id = next((d for d in (self.alias.get(f"{name}s"), passage.document_id)
+                               if d in self.docs and first in self.docs[d].named.get(name, {})), None)
                 if doc_id is not None:
                     taken.add(self._resolve_list(passage, m, "rule", doc_id, {}, under=True, first_start=start,
                                                  items=items, named=name))
