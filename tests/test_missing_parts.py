@@ -54,6 +54,11 @@ def test_kind_specific_evidence_decides_stated():
     when = "Within what period must the notice be given?"
     assert missing_parts(when, ["The notice must be given within 14 days of the change."]) == []
     assert [p.kind for p in missing_parts(when, ["The notice must be given in writing."])] == ["when"]
+    # a period in words, in hours or weeks, states when ("within twelve hours from the point of a request")
+    for stating in ("The details must be made available within twelve hours of a request.",
+                    "The firm must notify the PRA twenty-one days before the change.",
+                    "A report is due 6 weeks after the year end."):
+        assert missing_parts(when, [stating]) == [], stating
 
 
 def test_the_sentence_names_its_part_and_is_read_back():

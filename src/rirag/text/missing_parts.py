@@ -38,6 +38,12 @@ def _re(pattern: str) -> re.Pattern:
     return re.compile(pattern, re.IGNORECASE)
 
 
+#: A count written in words, as periods are ("within twelve hours", "twenty-one days", "ninety days").
+_COUNT = (r"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[- ](?:one|two|three|four|five|six|seven|"
+          r"eight|nine))?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+          r"sixteen|seventeen|eighteen|nineteen|(?:a|one) hundred)")
+
+
 #: The parts, in the order their sentences are written.
 PARTS: tuple[Part, ...] = (
     Part("examples", "examples",
@@ -102,10 +108,10 @@ PARTS: tuple[Part, ...] = (
              r"at what (?:intervals?|point|stage)|(?:and|the|specific) (?:time ?frames?|timelines?|deadlines?|"
              r"frequency)|when (?:must|should|does|do|is) .{0,60}\b(?:commence|begin|start|expire|end|submitted|"
              r"notif\w*|report\w*))\b"),
-         _re(r"\b(?:within (?:\d+|one|two|three|four|five|six|seven|ten|fourteen|thirty|a reasonable)|"
+         _re(rf"\b(?:within (?:\d+|{_COUNT}|a reasonable)|"
              r"no later than|annual\w*|quarterl\w*|monthly|weekly|daily|immediately|promptly|without delay|"
              r"at least (?:once|every)|each (?:year|quarter|month)|"
-             r"(?:\d+|one|two|three|four|five|six|seven|ten|fourteen|thirty) (?:business |calendar )?(?:days?|months?|"
+             rf"(?:\d+|{_COUNT}) (?:business |calendar |working |clear )?(?:hours?|days?|weeks?|months?|"
              r"years?)|as soon as)\b")),
     Part("threshold", "the threshold or amount",
          _re(r"\b(?:(?:what|which) (?:is (?:the )?)?thresholds?|thresholds? (?:for|of|at|above|below|that|which)|"
