@@ -54,6 +54,13 @@ def test_kind_specific_evidence_decides_stated():
     when = "Within what period must the notice be given?"
     assert missing_parts(when, ["The notice must be given within 14 days of the change."]) == []
     assert [p.kind for p in missing_parts(when, ["The notice must be given in writing."])] == ["when"]
+    # what follows a failure is a consequence even without a penalty: the method must stop, the PRA may challenge
+    happens = "What happens if the institution does not meet the conditions of Article 273a(2)?"
+    for stating in ("An institution shall cease to calculate the exposure values in accordance with Section 5.",
+                    "The PRA may challenge the appropriateness of a zero capital requirement for such risk."):
+        assert missing_parts(happens, [stating]) == [], stating
+    assert [p.kind for p in missing_parts(happens, ["An institution may use the method of Section 5."])] \
+        == ["consequences"]
     # a period in words, in hours or weeks, states when ("within twelve hours from the point of a request")
     for stating in ("The details must be made available within twelve hours of a request.",
                     "The firm must notify the PRA twenty-one days before the change.",

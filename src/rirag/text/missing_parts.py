@@ -57,7 +57,8 @@ PARTS: tuple[Part, ...] = (
              r"(?:be )?the (?:outcome|result|impact)|what (?:enforcement )?actions? (?:can|could|may|might|will) the "
              r"(?:regulator|fsra|ADGM) take)\b"),
          _re(r"\b(?:penalt(?:y|ies)|sanction\w*|fines?|liable|liability|offence|disciplinary|enforcement action|"
-             r"withdraw\w*|suspen\w*|revok\w*|cancel\w*|censure|contravention (?:of|will|may))\b")),
+             r"withdraw\w*|suspen\w*|revok\w*|cancel\w*|censure|contravention (?:of|will|may)|"
+             r"(?:shall|must|will) (?:cease|no longer)|may challenge)\b")),
     Part("circumstances", "the criteria or circumstances",
          _re(r"\b(?:criteri(?:a|on)|under what (?:circumstances|conditions)|in what (?:circumstances|situations)|"
              r"what (?:circumstances|conditions|factors)|what (?:are the )?(?:standards|benchmarks) (?:used|for)|"
