@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rirag.data.answers import read_answers
 from rirag.data.obliqa import load_obliqa
 from rirag.io import atomic_write_json, provenance
-from rirag.text.citations import read_answers
 from rirag.text.sentences import guarded, nltk_punkt_tokenizer, punkt_tokenizer
 from rirag.text.units import split_units
 

@@ -27,11 +27,11 @@ from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, RUN_DEPTH, SEED
 from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import write_trec
 from rirag.data.splits import qrels_of, split_questions
-from rirag.generation.base import DEFAULT_GENERATOR, PASSAGE_GENERATORS, GeneratorSpec
+from rirag.generation.base import DEFAULT_GENERATOR, GeneratorSpec
 from rirag.generation.extractive import MODAL_CUES
 from rirag.generation.pipeline import answer_question
 from rirag.generation.prompts import FEW_SHOT
-from rirag.generation.registry import build_generator
+from rirag.generation.registry import PASSAGE_GENERATORS, build_generator
 from rirag.hub.dataset_build import BuildConfig, build
 from rirag.retrieval.metrics import evaluate_run, metric_names
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
