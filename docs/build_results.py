@@ -337,12 +337,45 @@ def render_context_filter(name: str, data: dict) -> str:
 def render_passage_set_answers(name: str, data: dict) -> str:
     """The passage-set benchmark: each set's rows with the ceiling beside them."""
     parts = [f"`{data.get('command', '')}` ({data.get('cpu_cores')} cores)."]
-    columns = ["row", "gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",
-               "context_all_share", "cited_per_answer", "gold_per_question", "words_median", "words_p95",
-               "words_per_cited_passage", "answers_following_a_link", "answers_quoting_a_note", "seconds_per_answer"]
+    columns = ["row", "gold_citation_precision", "gold_citation_recall", "context_recall", "gold_citation_f1",
+               "cite_all_share", "context_all_share", "cited_per_answer", "gold_per_question", "words_median",
+               "words_p95", "words_per_cited_passage", "answers_following_a_link", "answers_quoting_a_note",
+               "seconds_per_answer"]
     for s, v in data.get("sets", {}).items():
         parts.append(f"**{s}** ({v['questions']} questions, {v['retrieval']}, graph {v['graph']})")
         parts.append(table([{"row": r, **m} for r, m in v["rows"].items()], columns))
+    return "\n\n".join(parts)
+
+
+def render_pra_cv(name: str, data: dict) -> str:
+    """The PRA-tuned decision: the decided sets, then the held-out answers, then the answer-level setting grid."""
+    def setting(s: dict | None) -> str:
+        return "" if not s else f"{s['threshold']:g} / {s['linked_threshold']:g} / {s['max_passages']}"
+
+    sets = [{"decision": k, "setting (threshold / linked / max passages)": setting(v.get("setting")),
+             **{m: v.get(m) for m in ("set_precision", "set_recall", "set_cite_all")}}
+            for k, v in data.items() if k in ("frozen", "frozen_best_in_sample", "pra_folds") and v]
+    keys = ["gold_citation_precision", "gold_citation_recall", "cite_all_share", "context_all_share",
+            "context_recall", "cited_per_answer", "words_median", "words_p95"]
+    answers = [{"answers by": k, **{m: v.get(m) for m in keys},
+                "settings per fold": "; ".join(setting(s) for s in v.get("settings", []))}
+               for k, v in data.get("answers", {}).items() if isinstance(v, dict)]
+    grid = data.get("answers", {}).get("frozen_setting_grid", [])
+    parts = [f"`{data.get('command', '')}` ({data.get('provenance', {}).get('cpu_cores')} cores, "
+             f"{data.get('seconds')} s; obligations: {data.get('obligations')}). {data.get('questions')} questions; "
+             f"contexts holding both rules {data.get('context_both_share')}, lead gold {data.get('lead_gold_share')}; "
+             f"precision floor of a fold's choice {data.get('precision_floor')}.",
+             "Decided sets (held out for `pra_folds`):", table(sets, None),
+             "Answers of `--passage-set --follow-references`, each question by a decision that never saw it "
+             "(`frozen`: the committed one):", table(answers, None)]
+    if grid:
+        parts += ["The frozen weights at each setting of the answer-level grid, scored on all the questions "
+                  "(in-sample): precision / cite-both",
+                  table([{"threshold / linked": f"{t:g} / {lt:g}",
+                          **{f"max {m}": f"{g['gold_citation_precision']:.4f} / {g['cite_all_share']:.4f}"
+                             for g in grid for m in [g["max_passages"]]
+                             if g["threshold"] == t and g["linked_threshold"] == lt}}
+                         for t, lt in dict.fromkeys((g["threshold"], g["linked_threshold"]) for g in grid)], None)]
     return "\n\n".join(parts)
 
 
@@ -518,7 +551,7 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "passage_set.json": ("The passage-set decision: ObliQA-MP validation folds (train/passage_set.py)",
                          render_generic),
     "passage_set_pra_cv.json": ("The passage-set decision fitted on the PRA development questions (folds)",
-                                render_generic),
+                                render_pra_cv),
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
     "follow_references.json": ("Following cross-references: PRA development questions and ObliQA-MP validation",
                                render_follow_references),

@@ -4,6 +4,8 @@ show an answer citing one of three."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rirag.scoring.answer_quality import answer_quality, format_quality
@@ -28,6 +30,7 @@ def test_cite_all_is_reported_beside_its_ceiling():
     assert out["per_item"]["context_holds_all_gold"] == [True, True, False]
     table = format_quality(out)
     assert "Cite every gold passage (context holds them all)  0.3333 (0.6667)" in table
+    assert re.search(r"Gold-citation recall \(context holds\)\s+0\.5000 \(0\.8333\)", table)  # beside its ceiling
 
 
 def test_words_per_cited_passage_counts_only_answers_that_cite():
