@@ -105,8 +105,8 @@ def test_a_stock_duty_phrase_is_no_evidence_of_a_method():
     assert [p.kind for p in asked_parts(question)] == ["procedure"]
     duty = ["A Fund Manager must take reasonable steps to ensure that its delegate complies with the Rules."]
     method = ["The steps to be taken include a written agreement and an annual review of the delegate."]
-    assert [p.kind for p in missing_parts(question, duty)] == ["procedure"]
-    assert missing_parts(question, method) == []
+    assert [p.kind for p in missing_parts(question, duty, unsaid=True)] == ["procedure"]
+    assert missing_parts(question, method, unsaid=True) == []
     examples = "Could you give examples of conflicts of interest?"
     assert [p.kind for p in missing_parts(examples, ["Conflicts arise in many cases, including remuneration."])] \
         == ["examples"]
@@ -134,3 +134,18 @@ def test_the_flag_is_scored_against_questions_whose_passages_state_none_of_their
     high = module.score_flag(records, answerability, 0.99)  # flags all: every not-addressed one is caught
     assert high["recall"] == 1.0 and high["precision"] == 0.5
     assert module.score_flag(records, answerability, 0.1)["precision"] is None
+
+
+def test_a_missing_method_is_read_but_not_said():
+    """The method's sentence was wrong more often than right where its cues were not written: it is not said, and
+    the other parts of the same question still are."""
+    question = ("How should a Fund Manager ensure that it notifies the Regulator of a change of its auditor, and "
+                "what are the consequences if it does not?")
+    duty = ["A Fund Manager must notify the Regulator within 10 business days of any change of its auditor."]
+    assert [p.kind for p in missing_parts(question, duty, unsaid=True)] == ["consequences", "procedure"]
+    assert [p.kind for p in missing_parts(question, duty)] == ["consequences"]
+    from tests.test_focused import answerer
+
+    result = answerer(answerable_threshold=0.0).answer(question, duty, [1.0])
+    assert result.addressed and [p.kind for p in result.missing] == ["consequences"]
+    assert result.text.endswith("auditor [1]. The retrieved provisions do not state the consequences.")

@@ -4,8 +4,9 @@ A question's *parts* are found from its wording (:data:`PARTS`: examples, conseq
 contents, a procedure or method, timing, a threshold, who): each part has a cue in the question and a cue of
 evidence that a provision states it. For each part the question asks and no unit of the given passages states,
 the answer says so in one plain sentence after its cited content, :func:`statement` ("The retrieved provisions do
-not state examples."). The whole-answer flag (:data:`rirag.text.units.NOT_ADDRESSED`) is kept for passages that do not
-match the question at all.
+not state examples."), unless the part is not said (:attr:`Part.said`: the procedure or method, whose sentence was
+wrong more often than right on questions its cues were not written on). The whole-answer flag
+(:data:`rirag.text.units.NOT_ADDRESSED`) is kept for passages that do not match the question at all.
 
 Deterministic and model-free: rules, not a learned model. The cues were written by reading draw ranks 100-249 of
 the labelled set ``benchmarks/missing_parts/labels.jsonl`` and the unlabelled questions of its pool; its ranks 0-99
@@ -32,6 +33,9 @@ class Part:
     name: str
     cue: re.Pattern
     evidence: re.Pattern
+    #: Whether the answer says this part is missing. A part whose sentence is wrong more often than right on questions
+    #: its cues were not written on is read but not said: a false "do not state" misleads more than silence.
+    said: bool = True
 
 
 def _re(pattern: str) -> re.Pattern:
@@ -82,6 +86,9 @@ PARTS: tuple[Part, ...] = (
              r"disclosed|included)|disclose\w* (?:to (?:its |the )?\w+ )?that|contains? an? (?:prominent )?"
              r"(?:warning|statement)|an? statement (?:of|by|that)|the following:?\s*\(?a\)|including (?:where|how|"
              r"whether|the))\b")),
+    # not said: where its cues were not written its sentence was wrong more often than right ("how must an
+    # institution determine ..." beside the rule that determines it; docs/research.md, "The method line, no longer
+    # said"); a method stated in prose has no cue that tells it from a duty
     Part("procedure", "the steps or method",
          _re(r"\b(?:what (?:are |is )?(?:the )?(?:\w+ )?(?:steps|procedures?|process|measures|methods?|methodology|"
              r"remedial)|"
@@ -102,7 +109,7 @@ PARTS: tuple[Part, ...] = (
              r"(?:is|are) calculated (?:as|by|using)|must (?:first|then)|by (?:submitting|notifying|applying|filing|"
              r"completing)|in the form (?:of|set out)|using the (?:form|method|formula)|establish and (?:implement|"
              r"maintain) (?:appropriate |adequate |effective )?(?:systems|procedures|policies)|reporting to a "
-             r"specified frequency|information on how)\b")),
+             r"specified frequency|information on how)\b"), said=False),
     Part("when", "when or how often",
          _re(r"\b(?:how (?:often|frequently|soon|quickly|long)|what (?:is the )?(?:expected )?(?:time ?frames?|"
              r"timelines?|deadlines?|frequency|time limits?|period)|within what (?:time ?frame|time|period)|by when|"
@@ -139,9 +146,10 @@ def is_stated(part: Part, texts: Iterable[str]) -> bool:
     return any(part.evidence.search(t) for t in texts)
 
 
-def missing_parts(question: str, texts: Sequence[str]) -> list[Part]:
-    """The parts the question asks for that none of ``texts`` states."""
-    return [p for p in asked_parts(question) if not is_stated(p, texts)]
+def missing_parts(question: str, texts: Sequence[str], unsaid: bool = False) -> list[Part]:
+    """The parts the question asks for that none of ``texts`` states and that an answer says are missing
+    (:attr:`Part.said`; with ``unsaid`` the parts not said too)."""
+    return [p for p in asked_parts(question) if (unsaid or p.said) and not is_stated(p, texts)]
 
 
 def statement(part: Part) -> str:
