@@ -180,6 +180,23 @@ _TRAILING_LABEL = re.compile(r"(?:\s+\(?(?:[a-z]{1,3}|[ivxlc]+|\d+(?:\.\d+)*)\))
 #: What a clipped quote ends with, so that nobody reads a cut list as the whole rule.
 ELISION = "[…]"
 
+#: A sentence that opens by pointing back at the one before it ("This includes ...", "These systems and controls
+#: ...", "However, ...", "Therefore, ..."): quoted alone, what it points at is lost. Not "It": mostly a dummy
+#: subject ("It would normally be appropriate to ...").
+_BACK_REFERENCE = re.compile(
+    r"^\W*(?:(?:This|These|Such|That|Those)\b(?!\s+(?:(?:[A-Z][\w-]*\s+){0,3}(?:Part|Chapter|Rule|Section|Regulation|"
+    r"Appendix|Annex|Schedule|Guidance|Rulebook|Module|Code|Direction|Instrument|Act|Order|Document|SS|SoP)s?\b|"
+    r"(?:statement of policy|supervisory statement|appendix|annex|chapter|section|part|document)\b))|"
+    r"(?:However|Therefore|Accordingly|Consequently|Furthermore|Further|Moreover|Otherwise|Similarly|Likewise|"
+    r"In addition|In particular),|(?:In this case|In such (?:a )?cases?|For this purpose|For these purposes|"
+    r"To this end)\b)")
+
+
+def opens_with_back_reference(text: str) -> bool:
+    """Whether ``text`` opens by pointing back at what precedes it (:data:`_BACK_REFERENCE`). "This Part applies
+    ..." / "These Rules ..." name a document, not the sentence before, and do not count."""
+    return bool(_BACK_REFERENCE.match(text or ""))
+
 
 def clip_unit(unit: Unit, passage: str, max_words: int, lead_in_alone: bool = True) -> Unit:
     """``unit`` cut to at most ``max_words`` words (:attr:`Unit.clipped`): its text up to the last item or sentence

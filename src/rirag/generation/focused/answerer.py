@@ -42,6 +42,7 @@ from rirag.generation.focused.selection import (
     prefer_named_twin,
     quoted_bound,
     rules_for_notes,
+    with_antecedents,
     within_bound,
 )
 from rirag.models import looks_local
@@ -268,6 +269,9 @@ class FocusedAnswerer:
             kept = within_bound(kept, passages, self._option("max_words"), self.config.max_unit_words, per_passage)
             kept = self._rules_for_notes(kept, scored, passages, quoted_bound(kept, self._option("max_words"),
                                                                               per_passage))
+            if self.config.antecedents:  # "This includes ..." quoted with the sentence it points back at
+                cap, bound = self.config.max_unit_words, quoted_bound(kept, self._option("max_words"), per_passage)
+                kept = with_antecedents(kept, scored, passages, bound, cap, min(cap, per_passage or cap))
             # what the question asks that no given passage states ("the retrieved provisions"; not said when
             # nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \

@@ -87,6 +87,10 @@ class FocusedConfig:
         "help": "A kept unit that is only a source note ('[Note: Art. 109 of the CRD]') is quoted through its "
                 "passage's rule instead, cut to the words the bound leaves "
                 "(rirag.generation.focused.selection.rules_for_notes); the passages cited are unchanged."})
+    antecedents: bool = field(default=True, metadata={
+        "help": "A kept unit that opens by pointing back ('This includes ...', 'However, ...') is quoted with the "
+                "sentence before it in its passage when both fit the bound "
+                "(rirag.generation.focused.selection.with_antecedents); the passages cited are unchanged."})
     # -- following cross-references (rirag.generation.focused.follow; needs the passages' ids and a reference graph) --
     follow_references: bool = field(default=False, metadata={
         "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that rule is among "

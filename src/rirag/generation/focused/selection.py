@@ -15,7 +15,14 @@ from rirag.generation.focused.config import FocusedConfig
 from rirag.generation.focused.scorer import EncodeFn, ScoredUnit
 from rirag.text.lines import normalise
 from rirag.text.lists import focus_items, list_items
-from rirag.text.units import clip_unit, is_broken_unit, is_source_note, leading_title, without_title
+from rirag.text.units import (
+    clip_unit,
+    is_broken_unit,
+    is_source_note,
+    leading_title,
+    opens_with_back_reference,
+    without_title,
+)
 
 
 @dataclass(frozen=True)
@@ -408,3 +415,32 @@ def rules_for_notes(kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passag
         out[i] = replace(rule, unit=unit, inline=())
         words += unit.words - k.unit.words
     return [k for k in out if k is not None]
+
+
+def with_antecedents(kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passages: Sequence[str], bound: float,
+                     first_cap: int, other_cap: int) -> list[ScoredUnit]:
+    """Each kept unit that opens by pointing back at the sentence before it in its passage ("This includes whether
+    the firm anticipates ...", "However, if ...": :func:`rirag.text.units.opens_with_back_reference`) quoted with that
+    sentence, one span from its start: quoted alone, what "this" or "however" points at is lost. Only where the
+    sentence before is a plain unit of the same passage (``scored`` holds it: no list, table or cut unit), right
+    before it (nothing but space between them in ``passages``), that the answer does not already quote, where the
+    joined unit keeps its cap (``first_cap`` for the first unit, ``other_cap`` for the others) and the answer stays
+    within ``bound`` words; else the unit is left as it is. The passages cited are unchanged."""
+    by_place = {(s.unit.passage, s.unit.index): s.unit for s in scored}
+    quoted = {(k.unit.passage, k.unit.index) for k in kept}
+    words = sum(k.unit.words for k in kept)
+    out = []
+    for n, k in enumerate(kept):
+        u = k.unit
+        before = by_place.get((u.passage, u.index - 1))
+        plain = before is not None and not (before.is_list or before.is_table or before.clipped or before.spans)
+        if (u.index > 0 and plain and not (u.spans or u.clipped or k.inline) and (u.passage, u.index - 1) not in quoted
+                and opens_with_back_reference(u.text) and before.end <= u.start and u.passage < len(passages)
+                and not passages[u.passage][before.end:u.start].strip()):
+            joined = replace(u, text=f"{before.text} {u.text}", start=before.start)
+            if joined.words <= (first_cap if n == 0 else other_cap) and words + before.words <= bound:
+                words += before.words
+                quoted.add((u.passage, u.index - 1))
+                k = replace(k, unit=joined)
+        out.append(k)
+    return out
