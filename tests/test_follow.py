@@ -166,3 +166,26 @@ def test_two_cited_rules_one_referring_to_the_other_are_joined_when_following():
     plain.attach_references(graph(), {pid: text for pid, (_, text) in PASSAGES.items()})
     off = draft(plain, ids)
     assert "Rule 9.5.1 [3]" not in render(off) and off.followed == []
+
+
+def test_a_followed_rule_is_not_quoted_through_a_sentence_pointing_at_another_passage(monkeypatch):
+    """A target passage opening "This is not an exhaustive list." points at a list in some other passage: quoted
+    alone it says nothing, so the rule is quoted through its next sentence (as it was not before the rule)."""
+    from rirag.generation.focused import follow
+
+    pointing = "This is not an exhaustive list. " + TARGET
+    passages = {**PASSAGES, "p-952": ("9.5.2", pointing)}
+
+    def followed_text() -> str:
+        a = FocusedAnswerer(encode=bag_of_words, is_obligation=lambda texts: [True] * len(texts),
+                            config=FocusedConfig(follow_references=True, follow_ratio=0.3, follow_scope="corpus"))
+        a.attach_references(ReferenceGraph(passages=[xref_records.Passage(pid, "1", "General Rulebook (GEN)", n, text)
+                                                     for pid, (n, text) in passages.items()]),
+                            {pid: text for pid, (_, text) in passages.items()})
+        d = draft(a, ["p-951"])
+        assert [p.cited for p in d.parts] == [(0,), (1,)]
+        return d.parts[1].text
+
+    assert followed_text().startswith("The notification of a breach")
+    monkeypatch.setattr(follow, "POINTER_MAX_WORDS", 0)  # without the rule the pointer is what gets quoted
+    assert followed_text() == "This is not an exhaustive list."

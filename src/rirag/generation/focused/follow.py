@@ -11,7 +11,8 @@ For one focused answer (:class:`~rirag.generation.focused.answer.FocusedAnswer`)
 2. the targets' units are scored by the answerer's own unit scorer against the question (targets among the given
    passages keep their scores; a target from the rest of the corpus is scored beside them, its retrieval score
    that of the passage citing it);
-3. the best unit that fits the cap on another passage's unit (``extra_unit_words``) and the answer's word budget
+3. the best unit (not a broken one, nor a short one that only points back, "This is not an exhaustive list.")
+   that fits the cap on another passage's unit (``extra_unit_words``) and the answer's word budget
    (``max_words``, or the first unit's length when that alone is longer, grown by ``extra_unit_words`` for each
    followed passage, as the passage-set decision's bound grows
    with each passage it cites: an answer that already spent its budget can still quote the rule its rule cites) is
@@ -42,7 +43,7 @@ from rirag.generation.focused.answer import Added, FocusedAnswer, Followed
 from rirag.generation.focused.config import FocusedConfig
 from rirag.generation.focused.scorer import ScoredUnit
 from rirag.generation.focused.selection import Limits, near_duplicates, word_bound
-from rirag.text.units import Unit, is_broken_unit
+from rirag.text.units import Unit, is_broken_unit, opens_with_back_reference
 from rirag.xref.graph import Link, ReferenceGraph
 
 #: Where a followed reference may lead (``FocusedConfig.follow_scope``): the passages given for the question, or any
@@ -213,7 +214,8 @@ class _Follower:
                   and s.unit.words <= self.extra_words
                   and self.words + s.unit.words <= word_bound(self.max_words, self.first_words, self.extra_words,
                                                               len(self.followed) + 1)
-                  and not is_broken_unit(s.unit.text)]
+                  and not is_broken_unit(s.unit.text)
+                  and not _points_back_only(s.unit)]
         return (max(usable, key=lambda s: s.score) if usable else None), targets
 
     def _number(self, tid: str) -> int:
@@ -225,6 +227,16 @@ class _Follower:
             self.added.append(Added(tid, _text(entry), getattr(entry, "document_id", None),
                                     getattr(entry, "passage_id", None)))
         return self.index[tid]
+
+
+#: A unit that points back ("This is not an exhaustive list.") and is shorter than this says nothing on its own.
+POINTER_MAX_WORDS = 10
+
+
+def _points_back_only(unit: Unit) -> bool:
+    """Whether ``unit`` opens by pointing back at what precedes it and is too short to say anything itself: quoted
+    after another passage's rule, "This is not an exhaustive list." points at a list the answer does not quote."""
+    return unit.words < POINTER_MAX_WORDS and opens_with_back_reference(unit.text)
 
 
 def _target_units(answerer: UnitScorer, answer: FocusedAnswer, passages: Sequence[str],
