@@ -9,7 +9,8 @@ has an
 unanswered labelled part of that kind not yet matched (one sentence matches one part). Precision: right sentences
 over sentences; recall: matched unanswered parts over unanswered parts. Reported over all labelled questions, over
 the draw-rank blocks (the cues were written reading ranks 100-249; ranks 0-99 are the held-out report), without the
-borderline parts, and by kind.
+borderline parts, and by kind; the parts found missing but not said (``Part.said`` off: the method) are scored
+the same, as if said, per block (``not_said_*``).
 
 The whole-answer flag (:data:`rirag.text.units.NOT_ADDRESSED`, below the answerability threshold) is scored on the
 same labels: a question is *not addressed* by its passages when none of its labelled parts is stated. Reported: the
@@ -87,16 +88,18 @@ def score_flag(records: list[dict], answerability: dict[str, float], threshold: 
             "recall": right / positives if positives else None}
 
 
-def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> tuple[dict[str, list[str]], dict, float]:
+def answer_labelled(records: list[dict], args: MissingPartsEvalArguments
+                    ) -> tuple[dict[str, list[str]], dict[str, list[str]], dict, float]:
     """question id -> the kinds the focused answerer's missing-part sentences name (its passages selected from the
-    run as the answer path selects them; they must be the labels' given passages); question id -> the answer's
-    answerability; the answerer's answerability threshold."""
+    run as the answer path selects them; they must be the labels' given passages); question id -> the kinds it finds
+    missing but does not say (:attr:`rirag.text.missing_parts.Part.said` off), so their sentences stay measured;
+    question id -> the answer's answerability; the answerer's answerability threshold."""
     from rirag.constants import EVAL_K
     from rirag.data.obliqa import load_obliqa
     from rirag.data.runs import read_trec
     from rirag.generation.focused import FocusedAnswerer
     from rirag.generation.pipeline import select_passages
-    from rirag.text.missing_parts import stated_kinds
+    from rirag.text.missing_parts import missing_parts, stated_kinds
 
     obliqa = load_obliqa(args.data)
     run = read_trec(args.run)
@@ -109,7 +112,11 @@ def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> tup
                              f"in {args.run} differ from the labelled passage_ids")
     answers = answerer.answer_many([r["Question"] for r in records], [[p.text for p in ps] for ps in given],
                                    [[p.score for p in ps] for ps in given])
-    return ({r["QuestionID"]: stated_kinds(a.text) for r, a in zip(records, answers)},
+    unsaid = {r["QuestionID"]: [p.kind for p in missing_parts(r["Question"], [*(k.unit.text for k in a.kept),
+                                                                                *(p.text for p in ps)], unsaid=True)
+                                if not p.said] if a.addressed else []
+              for r, a, ps in zip(records, answers, given)}
+    return ({r["QuestionID"]: stated_kinds(a.text) for r, a in zip(records, answers)}, unsaid,
             {r["QuestionID"]: a.answerability for r, a in zip(records, answers)},
             answerer._option("answerable_threshold"))
 
@@ -119,7 +126,7 @@ def main(args: MissingPartsEvalArguments) -> dict:
 
     with open(args.labels, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
-    said, answerability, threshold = answer_labelled(records, args)
+    said, unsaid, answerability, threshold = answer_labelled(records, args)
     low, high = (int(v) for v in args.tune_ranks.split("-"))
     tune = [r for r in records if low <= r["draw_rank"] <= high]
     held = [r for r in records if not low <= r["draw_rank"] <= high]
@@ -132,6 +139,8 @@ def main(args: MissingPartsEvalArguments) -> dict:
                "held_out_without_borderline": score(held, said, skip_borderline=True),
                "all_without_borderline": score(records, said, skip_borderline=True),
                "answers_with_a_sentence": sum(bool(v) for v in said.values()),
+               # the parts found missing but not said, scored as if said: the evidence for not saying them
+               "not_said_held_out": score(held, unsaid), "not_said_tuning_block": score(tune, unsaid),
                "flag_held_out": score_flag(held, answerability, threshold),
                "flag_tuning_block": score_flag(tune, answerability, threshold),
                "flag_held_out_at": [score_flag(held, answerability, float(t)) for t in args.flag_thresholds.split(",")]}
