@@ -128,27 +128,25 @@ ANSWER_KEYS = ("gold_citation_precision", "gold_citation_recall", "gold_citation
                "context_all_share", "context_recall", "cited_per_answer", "words_median", "words_p95")
 
 
-def held_out_answers(ps, answerer, fold_models: list[tuple[list[dict], dict]], corpus) -> dict:
-    """The answers of ``rirag ask --passage-set --follow-references`` (the answerer as configured, with the
-    decision and following on) to every fold's questions, each fold answered by its own decision (a model with its
-    threshold, linked threshold and max_passages), scored together against the gold."""
+def _following(answerer):
+    """``answerer`` with following on (the decision is switched on per call by the train script's ``answers_of``)."""
     from dataclasses import replace
 
-    from rirag.generation.pipeline import RetrievedPassage, answer_items
+    return replace(answerer.config, follow_references=True)
+
+
+def held_out_answers(ps, answerer, fold_models: list[tuple[list[dict], dict]], corpus) -> dict:
+    """The answers of ``rirag ask --passage-set --follow-references`` to every fold's questions, each fold answered
+    by its own decision (a model with its threshold, linked threshold and max_passages), scored together against
+    the gold."""
     from rirag.scoring.answer_quality import answer_quality
 
-    base = answerer.config
-    answerer.config = replace(base, passage_set=True, follow_references=True)
-    answers, golds = [], []
+    base, answerer.config = answerer.config, _following(answerer)
     try:
-        for test, model in fold_models:
-            answerer._passage_set_model = model
-            batch = [(it["id"], it["question"], [RetrievedPassage(pid, corpus[pid].text, float(it["run"][pid]))
-                                                 for pid in it["ids"]]) for it in test]
-            answers += answer_items(batch, answerer)
-            golds += [it["gold"] for it in test]
+        answers = [a for test, model in fold_models for a in ps.answers_of(answerer, test, corpus, model)]
     finally:
-        answerer.config, answerer._passage_set_model = base, None
+        answerer.config = base
+    golds = [it["gold"] for test, _ in fold_models for it in test]
     q = answer_quality([a.text for a in answers], [[p.id for p in a.passages] for a in answers], golds)
     return {"answers": len(answers), **{k: round(q[k], 4) for k in ANSWER_KEYS}}
 
@@ -156,25 +154,19 @@ def held_out_answers(ps, answerer, fold_models: list[tuple[list[dict], dict]], c
 def answers_by_setting(ps, answerer, items: list[dict], model: dict, grid, corpus) -> dict:
     """setting -> each item's (gold-citation precision or None, cites both) in the answers of ``rirag ask
     --passage-set --follow-references`` with ``model``'s weights at that setting."""
-    from dataclasses import replace
-
-    from rirag.generation.pipeline import RetrievedPassage, answer_items
     from rirag.scoring.answer_quality import answer_quality
 
-    base = answerer.config
-    answerer.config = replace(base, passage_set=True, follow_references=True)
-    batch = [(it["id"], it["question"], [RetrievedPassage(pid, corpus[pid].text, float(it["run"][pid]))
-                                         for pid in it["ids"]]) for it in items]
+    base, answerer.config = answerer.config, _following(answerer)
     out = {}
     try:
         for t, lt, most in grid:
-            answerer._passage_set_model = {**model, "threshold": t, "linked_threshold": lt, "max_passages": most}
-            answers = answer_items(batch, answerer)
+            answers = ps.answers_of(answerer, items, corpus,
+                                    {**model, "threshold": t, "linked_threshold": lt, "max_passages": most})
             per = answer_quality([a.text for a in answers], [[p.id for p in a.passages] for a in answers],
                                  [it["gold"] for it in items])["per_item"]
             out[(t, lt, most)] = list(zip(per["gold_citation_precision"], per["cites_all_gold"]))
     finally:
-        answerer.config, answerer._passage_set_model = base, None
+        answerer.config = base
     return out
 
 

@@ -302,13 +302,12 @@ def choose(args: PassageSetArguments, items: list[dict], model: dict) -> dict:
 # -- answering a held-out fold ----------------------------------------------------------------------------------
 
 
-def answer_quality_of(answerer, items: list[dict], corpus, model: dict | None) -> dict:
-    """The focused answers of ``items`` with the decision ``model`` (None: without it), as the pipeline writes
-    them, scored against the gold (features from the answerer's cache)."""
+def answers_of(answerer, items: list[dict], corpus, model: dict | None) -> list:
+    """The focused answers of ``items`` with the decision ``model`` (None: without it; the answerer's other switches
+    as configured), as the pipeline writes them (features from the answerer's cache)."""
     from dataclasses import replace
 
     from rirag.generation.pipeline import RetrievedPassage, answer_items
-    from rirag.scoring.answer_quality import answer_quality
 
     base_config = answerer.config
     if model is not None:
@@ -317,10 +316,17 @@ def answer_quality_of(answerer, items: list[dict], corpus, model: dict | None) -
     try:
         batch = [(it["id"], it["question"], [RetrievedPassage(pid, corpus[pid].text, float(it["run"][pid]))
                                              for pid in it["ids"]]) for it in items]
-        answers = answer_items(batch, answerer)
+        return answer_items(batch, answerer)
     finally:
         answerer.config = base_config
         answerer._passage_set_model = None
+
+
+def answer_quality_of(answerer, items: list[dict], corpus, model: dict | None) -> dict:
+    """The focused answers of ``items`` with the decision ``model`` (None: without it), scored against the gold."""
+    from rirag.scoring.answer_quality import answer_quality
+
+    answers = answers_of(answerer, items, corpus, model)
     q = answer_quality([a.text for a in answers], [[p.id for p in a.passages] for a in answers],
                        [it["gold"] for it in items])
     keys = ("gold_citation_precision", "gold_citation_recall", "gold_citation_f1", "cite_all_share",

@@ -16,6 +16,7 @@ from rirag.generation.focused.scorer import EncodeFn, ScoredUnit
 from rirag.text.lines import normalise
 from rirag.text.lists import focus_items, list_items
 from rirag.text.units import (
+    Unit,
     clip_unit,
     is_broken_unit,
     is_source_note,
@@ -431,16 +432,26 @@ def with_antecedents(kept: list[ScoredUnit], scored: Sequence[ScoredUnit], passa
     words = sum(k.unit.words for k in kept)
     out = []
     for n, k in enumerate(kept):
-        u = k.unit
-        before = by_place.get((u.passage, u.index - 1))
-        plain = before is not None and not (before.is_list or before.is_table or before.clipped or before.spans)
-        if (u.index > 0 and plain and not (u.spans or u.clipped or k.inline) and (u.passage, u.index - 1) not in quoted
-                and opens_with_back_reference(u.text) and before.end <= u.start and u.passage < len(passages)
-                and not passages[u.passage][before.end:u.start].strip()):
-            joined = replace(u, text=f"{before.text} {u.text}", start=before.start)
+        before = _antecedent(k, by_place, quoted, passages)
+        if before is not None:
+            joined = replace(k.unit, text=f"{before.text} {k.unit.text}", start=before.start)
             if joined.words <= (first_cap if n == 0 else other_cap) and words + before.words <= bound:
                 words += before.words
-                quoted.add((u.passage, u.index - 1))
+                quoted.add((before.passage, before.index))
                 k = replace(k, unit=joined)
         out.append(k)
     return out
+
+
+def _antecedent(k: ScoredUnit, by_place: Mapping[tuple[int, int], Unit], quoted: set[tuple[int, int]],
+                passages: Sequence[str]) -> Unit | None:
+    """The plain unit right before ``k``'s in its passage when ``k`` points back at it and it can be joined (see
+    :func:`with_antecedents`), else None."""
+    u = k.unit
+    before = by_place.get((u.passage, u.index - 1))
+    if (before is None or (before.passage, before.index) in quoted or u.spans or u.clipped or k.inline
+            or before.is_list or before.is_table or before.clipped or before.spans
+            or not opens_with_back_reference(u.text)):
+        return None
+    between = passages[u.passage][before.end:u.start] if u.passage < len(passages) else None
+    return before if before.end <= u.start and between is not None and not between.strip() else None
