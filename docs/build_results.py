@@ -552,6 +552,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
                          render_generic),
     "passage_set_pra_cv.json": ("The passage-set decision fitted on the PRA development questions (folds)",
                                 render_pra_cv),
+    "passage_set_models.json": ("The passage-set features under other models: held-out ObliQA-MP candidates",
+                                render_generic),
     "scale.json": ("Scale: ingest and BM25 from one rulebook to a million passages", render_scale),
     "follow_references.json": ("Following cross-references: PRA development questions and ObliQA-MP validation",
                                render_follow_references),
