@@ -26,7 +26,6 @@ Usage:
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import random
 import sys
@@ -37,8 +36,6 @@ from pathlib import Path
 import numpy as np
 
 logger = logging.getLogger(__name__)
-
-ROOT = Path(__file__).resolve().parents[1]
 
 #: Gradient-boosted models compared with the logistic one: name -> HistGradientBoostingClassifier keywords.
 BOOSTED = {"boosted, 200 trees of 15 leaves": {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15,
@@ -55,12 +52,13 @@ class PassageSetModelsArguments:
 
 
 def _trainer():
-    """train/passage_set.py as a module (its name is this folder's benchmarks/passage_set.py's too)."""
-    spec = importlib.util.spec_from_file_location("train_passage_set", ROOT / "train" / "passage_set.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """train/passage_set.py as a module, loaded as benchmarks/passage_set_pra_cv.py loads it."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    from passage_set_pra_cv import _trainer as load
+
+    return load()
 
 
 def candidates_xy(items: list[dict]) -> tuple[np.ndarray, np.ndarray]:
