@@ -27,7 +27,6 @@ Usage:
 from __future__ import annotations
 
 import logging
-import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -84,18 +83,17 @@ def held_out_scores(ps, train: list[dict], mp: list[dict], folds: int, seed: int
     shuffled with ``seed``, as the train script folds them); (gold, score) over all held-out candidates."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    groups = sorted({it["group"] for it in mp})
-    random.Random(seed).shuffle(groups)
-    fold_of = {g: i % folds for i, g in enumerate(groups)}
+    from rirag.generation.focused.passage_set import Candidates, probabilities
+
+    fold_of = ps.group_folds(mp, folds, seed)
     ys, ps_ = [], []
     for k in range(folds):
         held = [it for it in mp if fold_of[it["group"]] == k]
         fitted_on = train + [it for it in mp if fold_of[it["group"]] != k]
         xh, yh = candidates_xy(held)
         if model == "logistic":
-            m = ps.fit(fitted_on, regularisation)
-            z = (xh - np.asarray(m["mean"])) / np.asarray(m["scale"])
-            score = 1.0 / (1.0 + np.exp(-(z @ np.asarray(m["coef"]) + m["intercept"])))
+            held_out = Candidates(0, tuple(range(len(xh))), xh, ())
+            score = probabilities(held_out, ps.fit(fitted_on, regularisation))
         else:
             x, y = candidates_xy(fitted_on)
             boosted = HistGradientBoostingClassifier(random_state=seed, **BOOSTED[model]).fit(x, y)

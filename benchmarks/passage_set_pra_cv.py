@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -233,9 +232,7 @@ def main(args: PraCvArguments) -> dict:
                          frozen.get("linked_threshold", frozen["threshold"]))
     in_sample = best_setting(ps, items, frozen, grid, args.precision_floor)
 
-    names = sorted({it["group"] for it in items})
-    random.Random(SEED).shuffle(names)
-    fold_of = {g: i % args.folds for i, g in enumerate(names)}
+    fold_of = ps.group_folds(items, args.folds, SEED)
     obliqa_items = pooled_items(ps, args.pooled_recipe) if args.pooled_recipe else []
     folds, held, fold_models, pooled_models = [], [], [], []
     for k in range(args.folds):

@@ -141,6 +141,13 @@ def question_groups(gold: dict[str, set[str]]) -> dict[str, str]:
     return {q: root(q) for q in gold}
 
 
+def group_folds(items: list[dict], folds: int, seed: int) -> dict[str, int]:
+    """Each question group of ``items`` -> its fold: the sorted group names shuffled with ``seed``, dealt round."""
+    groups = sorted({it["group"] for it in items})
+    random.Random(seed).shuffle(groups)
+    return {g: i % folds for i, g in enumerate(groups)}
+
+
 # -- features -----------------------------------------------------------------------------------------------------
 
 
@@ -357,9 +364,7 @@ def main(args: PassageSetArguments) -> dict | None:
     answerer.attach_references(graph, obliqa.corpus)
     train = [it for it in items if it["set"] == "train"]
     mp = [it for it in items if it["set"] == "obliqa-mp"]
-    groups = sorted({it["group"] for it in mp})
-    random.Random(args.seed).shuffle(groups)
-    fold_of = {g: i % args.folds for i, g in enumerate(groups)}
+    fold_of = group_folds(mp, args.folds, args.seed)
     folds = []
     for k in range(args.folds):
         held = [it for it in mp if fold_of[it["group"]] == k]
