@@ -16,6 +16,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -360,6 +361,7 @@ def test_the_recorded_training_command_reproduces_the_world_size():
     from accelerate.commands.launch import launch_command_parser
 
     from rirag.hub.card_data import training_command
+    from rirag.models import CPU_MULTIPROCESS_CONFIG, GPU_MULTIPROCESS_CONFIG
 
     two = training_command("train/contrastive_tuning.py", ["--config", "recipes/x y.yaml"], 2)
     words = shlex.split(two)
@@ -367,6 +369,13 @@ def test_the_recorded_training_command_reproduces_the_world_size():
     parsed = launch_command_parser().parse_args(words[2:])
     assert parsed.num_processes == 2 and parsed.training_script == "train/contrastive_tuning.py"
     assert parsed.training_script_args == ["--config", "recipes/x y.yaml"]
+    # run verbatim on a CPU machine, a bare --num_processes 2 starts one process: the card names the gloo config
+    assert parsed.config_file == CPU_MULTIPROCESS_CONFIG and (REPO / parsed.config_file).is_file()
+    gpus = SimpleNamespace(world_size=8, device=SimpleNamespace(type="cuda"))
+    parsed = launch_command_parser().parse_args(shlex.split(training_command("train/raft.py", [], gpus))[2:])
+    assert parsed.num_processes == 8 and parsed.config_file == GPU_MULTIPROCESS_CONFIG
+    cpus = SimpleNamespace(world_size=2, device=SimpleNamespace(type="cpu"))
+    assert CPU_MULTIPROCESS_CONFIG in training_command("train/raft.py", [], cpus)
     one = training_command("train/contrastive_tuning.py", ["--a", "1"], 1)
     assert one == "python train/contrastive_tuning.py --a 1"
     trainers = [p for p in (REPO / "train").glob("*.py") if "world_size" in p.read_text()]

@@ -142,7 +142,7 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
         description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
                     "MultipleNegativesRankingLoss over the in-batch negatives of the global batch (gathered across "
                     "devices), no duplicate question or passage in a batch, epoch chosen by selection Recall@10.",
-        command=training_command("train/contrastive_tuning.py", sys.argv[1:], training_args.world_size),
+        command=training_command("train/contrastive_tuning.py", sys.argv[1:], training_args),
         train_data=f"ObliQA split `{script_args.train_split}`: {summary['pairs']} (question, gold passage) pairs",
         settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
                   f"selection Recall@{EVAL_K} (best epoch)": best and round(best["recall@10"], 4),
@@ -177,7 +177,7 @@ def save_and_push(script_args: ContrastiveTuningArguments, training_args, traine
             from rirag.io import atomic_write_json
 
             atomic_write_json(script_args.results_path, summary | {"command": training_command(
-                "train/contrastive_tuning.py", sys.argv[1:], training_args.world_size)})
+                "train/contrastive_tuning.py", sys.argv[1:], training_args)})
         push_trained(push)
     wait_for_everyone(training_args)
 

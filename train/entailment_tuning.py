@@ -99,7 +99,7 @@ def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: d
         datasets=["RegNLP/ObliQA"], tags=["entailment-tuning"],
         description="Bi-encoder after entailment tuning (stage 1 of the domain-adapted retriever): masked-LM "
                     "reconstruction of question-derived claims from their gold ObliQA passages, mean pooling.",
-        command=training_command("train/entailment_tuning.py", sys.argv[1:], training_args.world_size),
+        command=training_command("train/entailment_tuning.py", sys.argv[1:], training_args),
         train_data=f"ObliQA split `{script_args.train_split}`: {facts['examples']} (claim, gold passage) examples",
         settings={"β (hypothesis mask probability)": script_args.mask_probability,
                   "max length": script_args.max_length, "epochs": training_args.num_train_epochs,

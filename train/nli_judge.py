@@ -187,7 +187,7 @@ def judge_card(script_args: NLIJudgeArguments, training_args, result: dict, hype
     n_train, n_in_domain = result.get("n_train"), per_source.get(IN_DOMAIN_SOURCE, 0)
     card = JudgeCard(
         name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=base,
-        command=result.get("command") or training_command("train/nli_judge.py", sys.argv[1:], training_args.world_size),
+        command=result.get("command") or training_command("train/nli_judge.py", sys.argv[1:], training_args),
         description=f"A 3-way NLI cross-encoder fine-tuned from `{base}` on {n_train} pairs: the public NLI files of "
                     f"`{script_args.data_dir}` (see its SOURCES.md for licences; several are non-commercial) and "
                     f"{n_in_domain} in-domain triples built from ObliQA documents of the leakage-free `train` split. "
@@ -272,7 +272,7 @@ def training_record(script_args: NLIJudgeArguments, training_args, train_rows, t
         "cpu_cores": os.cpu_count(),
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d"),
-        "command": training_command("train/nli_judge.py", sys.argv[1:], training_args.world_size),
+        "command": training_command("train/nli_judge.py", sys.argv[1:], training_args),
     }
 
 
@@ -366,7 +366,7 @@ def load_trained(script_args: NLIJudgeArguments, training_args, n_train: int):
         logger.warning("%s records %s training pairs but these arguments give %d: the held-out parts may not "
                        "be the ones the judge was trained beside", script_args.results_path, record["n_train"],
                        n_train)
-    record["eval_command"] = training_command("train/nli_judge.py", sys.argv[1:], training_args.world_size)
+    record["eval_command"] = training_command("train/nli_judge.py", sys.argv[1:], training_args)
     saved = load_card_data(training_args.output_dir, JudgeCard)
     if saved is None:
         logger.warning("%s has no card data: its card lists no hyperparameters", training_args.output_dir)

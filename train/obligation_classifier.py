@@ -156,7 +156,7 @@ def save_classifier(script_args: ObligationScriptArguments, training_args, train
         return
     tokenizer.save_pretrained(training_args.output_dir)
     remove_checkpoints(training_args.output_dir)  # the best epoch is saved above; only the model stays
-    result["command"] = training_command("train/obligation_classifier.py", sys.argv[1:], training_args.world_size)
+    result["command"] = training_command("train/obligation_classifier.py", sys.argv[1:], training_args)
     result[WEIGHTS_FINGERPRINT] = weights_fingerprint(training_args.output_dir)  # the weights these numbers are of
     save_card(classifier_card(script_args, training_args, result), training_args.output_dir)
     if script_args.results_path:

@@ -365,7 +365,7 @@ def main(data_args, script_args: RaftTrainingArguments, training_args, model_arg
 
     require_full_state_dict(training_args, "RAFT")  # an FSDP / ZeRO-3 save must gather the adapter whole
     push = hold_trainer_push(training_args)  # pushed below through rirag.hub, with the typed card
-    command = training_command("train/raft.py", sys.argv[1:], training_args.world_size)
+    command = training_command("train/raft.py", sys.argv[1:], training_args)
     set_seed(training_args.seed)  # the new head's (or adapter's) initial weights: the same on any process count
     # Load datasets and Model (build_trainer)
     trainer, info = build_trainer(data_args, script_args, training_args, model_args, command)

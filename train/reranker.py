@@ -121,7 +121,7 @@ def reranker_card(script_args: RerankerArguments, training_args, summary: dict, 
         description="Cross-encoder reranker (one relevance logit) for the hybrid retriever's top candidates: gold "
                     "passages as positives, non-gold top-ranked passages of a first-stage retriever as negatives, "
                     f"{loss}. Inputs are (question, passage) without prefixes.",
-        command=training_command("train/reranker.py", sys.argv[1:], training_args.world_size),
+        command=training_command("train/reranker.py", sys.argv[1:], training_args),
         train_data=f"ObliQA split `{script_args.train_split}`: {summary['examples']} training "
                    + ("examples" if script_args.loss == "bce" else "(question, gold passage) groups"),
         settings={"negatives": f"{script_args.negatives_per_question} per question from the top "

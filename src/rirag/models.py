@@ -75,6 +75,10 @@ def model_available(name: str, what: str = "model") -> str:
 
 #: How the stage commands launch the distributed trainers (CPU; a GPU run passes another accelerate config).
 ACCELERATE_CONFIG = "recipes/accelerate/cpu.yaml"
+#: The accelerate configs of a launch on several processes: CPU processes (gloo; ``accelerate launch --cpu
+#: --num_processes N`` starts one process with accelerate 1.x) and GPUs (data parallel), as a card records them.
+CPU_MULTIPROCESS_CONFIG = "recipes/accelerate/cpu-2proc.yaml"
+GPU_MULTIPROCESS_CONFIG = "recipes/accelerate/ddp.yaml"
 LAUNCH = f"accelerate launch --config_file {ACCELERATE_CONFIG}"
 
 

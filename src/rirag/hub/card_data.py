@@ -69,15 +69,23 @@ def weights_dtype(folder: str | Path) -> str:
     return "+".join(sorted(found))
 
 
-def training_command(script: str, argv: list[str], world_size: int | None = 1) -> str:
-    """The command a trainer ran, as a card records it: ``python SCRIPT ARGS`` on one process, ``accelerate launch
-    --num_processes N SCRIPT ARGS`` on N (``world_size``, the run's process count), so that running it again gives
-    the same world size (and so the same global batch)."""
+def training_command(script: str, argv: list[str], run: Any = 1) -> str:
+    """The command a trainer ran, as a card records it, so that running it again as written gives the same world size
+    (and so the same global batch): ``python SCRIPT ARGS`` on one process; on N, ``accelerate launch --config_file
+    CONFIG --num_processes N SCRIPT ARGS``, with the config that starts N processes on the run's device
+    (:data:`rirag.models.CPU_MULTIPROCESS_CONFIG` on CPUs: a bare ``--num_processes N`` starts one process there;
+    :data:`rirag.models.GPU_MULTIPROCESS_CONFIG` on GPUs). ``run``: the trainer's ``TrainingArguments`` (its
+    ``world_size`` and device), or the process count of a CPU run."""
     import shlex
 
+    from rirag.models import CPU_MULTIPROCESS_CONFIG, GPU_MULTIPROCESS_CONFIG
+
+    world_size = int(getattr(run, "world_size", run) or 1)
     args = shlex.join(argv)
-    if int(world_size or 1) > 1:
-        return f"accelerate launch --num_processes {int(world_size)} {script} {args}".rstrip()
+    if world_size > 1:
+        on_cpu = not hasattr(run, "device") or run.device.type == "cpu"
+        config = CPU_MULTIPROCESS_CONFIG if on_cpu else GPU_MULTIPROCESS_CONFIG
+        return f"accelerate launch --config_file {config} --num_processes {world_size} {script} {args}".rstrip()
     return f"python {script} {args}".rstrip()
 
 

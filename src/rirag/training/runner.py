@@ -32,14 +32,13 @@ from typing import Any, Callable
 
 from rirag.errors import DataError
 from rirag.exit_codes import EXIT_OK, EXIT_USAGE
-from rirag.models import stage_for
+from rirag.models import CPU_MULTIPROCESS_CONFIG, stage_for
 from rirag.scoring.models import MissingModelError, missing_model_message
 from rirag.training.precision import AUTO, PRECISIONS
 
 logger = logging.getLogger(__name__)
 
 #: The accelerate config that starts N gloo processes on CPUs (a torchrun launch; the recipe keeps ``use_cpu: true``).
-CPU_MULTIPROCESS_CONFIG = "recipes/accelerate/cpu-2proc.yaml"
 
 #: Optimizer steps timed before the estimate is logged (fewer when the run is shorter).
 ESTIMATE_STEPS = 5
