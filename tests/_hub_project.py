@@ -78,7 +78,7 @@ def build_tiny_project(root: Path) -> dict:
     monkeypatch.chdir(root)  # the trainers record the paths they were given, relative as in the real project
     monkeypatch.setenv("RIRAG_CACHE_DIR", str(root / "cache"))
     try:
-        for tracked in ("src/rirag", "evaluate_scripts/repass", "spaces/demo"):
+        for tracked in ("src/rirag", "evaluate_scripts/repass", "spaces/demo", "hub_push/nli_sources_licences.md"):
             (root / tracked).parent.mkdir(parents=True, exist_ok=True)
             (root / tracked).symlink_to(REPO / tracked)  # read only: upload folders hold copies
         # the trainers write their results files here: a copy, so that the repository's results stay untouched

@@ -286,3 +286,21 @@ def test_the_classifier_card_says_its_weights_are_float16_when_they_are(tmp_path
     save_file({"w": torch.zeros(2)}, str(tmp_path / "model.safetensors"))  # the twin: float32 weights say so
     assert weights_dtype(tmp_path) == "float32" and "float16" not in ClassifierCard(
         name="c", repo_id="ns/c", weights_dtype=weights_dtype(tmp_path)).render()
+
+
+def test_the_classifier_card_says_converted_weights_were_converted(tmp_path):
+    """float16 weights beside a config that declares float32 (the shared cache's copy) are not "as the trainer saved
+    them": the card says they were converted and load as float32."""
+    import torch
+    from safetensors.torch import save_file
+
+    from rirag.hub.card_data import config_dtype, save_card
+
+    save_file({"w": torch.zeros(2, dtype=torch.float16)}, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps({"dtype": "float32"}), encoding="utf-8")
+    assert config_dtype(tmp_path) == "float32"
+    text = " ".join(save_card(ClassifierCard(name="c", repo_id="ns/c"), tmp_path).split())
+    assert "stored as **float16** (converted from the trainer's float32" in text and "as the trainer saved" not in text
+    (tmp_path / "config.json").write_text(json.dumps({"torch_dtype": "float16"}), encoding="utf-8")
+    text = " ".join(save_card(ClassifierCard(name="c", repo_id="ns/c"), tmp_path).split())
+    assert "(half precision, as the trainer saved them)" in text and "converted" not in text

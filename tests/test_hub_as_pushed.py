@@ -403,6 +403,11 @@ def test_the_cards_pin_what_their_spaces_run(hub):
         if row.status == "assembled" and row.kind == "dataset":
             data = DatasetCard(_card(row)).data.to_dict()
             assert data["license"] != "other" or data.get("license_name"), row.name
+    for name in ("nli-judge-data", "nli-judge"):  # trained on research-use-only pairs: their licences, not Apache-2.0
+        row = rows[name]
+        data = (DatasetCard if row.kind == "dataset" else ModelCard)(_card(row)).data.to_dict()
+        assert (data["license"], data["license_link"]) == ("other", "LICENCES.md"), name
+        assert "CC BY-NC 4.0" in (Path(row.folder) / "LICENCES.md").read_text(encoding="utf-8"), name
     assert "Weights: stored as **float32**" in _card(rows["obligation-classifier"])
     assert ModelCard(_card(rows["obligation-classifier"])).data.to_dict()["license"] == "apache-2.0"
     assert sys.version_info >= (3, 10)

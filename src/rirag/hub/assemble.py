@@ -47,6 +47,7 @@ from rirag.hub.cards import (
     with_install,
 )
 from rirag.hub.entry_cards import (
+    card_metadata,
     complete_model_card,
     publish_card,
     with_citation,
@@ -191,6 +192,14 @@ class Row:
                 "load": self.load}
 
 
+def check_license_link(text: str, entry: Entry, folder: Path) -> None:
+    """A ``license_link`` that is not a URL names a file of the upload folder (the Hub links it from the repo)."""
+    link = str(card_metadata(text).get("license_link") or "")
+    if link and "://" not in link and not (folder / link).is_file():
+        raise CardError(f"{entry.name}: license_link {link!r} is neither a URL nor a file of the upload (add it "
+                        f"with the entry's vendor: {{FILE: {link}}})")
+
+
 def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
     """Write ``OUT/<repo>/`` for one entry (atomically) and check its card; a missing source gives a missing row."""
     root = Path(root)
@@ -214,7 +223,10 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
                 continue
             _copy(source / rel, tmp / rel)
         with_hub_base_model(tmp, entry, manifest)
-        for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI)
+        for src, dst in entry.vendor.items():  # library code a Space imports (not on PyPI), a licence file
+            if (root / src).is_file():
+                _copy(root / src, tmp / dst)
+                continue
             for rel in upload_files(root / src):
                 _copy(root / src / rel, tmp / dst / rel)
         if entry.kind == "metric-space" and has_vendored_block(tmp):  # the scorer beside the script, from src/
@@ -233,6 +245,7 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
         if (tmp / CARD_FILE).exists():
             text = with_install((tmp / CARD_FILE).read_text(encoding="utf-8"))  # every card says how to install
             text = with_license_name(text, entry, manifest)
+            check_license_link(text, entry, tmp)
             atomic_write_text(tmp / CARD_FILE, with_sdk_version(text, entry, manifest)
                               if entry.repo_type == "space" else text)
         attributes = gitattributes(tmp)

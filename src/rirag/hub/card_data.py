@@ -49,6 +49,17 @@ IGNORED_HYPERPARAMETERS = frozenset({
 SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
 
 
+def config_dtype(folder: str | Path) -> str:
+    """The dtype a folder's ``config.json`` declares (``dtype``, or ``torch_dtype`` of older transformers): what
+    transformers loads the weights as; empty when it declares none."""
+    path = Path(folder) / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        return ""
+    return str(config.get("dtype") or config.get("torch_dtype") or "") if isinstance(config, dict) else ""
+
+
 def weights_dtype(folder: str | Path) -> str:
     """The floating-point type of the tensors of a folder's ``*.safetensors`` files (read from their headers), joined
     with ``+`` when they differ; empty when there is none."""
@@ -173,6 +184,7 @@ class ClassifierCard(CardData):
     labels: str = field(default_factory=lambda: _labels(OBLIGATION_ID2LABEL))
     metric_repo: str = LOCAL_METRIC
     weights_dtype: str = ""  # the floating-point type of the weights' tensors (weights_dtype), e.g. float16
+    config_dtype: str = ""  # the dtype config.json declares (config_dtype): what they load as
 
 
 @dataclass
@@ -318,6 +330,7 @@ def save_card(card: CardData, folder: str | Path) -> str:
     card.weights_sha256 = weights_fingerprint(folder) or card.weights_sha256
     if isinstance(card, ClassifierCard):
         card.weights_dtype = weights_dtype(folder) or card.weights_dtype
+        card.config_dtype = config_dtype(folder) or card.config_dtype
     text = card.render()
     atomic_write_json(Path(folder) / CARD_DATA_FILE, card.to_dict())
     atomic_write_text(Path(folder) / CARD_FILE, text)

@@ -22,6 +22,7 @@ from rirag.hub.card_data import (
     RAFTAdapterCard,
     RulebookCorpusCard,
     XrefGraphCard,
+    config_dtype,
     weights_dtype,
 )
 from rirag.hub.cards import CardError
@@ -151,7 +152,7 @@ def _classifier_publish(card: ClassifierCard, entry: Entry, manifest: Manifest, 
     metric = next((e for e in manifest.entries if e.kind == "metric-space"), None)
     if metric is not None:
         card.metric_repo = manifest.repo_id(metric)
-    card.weights_dtype = weights_dtype(folder)
+    card.weights_dtype, card.config_dtype = weights_dtype(folder), config_dtype(folder)
 
 
 def _demo_publish(card: DemoSpaceCard, entry: Entry, manifest: Manifest, folder: Path, saved: CardData | None) -> None:

@@ -176,7 +176,7 @@ def with_repo_ids(text: str, manifest: Manifest) -> str:
     return text
 
 
-def _card_metadata(text: str) -> dict:
+def card_metadata(text: str) -> dict:
     import yaml
 
     if not text.startswith("---"):
@@ -192,7 +192,7 @@ def _card_metadata(text: str) -> dict:
 def usage_context(text: str, entry: Entry, manifest: Manifest) -> dict:
     """What ``model_cards/_usage.md.j2`` needs: the kind, the repo id, the dataset configs (each with a split), the
     base model of an adapter (as a Hub id)."""
-    meta = _card_metadata(text)
+    meta = card_metadata(text)
     configs = []
     for config in meta.get("configs") or []:
         files = config.get("data_files")
@@ -234,7 +234,7 @@ def with_hub_sources(text: str, entry: Entry, manifest: Manifest) -> str:
     sets instead: the entry's (or the manifest's default) ``datasets`` that are Hub ids."""
     from huggingface_hub import DatasetCard
 
-    meta = _card_metadata(text)
+    meta = card_metadata(text)
     sources = meta.get("source_datasets")
     if not isinstance(sources, list) or not any(isinstance(x, str) and looks_local(x) for x in sources):
         return text
@@ -253,7 +253,7 @@ LICENSE_KEYS = ("license_name", "license_link")
 def with_license_name(text: str, entry: Entry, manifest: Manifest) -> str:
     """A card whose licence is ``other`` names it (``license_name``, and ``license_link`` when known): from the
     card's own front matter, else the entry's context; a CardError when neither names it."""
-    meta = _card_metadata(text)
+    meta = card_metadata(text)
     if meta.get("license") != "other" or meta.get("license_name"):
         return text
     words = {**manifest.defaults, **entry.context}

@@ -43,7 +43,7 @@ class Entry:
     context: dict = field(default_factory=dict)
     command_from: str | None = None
     exclude: list[str] = field(default_factory=list)
-    vendor: dict = field(default_factory=dict)  # {"src/rirag": "rirag"}: library code a Space imports
+    vendor: dict = field(default_factory=dict)  # {"src/rirag": "rirag"}: library code a Space imports; a file too
     space_variables: dict = field(default_factory=dict)  # a Space's variables at creation (entry names -> repo ids)
     results_artifact: str | None = None  # whose result rows fill the card (default: source), e.g. a merged
     #                                      model's card takes the rows of the adapter it was merged from
