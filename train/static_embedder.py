@@ -11,7 +11,7 @@ with the project on ``PYTHONPATH``). The written model loads with plain ``model2
 (``StaticModel.from_pretrained(folder)``), which is how ``benchmarks/scale.py`` embeds with it (float16 rows, cast to
 float32 and L2-normalised there); sentence-transformers loads it too
 (``SentenceTransformer(modules=[StaticEmbedding.from_model2vec(folder)])``, checked), though not as a folder that
-``rirag.retrieval.dense.shared_encoder`` takes by name.
+``rirag.retrieval.encoder.shared_encoder`` takes by name.
 
 Usage:
 

@@ -23,7 +23,6 @@ from rirag.errors import DataError
 from rirag.hub.cards import render_card
 from rirag.hub.push import push_folder
 from rirag.io import atomic_dir, atomic_write_json, atomic_write_text
-from rirag.models import load_sentence_transformer
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +90,11 @@ def make_embedder(name: str | None):
     """A callable texts -> normalised embeddings, or None when no embedder is available (audit says so)."""
     if name in (None, "", "none"):
         return None, None
+    from rirag.retrieval.encoder import load_encoder
+
     model_name = OFFLINE_ENCODER if name == "offline" else name
     try:
-        model = load_sentence_transformer(model_name)
+        model = load_encoder(model_name, max_seq_length=None)  # the model as saved, its own length
     except Exception as err:  # missing wheel, no network for a Hub id, bad path
         logger.warning("overlap audit: embedder %s unavailable (%s); the semantic check is skipped", model_name, err)
         return None, None
