@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import SEED
+from rirag.io import portable_args
 from rirag.training.folds import group_folds, question_groups
 
 logger = logging.getLogger(__name__)
@@ -285,7 +286,7 @@ def main(args: PraCvArguments) -> dict:
                                                for _, m in pooled_models]
     results = {
         "benchmark": "benchmarks/passage_set_pra_cv.py", "command": "python benchmarks/passage_set_pra_cv.py "
-        + " ".join(sys.argv[1:]), "seconds": round(time.time() - start, 1), "questions": len(items),
+        + " ".join(portable_args(sys.argv[1:])), "seconds": round(time.time() - start, 1), "questions": len(items),
         "pra_run": args.pra_run, "obligations": answerer.obligation_source, "precision_floor": args.precision_floor,
         "context_both_share": round(float(np.mean([set(it["gold"]) <= set(it["ids"]) for it in items])), 4),
         "lead_gold_share": round(float(np.mean([bool(it.get("lead_gold")) for it in items])), 4),

@@ -43,6 +43,7 @@ import numpy as np
 
 from rirag.constants import EVAL_K, OFFLINE_ENCODER, RUN_DEPTH, SEED
 from rirag.data.splits import ANSWER_SAMPLE_SIZE
+from rirag.io import portable_args
 
 logger = logging.getLogger(__name__)
 
@@ -313,7 +314,7 @@ def main(args: FocusedScorerArguments) -> dict | None:
     best, grid = choose_selection(args, answerer, unit_model, tune_items)
 
     # Save
-    command = "python train/focused_scorer.py " + " ".join(sys.argv[1:])
+    command = "python train/focused_scorer.py " + " ".join(portable_args(sys.argv[1:]))
     selection = {k: best[k] for k in ("keep_ratio", "min_score", "passage_weight", "passage_margin", "max_passages",
                                       "extra_unit_words") if best.get(k) is not None}
     scorer = {

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import EVAL_K, SEED
+from rirag.io import portable_args
 from rirag.training.folds import group_folds, question_groups
 
 logger = logging.getLogger(__name__)
@@ -353,7 +354,7 @@ def main(args: PassageSetArguments) -> dict | None:
         logger.info("fold %d: %s", k, folds[-1])
     model = fit(items, args.regularisation)
     chosen = choose(args, items, model)
-    command = "python train/passage_set.py " + " ".join(sys.argv[1:])
+    command = "python train/passage_set.py " + " ".join(portable_args(sys.argv[1:]))
     decision = {"source": f"{args.output} ({command})", "features": list(PASSAGE_FEATURES), **model,
                 "threshold": chosen["threshold"], "max_passages": chosen["max_passages"],
                 "linked_threshold": chosen["linked_threshold"],

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
 from rirag.hub.cards import CardError, model_index, render_card, results_from, results_table, with_install
-from rirag.io import atomic_write_json, atomic_write_text, weights_fingerprint
+from rirag.io import atomic_write_json, atomic_write_text, portable_args, weights_fingerprint
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
 #: Beside the artifact: the card data (this module's dataclasses as JSON) and the card rendered from it.
@@ -75,7 +75,7 @@ def training_command(script: str, argv: list[str], world_size: int | None = 1) -
     the same world size (and so the same global batch)."""
     import shlex
 
-    args = shlex.join(argv)
+    args = shlex.join(portable_args(argv))
     if int(world_size or 1) > 1:
         return f"accelerate launch --num_processes {int(world_size)} {script} {args}".rstrip()
     return f"python {script} {args}".rstrip()
