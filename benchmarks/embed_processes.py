@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import OFFLINE_ENCODER, SEED
+from rirag.io import portable_path
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -126,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     e_rate = rows["n_processes"]["embedding_passages_per_s"]
     result = {
         "benchmark": "rirag data embed: one process against accelerate launch over N processes",
-        "command": ("python benchmarks/embed_processes.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in asdict(cfg).items() if k != "out")
-        ).replace(str(REPO.parent) + "/", "../"),
+        "command": "python benchmarks/embed_processes.py " + " ".join(
+            f"--{k.replace('_', '-')} {portable_path(v, REPO) if isinstance(v, str) else v}"
+            for k, v in asdict(cfg).items() if k != "out"),
         "model": cfg.model, "passages": n, "processes": cfg.processes,
         "sample": f"{n} non-empty passages of {Path(cfg.data).name}, random.Random({SEED}).sample",
         "rows": rows,

@@ -28,7 +28,7 @@ from rirag.cli import format_table
 from rirag.constants import DENSE_MAX_SEQ_LENGTH, EVAL_K, HYBRID_ALPHA, RERANK_DEPTH, RUN_DEPTH, SEED
 from rirag.data.obliqa import load_obliqa
 from rirag.data.splits import qrels_of, split_questions
-from rirag.io import merge_results_file, provenance, read_json
+from rirag.io import merge_results_file, portable_path, provenance, read_json
 from rirag.retrieval.metrics import evaluate_run, metric_names
 
 logger = logging.getLogger("benchmarks.encoder_variants")
@@ -117,7 +117,7 @@ def main(config: Config) -> dict:
     if Path(config.out).exists():  # merged: the summaries of encoders measured before are kept
         training = {**(read_json(Path(config.out)).get("training") or {}), **training}
     # rows merge into --out: a re-measured row (same split, model, retriever, α, reranker) is replaced, others kept
-    return merge_results_file(config.out, rows, ROW_KEY, record, new_file={"data": str(obliqa.root)},
+    return merge_results_file(config.out, rows, ROW_KEY, record, new_file={"data": portable_path(obliqa.root)},
                               training=training)
 
 

@@ -27,9 +27,9 @@ questions; no test split): the best mean cite-all whose precision is at most 0.0
 
 Usage:
 
-    rirag data xref --data ../shared/data/obliqa --out /tmp/follow/obliqa_xref
+    rirag data xref --data ../shared/data/obliqa --out out/follow/obliqa_xref
     rirag data ingest ../shared/data/pra_rulebook --out out/pra && rirag data xref --data out/pra
-    python benchmarks/follow_references.py --pra out/pra --mp-graph /tmp/follow/obliqa_xref \\
+    python benchmarks/follow_references.py --pra out/pra --mp-graph out/follow/obliqa_xref \\
         [--pra-run out/runs/pra_default.trec] --out benchmarks/results/follow_references.json
 """
 
@@ -52,7 +52,7 @@ from rirag.data.runs import read_trec
 from rirag.generation.focused import FocusedAnswerer
 from rirag.generation.focused.follow import connect_linked, follow
 from rirag.generation.pipeline import select_passages
-from rirag.io import atomic_write_json
+from rirag.io import atomic_write_json, portable_path
 from rirag.retrieval.bm25 import BM25Index
 from rirag.xref.graph import ReferenceGraph
 
@@ -240,10 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     chosen = choose([part["rows"] for part in parts.values()])
     result = {"benchmark": "benchmarks/follow_references.py",
               "command": "python benchmarks/follow_references.py" + "".join(
-                  f" --{k} {v}" for k, v in (("data", args.data), ("pra", args.pra), ("mp-graph", args.mp_graph),
-                                             ("pra-run", args.pra_run), ("mp-run", args.mp_run),
-                                             ("context-filter", args.context_filter), ("limit", args.limit),
-                                             ("out", args.out)) if v),
+                  f" --{k} {portable_path(v) if isinstance(v, str) else v}"
+                  for k, v in (("data", args.data), ("pra", args.pra), ("mp-graph", args.mp_graph),
+                               ("pra-run", args.pra_run), ("mp-run", args.mp_run),
+                               ("context-filter", args.context_filter), ("limit", args.limit),
+                               ("out", args.out)) if v),
               "retrieval": {"obliqa-mp validation": args.mp_run or "BM25", "ukfin (PRA)": args.pra_run or "BM25",
                             "context": f"top 10, --context-filter {args.context_filter}"},
               "chosen_on": "obliqa-mp validation and the PRA development questions: the best mean cite_all with "

@@ -52,6 +52,7 @@ from rirag.generation.base import BATCH_SIZE, EXTRACTIVE, FOCUSED, MAX_NEW_TOKEN
 from rirag.generation.focused.config import command_defaults
 from rirag.generation.prompts import CLOSED_BOOK, FEW_SHOT, FEW_SHOT_COT, RAFT, ZERO_SHOT
 from rirag.generation.registry import PASSAGE_GENERATORS
+from rirag.io import portable_args
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, LOCAL_NLI_JUDGE, LOCAL_OBLIGATION_CLASSIFIER
 from rirag.scoring.signature import ROW_KEY
 
@@ -346,7 +347,7 @@ def main(args: GenerationBenchArguments) -> dict:
             "base_model": args.base_model, "raft_adapter": args.raft_adapter}
     if args.stage in ("score", "all"):  # RePASs's obligation model; a passage generator's own is in its row
         meta["obligation_model"] = args.obligation_model
-    command = "python benchmarks/generation.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/generation.py " + " ".join(portable_args(sys.argv[1:]))
     out: dict[str, dict] = {}
     for row in rows:
         model, strategy = SYSTEMS[row]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import EVAL_K, LEARNED_FUSION_MEMORY_DEPTH, SEED
-from rirag.io import provenance
+from rirag.io import portable_path, provenance
 
 logger = logging.getLogger("benchmarks.learned_fusion_cv")
 
@@ -75,7 +75,7 @@ def main(config: Config) -> dict:
         run.update(lf.rank(held, booster.predict(held.X), builder.ids))
         logger.info("fold %d of %d done", k + 1, config.folds)
     m = evaluate_run(qrels_of(questions), run)
-    record = {**provenance(), "rirag": str(Path(lf.__file__).resolve().parents[2]),
+    record = {**provenance(), "rirag": portable_path(Path(lf.__file__).resolve().parents[2]),
               "split": config.split, "questions": len(questions), "folds": config.folds,
               "encoders": builder.encoders, "question_memory": config.question_memory,
               "memory_depth": config.memory_depth if memory is not None else 0,

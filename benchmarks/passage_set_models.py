@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rirag.training.folds import group_folds
+
 logger = logging.getLogger(__name__)
 
 #: Gradient-boosted models compared with the logistic one: name -> HistGradientBoostingClassifier keywords.
@@ -85,7 +87,7 @@ def held_out_scores(ps, train: list[dict], mp: list[dict], folds: int, seed: int
 
     from rirag.generation.focused.passage_set import Candidates, probabilities
 
-    fold_of = ps.group_folds(mp, folds, seed)
+    fold_of = group_folds(mp, folds, seed)
     ys, ps_ = [], []
     for k in range(folds):
         held = [it for it in mp if fold_of[it["group"]] == k]

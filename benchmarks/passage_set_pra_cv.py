@@ -53,6 +53,8 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import SEED
+from rirag.io import portable_args
+from rirag.training.folds import group_folds, question_groups
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +220,7 @@ def main(args: PraCvArguments) -> dict:
     pra = load_obliqa(args.pra)
     questions, gold = ukfin_gold(Path(args.pra), Path(args.pra_questions))
     run = read_trec(args.pra_run)
-    groups = ps.question_groups({q: gold[q] for q, _ in questions})
+    groups = question_groups({q: gold[q] for q, _ in questions})
     items = [{"set": "pra-dev", "id": q, "question": text, "gold": sorted(gold[q]), "group": groups[q],
               "run": run.get(q, {})} for q, text in questions]
     graph = ReferenceGraph(graph=Path(args.pra) / "xref" / "references.jsonl")
@@ -232,7 +234,7 @@ def main(args: PraCvArguments) -> dict:
                          frozen.get("linked_threshold", frozen["threshold"]))
     in_sample = best_setting(ps, items, frozen, grid, args.precision_floor)
 
-    fold_of = ps.group_folds(items, args.folds, SEED)
+    fold_of = group_folds(items, args.folds, SEED)
     obliqa_items = pooled_items(ps, args.pooled_recipe) if args.pooled_recipe else []
     folds, held, fold_models, pooled_models = [], [], [], []
     for k in range(args.folds):
@@ -284,7 +286,7 @@ def main(args: PraCvArguments) -> dict:
                                                for _, m in pooled_models]
     results = {
         "benchmark": "benchmarks/passage_set_pra_cv.py", "command": "python benchmarks/passage_set_pra_cv.py "
-        + " ".join(sys.argv[1:]), "seconds": round(time.time() - start, 1), "questions": len(items),
+        + " ".join(portable_args(sys.argv[1:])), "seconds": round(time.time() - start, 1), "questions": len(items),
         "pra_run": args.pra_run, "obligations": answerer.obligation_source, "precision_floor": args.precision_floor,
         "context_both_share": round(float(np.mean([set(it["gold"]) <= set(it["ids"]) for it in items])), 4),
         "lead_gold_share": round(float(np.mean([bool(it.get("lead_gold")) for it in items])), 4),

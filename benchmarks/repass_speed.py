@@ -18,9 +18,9 @@ per model. Numbers from the local stand-in models are "RePASs (local judge)".
 Usage (one command; refuses to overwrite an existing result unless --overwrite):
 
     python benchmarks/repass_speed.py --n-answers 210 --output benchmarks/results/repass_speed.json --overwrite true
-    python benchmarks/repass_speed.py --n-answers 30 --output /tmp/repass_dry.json          # dry run
+    python benchmarks/repass_speed.py --n-answers 30 --output out/repass_dry.json          # dry run
     python benchmarks/repass_speed.py --nli-model cross-encoder/nli-deberta-v3-xsmall \\
-        --coverage-model microsoft/deberta-large-mnli --output /tmp/repass_official.json     # official models (Hub)
+        --coverage-model microsoft/deberta-large-mnli --output out/repass_official.json     # official models (Hub)
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 from rirag.constants import SEED
 from rirag.generation.extractive import OBLIGATION_CUE
-from rirag.io import atomic_write_json
+from rirag.io import atomic_write_json, portable_args
 from rirag.scoring.constants import (
     AUTO_BATCH_SIZE,
     LOCAL_JUDGE_LABEL,
@@ -355,7 +355,7 @@ def main(args: SpeedArguments) -> dict:
                 "1 torch thread, started before timing); ours timed cold (empty caches) before and, with "
                 "--time_ours_twice, after the reference loop, and averaged; ours_seconds and speedup are the "
                 "fastest worker count",
-        "command": "python benchmarks/repass_speed.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/repass_speed.py " + " ".join(portable_args(sys.argv[1:])),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "config": asdict(args),
     }

@@ -63,7 +63,7 @@ from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import write_trec
 from rirag.data.splits import EVAL_SPLITS, qrels_of, split_questions
 from rirag.errors import DataError
-from rirag.io import atomic_write_json, merge_results_file, merge_rows, provenance
+from rirag.io import atomic_write_json, merge_results_file, merge_rows, portable_path, provenance
 from rirag.retrieval.learned_fusion import RANKER_FILE
 from rirag.retrieval.metrics import evaluate_run, metric_names
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
@@ -166,7 +166,7 @@ def _previous_rows(path: str) -> list[dict]:
 def _write(config: Config, obliqa, rows: list[dict], **extra) -> dict:
     """Merge ``rows`` into ``config.out`` (rows not re-measured stay as they were; see the module docstring)."""
     return merge_results_file(config.out, rows, ROW_KEY, provenance(),
-                              new_file={"machine": platform.machine(), "data": str(obliqa.root)}, **extra)
+                              new_file={"machine": platform.machine(), "data": portable_path(obliqa.root)}, **extra)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ Usage:
         [--folds 5] [--seed 42] [--bootstrap 1000] [--recipe recipes/learned_fusion/offline.yaml]
         [--out benchmarks/results/retrieval_cv.json]
     # a small check (a corpus subset, a few questions per fold; write it elsewhere):
-    python benchmarks/retrieval_cv.py --folds 2 --max-documents 6 --max-questions 20 --out /tmp/cv.json
+    python benchmarks/retrieval_cv.py --folds 2 --max-documents 6 --max-questions 20 --out out/cv.json
 
 Rows merge into ``--out`` (keyed by row; BM25 is always re-measured, as the baseline of every comparison), with the
 command, date and core count; a file of another fold layout (folds, seed, questions) is refused. Never part of the

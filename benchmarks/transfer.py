@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import EVAL_K, HYBRID_ALPHA, OFFLINE_ENCODER, RUN_DEPTH, SEED
+from rirag.io import portable_path
 from rirag.retrieval.registry import RetrieverSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -109,7 +110,7 @@ class TransferConfig:
 
 def encoder_path(config: TransferConfig, key: str) -> str:
     rel = ENCODERS[key][1]
-    return OFFLINE_ENCODER if rel is None else str((Path(config.models_root) / rel).resolve())
+    return OFFLINE_ENCODER if rel is None else portable_path((Path(config.models_root) / rel).resolve())
 
 
 def missing_artifact(config: TransferConfig, rel: str | None) -> str | None:
@@ -149,7 +150,7 @@ def row_spec(config: TransferConfig, row: str, tuned: str | None) -> tuple[str, 
                + [missing_artifact(config, ENCODERS[k][1]) for k in LEARNED_FUSION_ENCODERS] if w]
         encoders = ",".join(encoder_path(config, k) for k in LEARNED_FUSION_ENCODERS)
         spec = RetrieverSpec("learned-fusion", None, {
-            "ranker": str((Path(config.models_root) / LEARNED_FUSION).resolve()), "encoders": encoders})
+            "ranker": portable_path((Path(config.models_root) / LEARNED_FUSION).resolve()), "encoders": encoders})
         return "learned fusion (ADGM-trained ranker)", spec, why
     raise ValueError(f"unknown row {row!r}; choose from {', '.join(ROWS)}")
 
@@ -179,7 +180,8 @@ def load_set(config: TransferConfig, name: str) -> QuestionSetData:
         obliqa = load_obliqa(config.pra)
         qset = load_questions(config.ukfin, obliqa)
         report = {k: v for k, v in qset.report().items() if k not in ("unmapped", "fuzzy")}
-        report |= {"corpus": str(config.pra), "passages": len(obliqa.corpus), "questions_file": config.ukfin}
+        report |= {"corpus": portable_path(config.pra), "passages": len(obliqa.corpus),
+                   "questions_file": portable_path(config.ukfin)}
         items = {q.id: qset.items[q.id] for q in qset.questions}
     elif name == "obliqa-mp":
         obliqa = load_obliqa(config.data)
@@ -192,7 +194,7 @@ def load_set(config: TransferConfig, name: str) -> QuestionSetData:
         items = {q.id: qset.items[q.id] for q in qset.questions}
         disagree = sum(1 for q, its in items.items() if set(its) != qrels.get(q, set()))
         report = {k: v for k, v in qset.report().items() if k not in ("unmapped", "fuzzy")}
-        report |= {"corpus": str(obliqa.root), "passages": len(obliqa.corpus),
+        report |= {"corpus": portable_path(obliqa.root), "passages": len(obliqa.corpus),
                    "questions_disagreeing_with_qrels_val": disagree}
     else:
         raise ValueError(f"unknown question set {name!r}; choose from {', '.join(SETS)}")
@@ -244,7 +246,8 @@ def answer_set(config: TransferConfig, data: QuestionSetData, run: dict, filtere
     from rirag.generation.registry import build_generator
     from rirag.scoring.answer_quality import answer_quality, cited_passages
 
-    model = config.obligation_model or str(Path(config.models_root).resolve() / "artifacts/obligation_classifier")
+    model = portable_path(config.obligation_model
+                          or Path(config.models_root).resolve() / "artifacts/obligation_classifier")
     generator = build_generator(GeneratorSpec(FOCUSED, model))
     start = time.perf_counter()
     items = [(q, text, select_passages(run.get(q, {}), data.corpus, EVAL_K, filtered, where=f"{data.name}, {q}"))

@@ -7,7 +7,8 @@ import pytest
 
 from rirag.data.obliqa import load_obliqa
 from rirag.errors import DataError
-from rirag.retrieval.dense import DenseRetriever, ModelLoadError, corpus_fingerprint, load_encoder, top_k
+from rirag.retrieval.dense import DenseRetriever, corpus_fingerprint, top_k
+from rirag.retrieval.encoder import ModelLoadError, load_encoder
 from rirag.retrieval.registry import RETRIEVERS, RetrieverSpec, build_retriever
 from tiny_encoder import tiny_sentence_transformer
 
@@ -138,7 +139,7 @@ def test_a_corpus_is_embedded_in_small_batches_on_a_cpu_and_large_ones_on_a_gpu(
 
 
 def test_without_onnx_runtime_the_query_and_corpus_encoders_are_one_model(tiny_model, monkeypatch):
-    from rirag.retrieval.dense import _shared_encoder, shared_encoder
+    from rirag.retrieval.encoder import _shared_encoder, shared_encoder
 
     monkeypatch.setenv("RIRAG_ONNX", "off")
     _shared_encoder.cache_clear()

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rirag.retrieval.dense import load_encoder, shared_encoder
-from rirag.retrieval.encoder import PlainEncoder, plain_pipeline
+from rirag.retrieval.encoder import PlainEncoder, load_encoder, plain_pipeline, shared_encoder
 from tiny_encoder import tiny_sentence_transformer
 
 TEXTS = ["how long must capital adequacy records be kept", "client money", "an authorised person must maintain "
@@ -51,7 +50,7 @@ def test_only_a_plain_transformer_and_mean_pooling_folder_is_run_without_sentenc
 
 
 def test_the_shared_encoder_loads_once_without_sentence_transformers(tiny_model):
-    code = ("import sys, json; from rirag.retrieval.dense import shared_encoder; m = shared_encoder(sys.argv[1]); "
+    code = ("import sys, json; from rirag.retrieval.encoder import shared_encoder; m = shared_encoder(sys.argv[1]); "
             "m.encode(['client money']); print(json.dumps([m is shared_encoder(sys.argv[1]), type(m).__name__, "
             "'sentence_transformers' in sys.modules]))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),

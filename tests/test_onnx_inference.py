@@ -17,8 +17,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from rirag import onnx_inference as ox  # noqa: E402
-from rirag.retrieval.dense import shared_encoder  # noqa: E402
-from rirag.retrieval.encoder import OnnxPlainEncoder, PlainEncoder  # noqa: E402
+from rirag.retrieval.encoder import OnnxPlainEncoder, PlainEncoder, shared_encoder  # noqa: E402
 from tiny_encoder import tiny_sentence_transformer, write_vocab  # noqa: E402
 
 TEXTS = ["how long must capital adequacy records be kept", "client money", "an authorised person must maintain "
@@ -99,7 +98,7 @@ def test_the_shared_encoder_runs_with_torch_when_onnx_is_off_or_cannot_run(tiny_
 
 def test_an_exported_encoder_runs_without_importing_torch(tiny_model):
     ox.exported(tiny_model)  # the cache this process and the child share (RIRAG_CACHE_DIR)
-    code = ("import sys, json; from rirag.retrieval.dense import shared_encoder; m = shared_encoder(sys.argv[1]); "
+    code = ("import sys, json; from rirag.retrieval.encoder import shared_encoder; m = shared_encoder(sys.argv[1]); "
             "e = m.encode(['client money']); print(json.dumps([type(m).__name__, 'torch' in sys.modules, "
             "'transformers' in sys.modules, e.shape[1]]))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}

@@ -189,7 +189,7 @@ def test_question_groups_and_so_the_folds_do_not_depend_on_the_hash_seed():
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    code = ("import sys; sys.path.insert(0, 'train'); from passage_set import question_groups; "
+    code = ("import sys; sys.path.insert(0, 'src'); from rirag.training.folds import question_groups; "
             "gold = {'q3': {'c', 'd'}, 'q1': {'a', 'b'}, 'q2': {'b', 'c'}, 'q4': {'e'}, 'q5': {'f', 'g', 'h'}}; "
             "print(sorted(question_groups(gold).items()))")
     outputs = {subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True,

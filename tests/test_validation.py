@@ -210,7 +210,7 @@ def no_heavy_work(patch_everywhere):
     """Loading the corpus, an encoder or the RePASs scorer fails the test with :class:`Heavy`."""
     import rirag.data.obliqa
     import rirag.hub.dataset_build  # imported here, so that its own binding of load_obliqa is patched and restored
-    import rirag.retrieval.dense
+    import rirag.retrieval.encoder
     import rirag.scoring.repass
 
     def heavy(*args, **kwargs):
@@ -218,7 +218,7 @@ def no_heavy_work(patch_everywhere):
 
     # the commands bind load_obliqa at their top: each loaded module's binding is patched
     patch_everywhere(rirag.data.obliqa, "load_obliqa", heavy)
-    patch_everywhere(rirag.retrieval.dense, "load_encoder", heavy)
+    patch_everywhere(rirag.retrieval.encoder, "load_encoder", heavy)
     patch_everywhere(rirag.scoring.repass, "RePASsScorer", heavy)
 
 

@@ -192,7 +192,7 @@ def main(script_args: ContrastiveTuningArguments, training_args) -> dict:
     from rirag.data.obliqa import load_obliqa
     from rirag.hub.card_data import non_default_hyperparameters
     from rirag.hub.push import hold_trainer_push
-    from rirag.retrieval.dense import load_encoder
+    from rirag.retrieval.encoder import load_encoder
     from rirag.training.precision import apply_precision
     from rirag.training.runner import (
         batch_facts,

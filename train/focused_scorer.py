@@ -43,6 +43,7 @@ import numpy as np
 
 from rirag.constants import EVAL_K, OFFLINE_ENCODER, RUN_DEPTH, SEED
 from rirag.data.splits import ANSWER_SAMPLE_SIZE
+from rirag.io import portable_args
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class FocusedScorerArguments:
 
 def cached_encoder(name: str):
     """texts -> normalised embeddings, each distinct text encoded once."""
-    from rirag.retrieval.dense import load_encoder
+    from rirag.retrieval.encoder import load_encoder
 
     model = load_encoder(name)
     cache: dict[str, np.ndarray] = {}
@@ -313,7 +314,7 @@ def main(args: FocusedScorerArguments) -> dict | None:
     best, grid = choose_selection(args, answerer, unit_model, tune_items)
 
     # Save
-    command = "python train/focused_scorer.py " + " ".join(sys.argv[1:])
+    command = "python train/focused_scorer.py " + " ".join(portable_args(sys.argv[1:]))
     selection = {k: best[k] for k in ("keep_ratio", "min_score", "passage_weight", "passage_margin", "max_passages",
                                       "extra_unit_words") if best.get(k) is not None}
     scorer = {

@@ -33,6 +33,7 @@ from rirag.constants import (
     OFFLINE_ENCODER,
     SEED,
 )
+from rirag.io import portable_args
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def main(args: LearnedFusionArguments) -> dict:
         memory.save(os.path.join(args.output_dir, MEMORY_FILE))
     importance = booster.feature_importance("gain")
     top = sorted(zip(builder.feature_names, importance), key=lambda kv: -kv[1])[:8]
-    command = "python train/learned_fusion.py " + " ".join(sys.argv[1:])
+    command = "python train/learned_fusion.py " + " ".join(portable_args(sys.argv[1:]))
     summary = {"encoders": builder.encoders, "candidate_depth": args.candidate_depth, "vote_depth": args.vote_depth,
                "memory_depth": args.memory_depth if memory is not None else 0,
                "feature_names": builder.feature_names, "feature_version": FEATURE_VERSION,

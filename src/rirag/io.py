@@ -85,13 +85,39 @@ def merge_rows(old: list[dict], new: list[dict], key: Sequence[str]) -> list[dic
     return out
 
 
+def portable_path(path: str | os.PathLike, start: str | os.PathLike | None = None) -> str:
+    """``path`` as a committed file may record it: an absolute path made relative to ``start`` (default: the
+    working folder, where the command ran, so the recorded path reads as its relative arguments do and still opens
+    from there); anything else (a relative path, a Hub id, a model name) unchanged. No result file then carries the
+    absolute paths of the machine that wrote it (``tests/test_no_machine_paths.py``)."""
+    text = os.fspath(path)
+    if not os.path.isabs(text):
+        return text
+    return os.path.relpath(text, os.fspath(start) if start is not None else os.getcwd())
+
+
+def portable_args(argv: Sequence[str], start: str | os.PathLike | None = None) -> list[str]:
+    """Command-line arguments with each absolute path made portable (:func:`portable_path`), whole or as a part of
+    ``--name=VALUE`` or of a comma-separated list."""
+
+    def one(value: str) -> str:
+        return ",".join(portable_path(part, start) for part in value.split(","))
+
+    out = []
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        out.append(name + eq + one(value) if arg.startswith("-") and eq else one(arg))
+    return out
+
+
 def provenance() -> dict:
-    """The command line, the UTC date and the core count of this run (every benchmark records them)."""
+    """The command line (its paths portable: :func:`portable_args`), the UTC date and the core count of this run
+    (every benchmark records them)."""
     import datetime
     import shlex
     import sys
 
-    return {"command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+    return {"command": "python " + " ".join(shlex.quote(a) for a in portable_args(sys.argv)),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cpu_cores": os.cpu_count()}
 

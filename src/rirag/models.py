@@ -30,12 +30,6 @@ def resolve_model(name: str) -> str:
     return name
 
 
-def load_sentence_transformer(name: str, device: str | None = None):
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(resolve_model(name), device=device)
-
-
 def looks_local(name: str) -> bool:
     """Whether a model name is meant as a local path (not a Hub id): absolute, ./ or ../, or under artifacts/."""
     return (os.path.isabs(name) or name.startswith(("./", "../", "~")) or name.split("/", 1)[0] == "artifacts"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Protocol
 
+from rirag.constants import RUN_DEPTH
 from rirag.errors import DataError
 from rirag.io import atomic_write_bytes, read_input_bytes
 from rirag.validation import record_id
@@ -18,6 +19,14 @@ from rirag.validation import record_id
 #: A ranked run: query id -> {passage id: score} (the one definition; retrieval imports it from here).
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
+
+
+class Retriever(Protocol):
+    """Anything that ranks passages for queries: every retriever of :data:`rirag.retrieval.registry.RETRIEVERS`,
+    and the expansion that wraps one (:class:`rirag.xref.expansion.XrefExpansion`). The one protocol: it lives here,
+    beside the :data:`Run` it returns, because ``xref`` (below ``retrieval``) needs it too."""
+
+    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run: ...
 
 
 # --------------------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class AnswerOptions:
     passages come from a run file), the prompting strategy, the passages considered per question and the context
     filter that chooses among them (a :data:`rirag.retrieval.filtering.CONTEXT_FILTERS` name)."""
 
-    generator: GeneratorSpec
+    generator: GeneratorSpec = field(default_factory=GeneratorSpec)  # the default answerer
     retriever: RetrieverSpec | None = None
     strategy: str = ZERO_SHOT
     k: int = EVAL_K

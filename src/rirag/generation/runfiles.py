@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rirag import __version__
+from rirag.constants import VERSION
 from rirag.data.answers import JOURNAL_SUFFIX
 from rirag.errors import DataError, UsageError
 from rirag.io import atomic_write_bytes, atomic_write_json, read_json
@@ -82,7 +82,7 @@ def build_manifest(command: str, questions: list[tuple[str, str]], questions_fro
     return {"format": MANIFEST_FORMAT, "command": command,
             "questions": f"{len(questions)} questions from {questions_from}",
             "question_fingerprint": fingerprint(questions), **dict(passages), **dict(generator),
-            "strategy": strategy, "k": k, "filter": context_filter, "written_by": f"rirag {__version__}"}
+            "strategy": strategy, "k": k, "filter": context_filter, "written_by": f"rirag {VERSION}"}
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from rirag.constants import PASSAGE_PREFIX, QUERY_PREFIX
 from rirag.hub.cards import CardError, model_index, render_card, results_from, results_table, with_install
-from rirag.io import atomic_write_json, atomic_write_text, weights_fingerprint
+from rirag.io import atomic_write_json, atomic_write_text, portable_args, weights_fingerprint
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, NLI_ID2LABEL, OBLIGATION_ID2LABEL
 
 #: Beside the artifact: the card data (this module's dataclasses as JSON) and the card rendered from it.
@@ -92,7 +92,7 @@ def training_command(script: str, argv: list[str], run: Any = 1) -> str:
     from rirag.models import CPU_MULTIPROCESS_CONFIG, GPU_MULTIPROCESS_CONFIG
 
     world_size = int(getattr(run, "world_size", run) or 1)
-    args = shlex.join(argv)
+    args = shlex.join(portable_args(argv))
     if world_size > 1:
         on_cpu = not hasattr(run, "device") or run.device.type == "cpu"
         config = CPU_MULTIPROCESS_CONFIG if on_cpu else GPU_MULTIPROCESS_CONFIG

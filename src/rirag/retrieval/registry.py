@@ -21,7 +21,7 @@ import importlib
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping
 
 from rirag import validation as check
 from rirag.constants import (
@@ -36,15 +36,11 @@ from rirag.constants import (
     XREF_WEIGHT,
 )
 from rirag.data.obliqa import Passage
-from rirag.data.runs import Run
+from rirag.data.runs import Retriever
 from rirag.errors import DataError, UsageError
 from rirag.models import local_model
 
 logger = logging.getLogger(__name__)
-
-
-class Retriever(Protocol):
-    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run: ...
 
 
 @dataclass

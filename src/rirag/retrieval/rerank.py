@@ -14,7 +14,7 @@ from rirag.constants import RERANK_DEPTH, RUN_DEPTH
 from rirag.data.obliqa import Passage
 from rirag.data.runs import Run, ranked
 from rirag.models import resolve_model
-from rirag.retrieval.dense import ModelLoadError
+from rirag.retrieval.encoder import ModelLoadError
 from rirag.retrieval.fusion import truncate
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rirag import __version__
+from rirag.constants import VERSION
 from rirag.scoring.constants import LOCAL_JUDGE_LABEL, OFFICIAL_COVERAGE_MODEL, OFFICIAL_NLI_MODEL
 from rirag.text.sentences import SPLITTERS
 
@@ -62,7 +62,7 @@ def repass_signature(config: Any) -> str:
     values = {"mode": config.mode, "nli": config.nli_model, "obligation": config.obligation_model,
               "coverage": config.coverage_model, "precision": config.precision,
               "splitter": splitter_name(config.sentence_splitter), "threshold": f"{config.threshold:g}",
-              "version": __version__}
+              "version": VERSION}
     return f"{SIGNATURE_PREFIX}:" + _SEPARATOR.join(f"{k}{_ASSIGN}{_escape(str(values[k]))}"
                                                    for k in SIGNATURE_FIELDS)
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Mapping
 
 from rirag.constants import RUN_DEPTH, XREF_MAX_TARGETS, XREF_WEIGHT
-from rirag.data.runs import Run, ranked
+from rirag.data.runs import Retriever, Run, ranked
 from rirag.errors import DataError
 from rirag.xref.graph import GRAPH_CONFIG, GRAPH_FILE, ReferenceGraph
 
@@ -41,16 +41,12 @@ def corpus_graph(root: str | Path | None) -> ReferenceGraph:
     return graph
 
 
-class _Retriever(Protocol):
-    def search(self, queries: Mapping[str, str], k: int = RUN_DEPTH, show_progress: bool = False) -> Run: ...
-
-
 class XrefExpansion:
     """``base``'s run expanded by cross-references (see the module): each of a question's top ``top`` passages adds
     the targets of its references resolving to at most ``max_targets`` passages, scored ``weight`` times its score,
     kept if higher. ``corpus``, when given, bounds the targets (a graph of another corpus adds nothing unknown)."""
 
-    def __init__(self, base: _Retriever, graph: ReferenceGraph, top: int, weight: float = XREF_WEIGHT,
+    def __init__(self, base: Retriever, graph: ReferenceGraph, top: int, weight: float = XREF_WEIGHT,
                  max_targets: int = XREF_MAX_TARGETS, corpus: Mapping | None = None):
         if top < 1 or not 0.0 < weight <= 1.0 or max_targets < 1:
             raise ValueError(f"xref expansion: top {top} (≥ 1), weight {weight} (in (0, 1]), max_targets "

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Reference kinds.
-KINDS = ("rule", "section", "article", "paragraph", "chapter", "part", "schedule", "appendix", "range", "footnote")
-#: Reasons a reference stays unresolved.
-REASONS = ("external", "not_in_corpus", "ambiguous")
-
 
 @dataclass(frozen=True)
 class Passage:

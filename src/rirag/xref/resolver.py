@@ -489,10 +489,3 @@ class Resolver(CorpusIndex):
             out.append(ref)
         return out
 
-
-def find_references(passages: Iterable[Passage], aliases: Mapping[str, str] | None = None
-                    ) -> dict[str, list[Reference]]:
-    """Every passage's references: passage id -> references (empty list when none)."""
-    passages = list(passages)
-    resolver = Resolver(passages, aliases)
-    return {p.id: resolver.references(p) for p in passages}
