@@ -431,9 +431,18 @@ def _classifier_project(root: Path, weights: bytes | None = None) -> tuple[Path,
 
 
 def _published_index(root: Path, manifest: Path) -> tuple[str, int]:
+    """The assembled card and its count of results; the repo's .eval_results/ files hold exactly those numbers."""
+    import yaml
+    from huggingface_hub import ModelCard, parse_eval_result_entries
+
     (row,) = assemble_all(load_manifest(manifest), root)
     assert row.status == "assembled" and row.card == "ok", row.detail
-    return (Path(row.folder) / "README.md").read_text(), row.results
+    card = (Path(row.folder) / "README.md").read_text()
+    files = sorted((Path(row.folder) / ".eval_results").glob("*.yaml"))
+    values = sorted(e.value for f in files for e in parse_eval_result_entries(yaml.safe_load(f.read_text())))
+    assert values == sorted(r.metric_value for r in ModelCard(card).data.eval_results or [])
+    assert len(files) == row.results and all(p.relative_to(row.folder).as_posix() in row.paths for p in files)
+    return card, row.results
 
 
 def test_a_model_placed_at_a_manifest_path_gets_no_numbers_it_was_not_measured_at(tmp_path, caplog):

@@ -57,6 +57,7 @@ from rirag.hub.entry_cards import (
     with_sdk_version,
     with_usage,
 )
+from rirag.hub.eval_results import write_eval_results
 from rirag.hub.manifest import Entry, Manifest, ManifestError, builder_only_extras, read_config
 from rirag.hub.vendor import has_vendored_block, write_vendored
 from rirag.io import atomic_dir, atomic_write_text
@@ -246,6 +247,8 @@ def assemble(entry: Entry, manifest: Manifest, root: str | Path = ".") -> Row:
             text = with_install((tmp / CARD_FILE).read_text(encoding="utf-8"))  # every card says how to install
             text = with_license_name(text, entry, manifest)
             check_license_link(text, entry, tmp)
+            if entry.repo_type == "model":  # the same measured numbers where the Hub now reads them too
+                write_eval_results(tmp, text, manifest.repo_id(entry))
             atomic_write_text(tmp / CARD_FILE, with_sdk_version(text, entry, manifest)
                               if entry.repo_type == "space" else text)
         attributes = gitattributes(tmp)
