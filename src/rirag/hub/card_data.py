@@ -312,6 +312,8 @@ class DemoSpaceCard(CardData):
 
     models: list[str] = field(default_factory=list)
     variables: list[dict] = field(default_factory=list)
+    #: the variables the Space is created with (``{name, value}``, Hub ids), which a local run sets the same way
+    space_env: list[dict] = field(default_factory=list)
 
 
 

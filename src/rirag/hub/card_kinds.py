@@ -156,9 +156,11 @@ def _classifier_publish(card: ClassifierCard, entry: Entry, manifest: Manifest, 
 
 
 def _demo_publish(card: DemoSpaceCard, entry: Entry, manifest: Manifest, folder: Path, saved: CardData | None) -> None:
-    """The models the Space runs: those its variables name (entries or Hub ids), else the context's."""
+    """The models the Space runs: those its variables name (entries or Hub ids), else the context's; and the variables
+    themselves, which the card's local run sets as the Space has them."""
     named = [v for v in entry.space_variables.values() if "/" in str(v) or v in {e.name for e in manifest.entries}]
     card.models = list(dict.fromkeys(hub_id(manifest, x) for x in named or card.models or []))
+    card.space_env = [{"name": k, "value": hub_id(manifest, str(v))} for k, v in entry.space_variables.items()]
 
 
 def _learned_fusion_publish(card: LearnedFusionCard, entry: Entry, manifest: Manifest, folder: Path,

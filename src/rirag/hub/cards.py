@@ -4,13 +4,15 @@ Cards carry metadata that ``huggingface_hub`` parses (``ModelCard.load(path).dat
 tags, library and pipeline tag, and for models a ``model-index`` whose numbers are read from
 ``benchmarks/results/*.json`` by :func:`collect_results`, never typed into a template.
 
-Every template can use the global ``SEED_PAPERS_BIBTEX`` (the two seed papers) and the filter ``to_yaml``.
+Every template can use the global ``SEED_PAPERS_BIBTEX`` (the two seed papers) and the filters ``to_yaml`` and
+``shell_quote`` (a word of a shell command line).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -148,6 +150,7 @@ def render_card(template: str, templates_dir: str | Path | None = None, **contex
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.globals["SEED_PAPERS_BIBTEX"] = SEED_PAPERS_BIBTEX
     env.filters["to_yaml"] = to_yaml
+    env.filters["shell_quote"] = shlex.quote
     return env.get_template(template).render(**context)
 
 
