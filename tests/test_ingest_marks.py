@@ -10,6 +10,9 @@ from pathlib import Path
 from rirag.data.ingest.corpus import ingest
 from rirag.data.ingest.labels import split_long
 from rirag.data.ingest.raw import RawPassage, item_label
+from rirag.xref.passages import xref_passages
+from rirag.xref.records import Passage
+from rirag.xref.resolver import Resolver
 from tests.test_ingest import _row, _section, rulebook_page
 
 NESTED = """<p>The process applies to a write-down manager,<sup><a href="#footnote-16">16</a></sup> meaning that:</p>
@@ -80,3 +83,41 @@ def test_item_labels():
     assert [item_label(t) for t in ("(a) x", "ii. y", "1.2 z", "• q", "Step 1: x", "(iv)whether", "Note. x")] == \
         ["(a)", "ii.", "1.2", "•", "", "", ""]
 
+
+def test_the_resolver_reads_marks_from_the_fields_and_patterns_only_without_them():
+    """Where a passage carries its marks (an ingested page's ``FootnoteMarks``), the resolver takes those, first, and
+    resolves each to the footnote with the id it names (else the footnote numbered so): a number the patterns would
+    read as a mark ("Test 2: ...") is none, and a mark they would miss ("six 2 months", a lettered "b") is one, and a
+    mark read first is never a rule number ("Matching adjustment 1"). A passage without the field keeps the
+    patterns."""
+    part = "SS7/18 Matching adjustment"
+    text = "Apply Test 2: the notional test, for six 2 months; see the services b and Matching adjustment 1 ."
+    six, letter, one = text.index(" 2 months") + 1, text.index(" b ") + 1, text.index(" 1 .") + 1
+    marks = ((six, six + 1, "footnote-2"), (letter, letter + 1, "fn-b"), (one, one + 1, "footnore-1"))
+    passages = [
+        Passage("s1", "ss", part, "1.1", text, marks=marks),
+        Passage("s2", "ss", part, "1.2", text),  # the same text, without structure: the patterns read it
+        Passage("f1", "ss", part, "footnote 1", "1. A note.", marks=(), anchor="footnote-1"),
+        Passage("f2", "ss", part, "footnote 2", "2. Six months from the transfer.", marks=(), anchor="footnote-2"),
+        Passage("f2b", "ss", part, "footnote 2 #2", "2. Another note two.", marks=(), anchor="footnote-2b"),
+        Passage("fb", "ss", part, "footnote b", "b. Shared services.", marks=(), anchor="fn-b"),
+        Passage("m1", "ma", "Matching Adjustment", "1", "A firm must apply the matching adjustment."),
+    ]
+    resolver = Resolver(passages, {"Matching adjustment": "ma"})
+    found = [(r.surface, r.kind, r.targets) for r in resolver.references(passages[0])]
+    # "footnore-1" (a typo in the page) names no footnote: the mark's number does
+    assert found == [("2", "footnote", ("f2",)), ("b", "footnote", ("fb",)), ("1", "footnote", ("f1",))]
+    read = {r.start for r in resolver.references(passages[1]) if r.kind == "footnote"}
+    assert text.index("2:") in read and six not in read and letter not in read
+
+
+def test_ingest_then_xref_resolves_a_mark_to_its_footnote(tmp_path):
+    src = tmp_path / "pages"
+    src.mkdir()
+    (src / "insurers.html").write_text(PAGE, "utf-8")
+    ingest(src, tmp_path / "out")
+    rule, note = _records(tmp_path / "out")
+    passages, _ = xref_passages(tmp_path / "out")
+    assert passages[0].marks == ((rule["FootnoteMarks"][0]["start"], rule["FootnoteMarks"][0]["end"], "footnote-16"),)
+    refs = Resolver(passages).references(passages[0])
+    assert [(r.surface, r.kind, r.targets) for r in refs if r.kind == "footnote"] == [("16", "footnote", (note["ID"],))]

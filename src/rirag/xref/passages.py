@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
+from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, document_files, load_titles, records_in
+from rirag.errors import DataError
 from rirag.io import read_json
 from rirag.xref.numbers import aliases_from_names
 from rirag.xref.records import Passage
@@ -16,7 +17,7 @@ from rirag.xref.records import Passage
 def _names(root: Path) -> tuple[dict[int, str], dict[str, str]]:
     """The document map's titles (DocumentID -> title) and aliases (short codes, other titles), read once."""
     names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    titles = _load_titles(root, names) if names else {}
+    titles = load_titles(root, names) if names else {}
     return titles, aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
                                        for k, v in names.items()})
 
@@ -25,7 +26,7 @@ def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
     """One document file's records as resolver passages. An ingested passage's chapter is read from its heading path
     ("4 Format and Frequency" -> 4)."""
     passages = []
-    for rec in _records(path, PASSAGE_FIELDS):
+    for rec in records_in(path, PASSAGE_FIELDS):
         chapter = None
         for heading in (rec.get("Headings") or [])[1:]:
             m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
@@ -34,8 +35,26 @@ def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
                 break
         doc = int(rec["DocumentID"])
         passages.append(Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
-                                str(rec["PassageID"]), rec["Passage"], chapter=chapter))
+                                str(rec["PassageID"]), rec["Passage"], chapter=chapter, marks=_marks(rec, path),
+                                anchor=rec.get("FootnoteId") or ""))
     return passages
+
+
+def _marks(rec: dict, path: Path) -> tuple[tuple[int, int, str], ...] | None:
+    """A record's footnote marks as its ``FootnoteMarks`` field gives them ((start, end, target), in text order);
+    None when the record has no such field (a source that carries no structure: the resolver reads its text)."""
+    marks = rec.get("FootnoteMarks")
+    if marks is None:
+        return None
+    text = rec["Passage"]
+    try:
+        found = tuple(sorted((int(m["start"]), int(m["end"]), str(m.get("target") or "")) for m in marks))
+    except (TypeError, KeyError, ValueError) as err:
+        raise DataError(f"{path}: record {rec['ID']}: field 'FootnoteMarks' must be a list of "
+                        f"{{start, end, target}} ({err})") from None
+    if any(not 0 <= a < b <= len(text) for a, b, _ in found):
+        raise DataError(f"{path}: record {rec['ID']}: field 'FootnoteMarks' has a mark outside the passage text")
+    return found
 
 
 def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
@@ -43,7 +62,7 @@ def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
     the aliases its document map gives (short codes, other titles)."""
     root = Path(root)
     titles, aliases = _names(root)
-    passages = [p for path in _document_files(root) for p in _passages(path, titles)]
+    passages = [p for path in document_files(root) for p in _passages(path, titles)]
     return passages, aliases
 
 
@@ -61,7 +80,7 @@ def xref_documents(root: str | Path, names: tuple[dict[int, str], dict[str, str]
     when it is read (a ``ValueError`` from :class:`rirag.xref.index.CorpusIndex`). ``names``: what
     :func:`document_names` gives, when the caller has it."""
     root = Path(root)
-    by_id = {f.stem: f for f in _document_files(root)}
+    by_id = {f.stem: f for f in document_files(root)}
     if not all(stem.isdigit() and str(int(stem)) == stem for stem in by_id):
         return None
     titles, aliases = names if names is not None else _names(root)
