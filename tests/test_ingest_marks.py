@@ -10,6 +10,7 @@ from pathlib import Path
 from rirag.data.ingest.corpus import ingest
 from rirag.data.ingest.labels import split_long
 from rirag.data.ingest.raw import RawPassage, item_label
+from rirag.data.obliqa import load_obliqa
 from rirag.xref.passages import xref_passages
 from rirag.xref.records import Passage
 from rirag.xref.resolver import Resolver
@@ -31,12 +32,17 @@ def _records(out: Path) -> list[dict]:
     return [r for f in sorted((out / "documents").glob("*.json")) for r in json.loads(f.read_text("utf-8"))]
 
 
-def test_footnote_marks_and_list_nesting_are_written_as_fields(tmp_path):
+def _ingested(tmp_path: Path, page: str) -> list[dict]:
+    """The passage records of ``page`` ingested into ``tmp_path / "out"``."""
     src = tmp_path / "pages"
     src.mkdir()
-    (src / "insurers.html").write_text(PAGE, "utf-8")
+    (src / "page.html").write_text(page, "utf-8")
     ingest(src, tmp_path / "out")
-    rule, note = _records(tmp_path / "out")
+    return _records(tmp_path / "out")
+
+
+def test_footnote_marks_and_list_nesting_are_written_as_fields(tmp_path):
+    rule, note = _ingested(tmp_path, PAGE)
     text = rule["Passage"]
     assert text.startswith("The process applies to a write-down manager, 16 meaning that:\n(a) consent")
     [mark] = rule["FootnoteMarks"]
@@ -50,11 +56,7 @@ def test_footnote_marks_and_list_nesting_are_written_as_fields(tmp_path):
 
 
 def test_a_generic_page_keeps_marks_without_target_and_nesting(tmp_path):
-    src = tmp_path / "pages"
-    src.mkdir()
-    (src / "guide.html").write_text(GENERIC, "utf-8")
-    ingest(src, tmp_path / "out")
-    [p] = _records(tmp_path / "out")
+    [p] = _ingested(tmp_path, GENERIC)
     assert p["Passage"] == "Firms report yearly 2 to the PRA.\nfirst point of the list\na point nested in it"
     assert p["FootnoteMarks"] == [{"start": 20, "end": 21, "mark": "2", "target": ""}]
     assert [(i["level"], i["label"]) for i in p["ListItems"]] == [(1, ""), (2, "")]
@@ -112,12 +114,22 @@ def test_the_resolver_reads_marks_from_the_fields_and_patterns_only_without_them
 
 
 def test_ingest_then_xref_resolves_a_mark_to_its_footnote(tmp_path):
-    src = tmp_path / "pages"
-    src.mkdir()
-    (src / "insurers.html").write_text(PAGE, "utf-8")
-    ingest(src, tmp_path / "out")
-    rule, note = _records(tmp_path / "out")
+    rule, note = _ingested(tmp_path, PAGE)
     passages, _ = xref_passages(tmp_path / "out")
     assert passages[0].marks == ((rule["FootnoteMarks"][0]["start"], rule["FootnoteMarks"][0]["end"], "footnote-16"),)
     refs = Resolver(passages).references(passages[0])
     assert [(r.surface, r.kind, r.targets) for r in refs if r.kind == "footnote"] == [("16", "footnote", (note["ID"],))]
+
+
+def test_the_corpus_loader_keeps_marks_and_levels_with_each_passage(tmp_path):
+    """What the answerer quotes from (:class:`rirag.data.passage_store.Passage`): the marks as (start, end) and the
+    items as (line offset, level); a corpus without the fields has none."""
+    rule, note = _ingested(tmp_path, PAGE)
+    p = load_obliqa(tmp_path / "out").passages[rule["ID"]]
+    assert p.marks == tuple((m["start"], m["end"]) for m in rule["FootnoteMarks"]) and p.marks
+    assert p.items == tuple((i["start"], i["level"]) for i in rule["ListItems"]) and len(p.items) == 5
+    assert load_obliqa(tmp_path / "out").passages[note["ID"]].marks == ()
+    (tmp_path / "rules.jsonl").write_text(json.dumps({"document": "D", "text": "Firms must report 2 times."}) + "\n")
+    ingest(tmp_path / "rules.jsonl", tmp_path / "plain")
+    [q] = load_obliqa(tmp_path / "plain").passages.values()
+    assert (q.marks, q.items) == ((), ())

@@ -267,10 +267,43 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
     return ObliQA(str(root), passages, load_titles(root), splits, unseen, mapper.issues)
 
 
-def _passage_records(path: Path) -> list[tuple[str, int, str, str]]:
-    """(ID, DocumentID, PassageID, text) of each record of a document file, checked (:func:`records_in`)."""
-    return [(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"])
-            for rec in records_in(path, PASSAGE_FIELDS)]
+def _passage_records(path: Path) -> list[tuple[str, int, str, str, tuple, tuple]]:
+    """(ID, DocumentID, PassageID, text, marks, items) of each record of a document file, checked
+    (:func:`records_in`); ``marks`` and ``items`` from an ingested page's ``FootnoteMarks`` and ``ListItems``
+    ((start, end) and (start, level) pairs; none where the record has no such field)."""
+    return [(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"],
+             *_structure(rec, f"{path}: record {i}")) for i, rec in enumerate(records_in(path, PASSAGE_FIELDS))]
+
+
+def _structure(rec: dict, where: str) -> tuple[tuple, tuple]:
+    """A record's footnote marks and list items as :class:`Passage` keeps them ((start, end), (start, level))."""
+    marks = record_marks(rec, where) or ()
+    items = rec.get("ListItems") or ()
+    try:
+        items = tuple((int(i["start"]), int(i["level"])) for i in items)
+    except (TypeError, KeyError, ValueError) as err:
+        raise DataError(f"{where} (id {rec['ID']}): field 'ListItems' must be a list of {{start, level}} ({err})") \
+            from None
+    if any(not 0 <= a < len(rec["Passage"]) for a, _ in items):
+        raise DataError(f"{where} (id {rec['ID']}): field 'ListItems' has an item outside the passage text")
+    return tuple((a, b) for a, b, _ in marks), items
+
+
+def record_marks(rec: dict, where: str) -> tuple[tuple[int, int, str], ...] | None:
+    """A passage record's footnote marks as its ``FootnoteMarks`` field gives them ((start, end, target), in text
+    order; ``rirag data ingest`` writes the field for an HTML page's passages), each checked to fall in its text;
+    None when the record has no such field (a source that carries no structure)."""
+    marks = rec.get("FootnoteMarks")
+    if marks is None:
+        return None
+    try:
+        found = tuple(sorted((int(m["start"]), int(m["end"]), str(m.get("target") or "")) for m in marks))
+    except (TypeError, KeyError, ValueError) as err:
+        raise DataError(f"{where} (id {rec['ID']}): field 'FootnoteMarks' must be a list of {{start, end, target}} "
+                        f"({err})") from None
+    if any(not 0 <= a < b <= len(rec["Passage"]) for a, b, _ in found):
+        raise DataError(f"{where} (id {rec['ID']}): field 'FootnoteMarks' has a mark outside the passage text")
+    return found
 
 
 def _question(rec: dict, path: Path, index: int, mapper: "GoldMapper") -> Question:

@@ -7,8 +7,14 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, document_files, load_titles, records_in
-from rirag.errors import DataError
+from rirag.data.obliqa import (
+    DOCUMENT_MAP_FILE,
+    PASSAGE_FIELDS,
+    document_files,
+    load_titles,
+    record_marks,
+    records_in,
+)
 from rirag.io import read_json
 from rirag.xref.numbers import aliases_from_names
 from rirag.xref.records import Passage
@@ -35,26 +41,9 @@ def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
                 break
         doc = int(rec["DocumentID"])
         passages.append(Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
-                                str(rec["PassageID"]), rec["Passage"], chapter=chapter, marks=_marks(rec, path),
-                                anchor=rec.get("FootnoteId") or ""))
+                                str(rec["PassageID"]), rec["Passage"], chapter=chapter,
+                                marks=record_marks(rec, f"{path}: record"), anchor=rec.get("FootnoteId") or ""))
     return passages
-
-
-def _marks(rec: dict, path: Path) -> tuple[tuple[int, int, str], ...] | None:
-    """A record's footnote marks as its ``FootnoteMarks`` field gives them ((start, end, target), in text order);
-    None when the record has no such field (a source that carries no structure: the resolver reads its text)."""
-    marks = rec.get("FootnoteMarks")
-    if marks is None:
-        return None
-    text = rec["Passage"]
-    try:
-        found = tuple(sorted((int(m["start"]), int(m["end"]), str(m.get("target") or "")) for m in marks))
-    except (TypeError, KeyError, ValueError) as err:
-        raise DataError(f"{path}: record {rec['ID']}: field 'FootnoteMarks' must be a list of "
-                        f"{{start, end, target}} ({err})") from None
-    if any(not 0 <= a < b <= len(text) for a, b, _ in found):
-        raise DataError(f"{path}: record {rec['ID']}: field 'FootnoteMarks' has a mark outside the passage text")
-    return found
 
 
 def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
