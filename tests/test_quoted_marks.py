@@ -3,11 +3,11 @@ no footnote mark and keeps a nested list's levels; a passage without structure i
 
 from __future__ import annotations
 
-from rirag.generation.base import Draft, DraftPart
+from rirag.generation.base import AnswerRequest, Draft, DraftPart
 from rirag.generation.pipeline import RetrievedPassage
 from rirag.generation.render import written
 from rirag.text.lines import normalise
-from rirag.text.marks import bare_marks, edited, item_breaks, quoted_marks
+from rirag.text.marks import bare_marks, edited, item_breaks, quoted_marks, without_marks
 
 PASSAGE = ("The process applies to a write-down manager, 16 meaning that:\n(a) consent is required before making "
            "such an application;\n(b) such consent must be:\n(i) in writing; and\n(ii) filed with the court; and\n"
@@ -63,3 +63,11 @@ def test_marks_and_items_are_found_by_the_words_around_them():
     assert [(quote[at + 1:at + 4], depth) for at, depth in item_breaks(quote, PASSAGE, ITEMS)] == \
         [("(b)", 0), ("(i)", 1)]
     assert edited("ab cd ef", [(2, 5, ""), (5, 6, "\n")], [6, 3]) == ("ab\nef", [3, 2])
+
+
+def test_a_language_model_is_shown_the_passages_without_their_marks():
+    request = AnswerRequest("Q?", [PASSAGE, "Plain 2 text."], marks=[((MARK, MARK + 2),), ()])
+    assert request.prompt_passages[0].startswith("The process applies to a write-down manager, meaning that:\n(a)")
+    assert request.prompt_passages[1] == "Plain 2 text."
+    assert AnswerRequest("Q?", [PASSAGE]).prompt_passages == [PASSAGE]
+    assert without_marks("a 1 b 2", [(2, 3), (6, 7)]) == "a b"

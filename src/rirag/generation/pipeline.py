@@ -214,7 +214,8 @@ def _answer(items: Sequence[tuple[PreparedQuestion, list[RetrievedPassage]]], ge
             answer.warnings.append(WARN_NO_PASSAGES)
         if q.text and (passages or not grounded):
             todo.append((answer, AnswerRequest(q.text, [p.text for p in passages], [p.score for p in passages],
-                                               strategy, ids=[p.id for p in passages])))
+                                               strategy, ids=[p.id for p in passages],
+                                               marks=[_structure(p)[0] for p in passages])))
         answers.append(answer)
     drafts = generator.draft([request for _, request in todo]) if todo else []
     if len(drafts) != len(todo):

@@ -10,6 +10,7 @@ them by the words around them in the passage, never by what a number looks like:
   the quote's start before the words after it), so that it can be taken out;
 * :func:`item_breaks`: where each quoted item of a nested list starts, and how deep it is, so that it can open a
   line of its own, indented by its level;
+* :func:`without_marks`: the passage's text without them (what a language model's prompt shows);
 * :func:`bare_marks`: the marks a finished answer still shows (a check: an answer should show none);
 * :func:`edited`: a text with such edits made, and offsets into it moved with them.
 """
@@ -120,6 +121,15 @@ def edited(text: str, edits: Sequence[tuple[int, int, str]], offsets: Sequence[i
                 shift[i] += start - at
     out.append(text[last:])
     return "".join(out), [at + d for at, d in zip(moved, shift)]
+
+
+def without_marks(text: str, marks: Sequence[tuple[int, int]]) -> str:
+    """``text`` without its footnote marks (``marks``: their (start, end) offsets), each taken out with the space
+    before it ("a write-down manager, 16 meaning" -> "a write-down manager, meaning")."""
+    if not marks:
+        return text
+    cut = [(start - 1 if start and text[start - 1] == " " else start, end, "") for start, end in marks]
+    return edited(text, cut)[0]
 
 
 def bare_marks(answer: str, passage: str, marks: Sequence[tuple[int, int]]) -> list[str]:
