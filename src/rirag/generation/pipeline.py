@@ -82,6 +82,9 @@ class RetrievedPassage:
     score: float
     document_id: int | None = None
     passage_id: str | None = None
+    #: What its source's structure says (:class:`rirag.data.passage_store.Passage`): footnote marks, list items.
+    marks: tuple[tuple[int, int], ...] = ()
+    items: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -163,6 +166,11 @@ def prepare_questions(questions: Iterable[tuple[str, str]]) -> list[PreparedQues
     return out
 
 
+def _structure(p) -> tuple[tuple, tuple]:
+    """A corpus passage's footnote marks and list items (none for a passage that carries no structure)."""
+    return getattr(p, "marks", ()), getattr(p, "items", ())
+
+
 def select_passages(results: Mapping[str, float], corpus: Mapping[str, Passage], k: int = EVAL_K,
                     context: "str | bool | ContextFilter | None" = None,
                     where: str = "run") -> list[RetrievedPassage]:
@@ -174,7 +182,7 @@ def select_passages(results: Mapping[str, float], corpus: Mapping[str, Passage],
         p = corpus.get(pid)
         if p is None:
             raise DataError(f"{where}: passage id {pid!r} is not in the corpus")
-        out.append(RetrievedPassage(pid, p.text, float(score), p.document_id, p.passage_id))
+        out.append(RetrievedPassage(pid, p.text, float(score), p.document_id, p.passage_id, *_structure(p)))
     return out
 
 
@@ -206,7 +214,8 @@ def _answer(items: Sequence[tuple[PreparedQuestion, list[RetrievedPassage]]], ge
             answer.warnings.append(WARN_NO_PASSAGES)
         if q.text and (passages or not grounded):
             todo.append((answer, AnswerRequest(q.text, [p.text for p in passages], [p.score for p in passages],
-                                               strategy, ids=[p.id for p in passages])))
+                                               strategy, ids=[p.id for p in passages],
+                                               marks=[_structure(p)[0] for p in passages])))
         answers.append(answer)
     drafts = generator.draft([request for _, request in todo]) if todo else []
     if len(drafts) != len(todo):
@@ -220,8 +229,8 @@ def _write(answer: Answer, draft: Draft, grounded: bool) -> None:
     """The answer's text, raw reply, citation table and warnings from its draft."""
     answer.draft = draft
     for p in draft.added:  # passages a followed cross-reference added, numbered after the retrieved ones
-        answer.passages.append(RetrievedPassage(p.id, p.text, 0.0, p.document_id, p.passage_id))
-    answer.text, markers = written(draft)
+        answer.passages.append(RetrievedPassage(p.id, p.text, 0.0, p.document_id, p.passage_id, *_structure(p)))
+    answer.text, markers = written(draft, answer.passages)
     answer.raw = draft.raw if draft.raw is not None else answer.text
     if not draft.answer_line:
         answer.warnings.append(WARN_NO_ANSWER_LINE)

@@ -13,14 +13,19 @@ the answer text and refuses closed-book for the answerers that compose from the 
   (:func:`rirag.text.missing_parts.statement`);
 * a draft whose passages do not address the question opens with :data:`rirag.text.units.NOT_ADDRESSED`; one that
   quotes nothing either is :data:`rirag.text.citations.NO_ANSWER`;
+* a part quoting a passage that carries its structure (an ingested page's footnote marks and list levels) shows
+  no footnote mark, and a nested list's items each on a line of its own, indented by level (:func:`structured`);
 * a language model's answer is kept as it wrote it (its markers number the passages as its prompt did).
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rirag.generation.base import Draft, DraftPart
 from rirag.generation.prompts import GROUNDED_STRATEGIES
 from rirag.text.citations import NO_ANSWER, placed_citation
+from rirag.text.marks import INDENT, edited, item_breaks, quoted_marks
 from rirag.text.missing_parts import statement
 from rirag.text.units import ELISION, NOT_ADDRESSED
 
@@ -35,10 +40,11 @@ def render(draft: Draft) -> str:
     return written(draft)[0]
 
 
-def written(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
+def written(draft: Draft, passages: Sequence | None = None) -> tuple[str, list[tuple[int, int]] | None]:
     """The answer text of ``draft`` and, for a draft written from its parts, where its markers went: ``(offset in the
     text, citation number)`` for every marker, in text order: a part's inline markers (:func:`placed`), then the
-    numbers it cites (``None`` for a language model's answer, whose markers are its own)."""
+    numbers it cites (``None`` for a language model's answer, whose markers are its own). ``passages``: the
+    passages the parts' indices number, where they carry their structure (:func:`structured`)."""
     if draft.written is not None:
         return draft.written, None
     if not draft.parts and not draft.missing:
@@ -46,7 +52,7 @@ def written(draft: Draft) -> tuple[str, list[tuple[int, int]] | None]:
     pieces, markers = [], []
     at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
     for p in draft.parts:
-        piece, offsets = placed(p)
+        piece, offsets = structured(*placed(p), p, passages)
         markers.extend((at + offset, n) for offset, n in offsets)
         pieces.append(piece)
         at += len(piece) + 1
@@ -79,6 +85,26 @@ def placed(part: DraftPart) -> tuple[str, list[tuple[int, int]]]:
         offsets.append((offset + shift, n))
         offset += len(f"[{n}]")
     return out, offsets
+
+
+def structured(piece: str, offsets: list[tuple[int, int]], part: DraftPart, passages: Sequence | None
+               ) -> tuple[str, list[tuple[int, int]]]:
+    """A part written (:func:`placed`: its text with its markers, and where they went) as the structure of the
+    passage it quotes says (its ``marks`` and ``items``: an ingested page's, :class:`rirag.data.passage_store.Passage`):
+    no footnote mark (:func:`rirag.text.marks.quoted_marks`), and the items of a nested list each on a line of its
+    own, indented by its level (:func:`rirag.text.marks.item_breaks`). A part of a passage without structure is as
+    it was."""
+    source = passages[part.passage] if passages is not None and part.passage is not None \
+        and part.passage < len(passages) else None
+    marks, items = getattr(source, "marks", ()), getattr(source, "items", ())
+    if not marks and not items:
+        return piece, offsets
+    span = (part.start, part.end) if part.start is not None and part.end is not None else None
+    edits = [(a, b, "") for a, b in quoted_marks(piece, source.text, marks, span)]
+    edits += [(at, at + 1, "\n" + INDENT * depth) for at, depth in item_breaks(piece, source.text, items, span)
+              if not any(a <= at < b for a, b, _ in edits)]
+    text, moved = edited(piece, edits, [at for at, _ in offsets])
+    return text, [(at, n) for at, (_, n) in zip(moved, offsets)]
 
 
 def check_strategy(name: str, needs_passages: bool, strategy: str) -> None:

@@ -35,16 +35,20 @@ class _Doc:
     order: dict[str, int] = field(default_factory=dict)
     #: An ingested footnote's mark -> the places (in ``entries``) of the passages numbered "footnote <mark>".
     footnotes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    #: A footnote's id in its page (``FootnoteId``) -> the places of the passages with that id.
+    anchors: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     #: A named rule's name (normalised: "fundamental rule") -> its number ("8") -> the places of the passages that
     #: state it ("Fundamental Rule 8: A firm must prepare for resolution ...", numbered 2.8;
     #: :func:`rirag.xref.named_rules.named_rule`).
     named: dict[str, dict[str, list[int]]] = field(default_factory=lambda: defaultdict(dict))
 
-    def add(self, entry: _Entry, named: tuple[str, str] | None = None) -> None:
+    def add(self, entry: _Entry, named: tuple[str, str] | None = None, anchor: str = "") -> None:
         self.order[entry.id] = len(self.entries)
         mark = entry.number.container("footnote")
         if mark is not None and entry.nonempty:
             self.footnotes[mark].append(len(self.entries))
+        if anchor and entry.nonempty:
+            self.anchors[anchor].append(len(self.entries))
         if named is not None and entry.nonempty and not entry.number.guidance:
             self.named[named[0]].setdefault(named[1], []).append(len(self.entries))
         self.entries.append(entry)
@@ -140,7 +144,7 @@ class CorpusIndex:
     def _add(self, doc: _Doc, p: Passage) -> None:
         num = parse_number(p.number)
         self.numbers[p.id] = num
-        doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())), named_rule(p.text))
+        doc.add(_Entry(p.id, num, p.chapter, bool(p.text.strip())), named_rule(p.text), p.anchor)
 
     def _name_documents(self, titles: Mapping[str, str], aliases: Mapping[str, str] | None) -> None:
         names: dict[str, set[str]] = defaultdict(set)
@@ -199,12 +203,14 @@ class CorpusIndex:
                              own.main + "".join(f"({p})" for p in own.paras) + label, (passage.id,))
         return None
 
-    def _footnote(self, passage: Passage, start: int, end: int, mark: str) -> Reference | None:
-        """The footnote of the citing passage's document that mark ``mark`` points to: the first passage numbered
-        "footnote <mark>" at or after the citing one (a rule row's footnotes follow it; a statement numbers its
-        footnotes once), else the last before it; None where the document has no such footnote."""
+    def _footnote(self, passage: Passage, start: int, end: int, mark: str, target: str | None = None
+                  ) -> Reference | None:
+        """The footnote of the citing passage's document that mark ``mark`` points to: the first passage with the
+        id in its page that the source's structure names (``target``), where there is one, else numbered "footnote
+        <mark>", at or after the citing one (a rule row's footnotes follow it; a statement numbers its footnotes
+        once), else the last before it; None where the document has no such footnote."""
         doc = self.docs[passage.document_id]
-        places = doc.footnotes.get(mark)
+        places = (target and doc.anchors.get(target)) or doc.footnotes.get(mark)
         if not places:
             return None
         here = doc.order[passage.id]

@@ -52,7 +52,7 @@ def _without_heading(s: str) -> str:
 def parse_number(number: str) -> Number:
     """Read a passage number into containers, main number, paragraph path and guidance flag."""
     s = number.translate(_INVISIBLE).strip()
-    if re.match(r"footnote\b", s, re.IGNORECASE):
+    if s[:8].lower() == "footnote" and not (s[8:9].isalnum() or s[8:9] == "_"):  # the word "footnote" opens it
         return Number((("footnote", s[8:].strip()),), "", (), False)  # an ingested footnote: not a provision
     # "Article 72 #2": a repeated label; "Article 279b 1. (part 2)": a long paragraph cut in parts
     s = re.sub(r"\s*(?:#\d+|\(part \d+\))$", "", s)

@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from rirag.data.obliqa import DOCUMENT_MAP_FILE, PASSAGE_FIELDS, _document_files, _load_titles, _records
+from rirag.data.obliqa import (
+    DOCUMENT_MAP_FILE,
+    PASSAGE_FIELDS,
+    document_files,
+    load_titles,
+    record_marks,
+    records_in,
+)
 from rirag.io import read_json
 from rirag.xref.numbers import aliases_from_names
 from rirag.xref.records import Passage
@@ -16,7 +23,7 @@ from rirag.xref.records import Passage
 def _names(root: Path) -> tuple[dict[int, str], dict[str, str]]:
     """The document map's titles (DocumentID -> title) and aliases (short codes, other titles), read once."""
     names = read_json(root / DOCUMENT_MAP_FILE) if (root / DOCUMENT_MAP_FILE).exists() else {}
-    titles = _load_titles(root, names) if names else {}
+    titles = load_titles(root, names) if names else {}
     return titles, aliases_from_names({str(k): (v if isinstance(v, list) else [v])[1:] or v
                                        for k, v in names.items()})
 
@@ -25,7 +32,7 @@ def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
     """One document file's records as resolver passages. An ingested passage's chapter is read from its heading path
     ("4 Format and Frequency" -> 4)."""
     passages = []
-    for rec in _records(path, PASSAGE_FIELDS):
+    for rec in records_in(path, PASSAGE_FIELDS):
         chapter = None
         for heading in (rec.get("Headings") or [])[1:]:
             m = re.match(r"(?:Chapter\s+)?(\d+[A-Z]?)\b(?!\.\d)", str(heading))
@@ -34,7 +41,8 @@ def _passages(path: Path, titles: dict[int, str]) -> list[Passage]:
                 break
         doc = int(rec["DocumentID"])
         passages.append(Passage(rec["ID"], str(doc), titles.get(doc, f"Document {doc}"),
-                                str(rec["PassageID"]), rec["Passage"], chapter=chapter))
+                                str(rec["PassageID"]), rec["Passage"], chapter=chapter,
+                                marks=record_marks(rec, f"{path}: record"), anchor=rec.get("FootnoteId") or ""))
     return passages
 
 
@@ -43,7 +51,7 @@ def xref_passages(root: str | Path) -> tuple[list[Passage], dict[str, str]]:
     the aliases its document map gives (short codes, other titles)."""
     root = Path(root)
     titles, aliases = _names(root)
-    passages = [p for path in _document_files(root) for p in _passages(path, titles)]
+    passages = [p for path in document_files(root) for p in _passages(path, titles)]
     return passages, aliases
 
 
@@ -61,7 +69,7 @@ def xref_documents(root: str | Path, names: tuple[dict[int, str], dict[str, str]
     when it is read (a ``ValueError`` from :class:`rirag.xref.index.CorpusIndex`). ``names``: what
     :func:`document_names` gives, when the caller has it."""
     root = Path(root)
-    by_id = {f.stem: f for f in _document_files(root)}
+    by_id = {f.stem: f for f in document_files(root)}
     if not all(stem.isdigit() and str(int(stem)) == stem for stem in by_id):
         return None
     titles, aliases = names if names is not None else _names(root)

@@ -15,6 +15,10 @@ class Passage:
     number: str
     text: str
     chapter: str | None = None  # a heading-level chapter number, where the number does not carry it
+    #: Its footnote marks as its source's structure gives them: (start, end, target: the footnote's id in its page);
+    #: None where the source carries no structure (the marks are then read from the text).
+    marks: tuple[tuple[int, int, str], ...] | None = None
+    anchor: str = ""  # a footnote's id in its page ("footnote-16"): what a mark's target names
 
 
 @dataclass(frozen=True)

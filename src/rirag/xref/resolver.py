@@ -17,8 +17,8 @@ Forms found: "Rule 9.5.2", "Rules 9.5.2 and 9.5.3", "Rules 6.1.1 to 6.1.4", "GEN
 paragraph", PRA "Article 277(3)", "paragraph 2 of this Article", "Chapter 4 of this Part", bare "2.1" or
 "2.1 to 2.3", "Matching Adjustment 4.3", "2.2 of the Conditions Governing Business Part", a named rule
 ("Fundamental Rule 7", "Rule 8 in the Fundamental Rules Part": a Part that states "Fundamental Rule 7: ..." in its
-rule 2.7) and a footnote mark ("the Combined Code 5 as appropriate": a page's superscript kept as a word, where the
-page has "footnote 5").
+rule 2.7) and a footnote mark (where the source's structure gives it, an ingested page's ``FootnoteMarks``; else
+"the Combined Code 5 as appropriate", a number standing alone, where the page has "footnote 5").
 References to other instruments ("section 55J of the Act", "Article 206 of the CRR", "SUP 15.3.22D", "Art. 77a of
 the Solvency II Directive") are found and kept unresolved.
 
@@ -36,8 +36,8 @@ Resolution rule (what a reference resolves to): ids of non-empty passages only, 
 * a named rule: the passages that state it ("Fundamental Rule 7: ..."), in the Part titled by the name's plural
   ("Fundamental Rules") or in the citing passage's own document; a number a Part gives no rule of its own but one
   named rule ("Rule 8" of the Fundamental Rules Part) is that rule;
-* a footnote mark: the first passage of the citing one's document numbered "footnote <mark>" at or after it, else
-  the last before it (a rule row's footnotes follow the row).
+* a footnote mark: the first passage of the citing one's document with the mark's target as its ``FootnoteId``
+  (read from the text: numbered "footnote <mark>") at or after it, else the last before it.
 
 Unresolved references keep a reason: ``external`` (another instrument: an Act, a Directive, the CRR, the FCA
 Handbook), ``not_in_corpus`` (this corpus has no such number) or ``ambiguous`` (several candidates and nothing
@@ -186,6 +186,7 @@ class Resolver(CorpusIndex):
         taken = _Taken()
         codes, titles = self._names_in(text)
         code_re, title_re, _ = _name_patterns(codes, titles, *self._list_parts)
+        self._footnote_marks(passage, taken, structured=True)  # where the source says where its marks are: first
         self._named_rules(passage, taken)
         for m in code_re.finditer(text):
             taken.add(*self._from_code(passage, m))
@@ -199,7 +200,7 @@ class Resolver(CorpusIndex):
         for m in self._rel_re.finditer(text):
             if taken.free(m.start("list"), m.end()):
                 taken.add(self._relative_list(passage, m))
-        self._footnote_marks(passage, taken)
+        self._footnote_marks(passage, taken, structured=False)
         return sorted(taken.found, key=lambda r: (r.start, r.end))
 
     def _named_rules(self, passage: Passage, taken: _Taken) -> None:
@@ -224,20 +225,20 @@ class Resolver(CorpusIndex):
                                                  items=items, named=name))
                     break
 
-    def _footnote_marks(self, passage: Passage, taken: _Taken) -> None:
-        """Footnote marks: a number of one to three digits standing alone after a word or a closing mark ("the
-        Combined Code 5 as appropriate", "'Resolution planning' . 5", "required 6 to notify"), where the citing
-        passage's document has a footnote so marked (ingested HTML keeps a superscript mark as a word of its own;
-        :func:`rirag.xref.footnotes.footnote_marks`, :meth:`~rirag.xref.index.CorpusIndex._footnote`); a footnote
-        never marks itself."""
-        doc = self.docs[passage.document_id]
-        if not doc.footnotes or self.numbers[passage.id].container("footnote") is not None:
+    def _footnote_marks(self, passage: Passage, taken: _Taken, structured: bool) -> None:
+        """Footnote marks: those the source's structure gives (``passage.marks``: an ingested HTML page's), else
+        (plain text, JSONL) a number standing alone after a word or a closing mark ("the Combined Code 5 as
+        appropriate": :func:`rirag.xref.footnotes.footnote_marks`) where the document has a footnote so marked
+        (:meth:`~rirag.xref.index.CorpusIndex._footnote`); a footnote never marks itself. ``structured``: read only
+        the marks of a passage that carries them (else only those of one that does not)."""
+        if (passage.marks is not None) != structured or self.numbers[passage.id].container("footnote") is not None:
             return
-        for start, end, mark in footnote_marks(passage.text):
-            if not taken.free(start, end):
-                continue
-            ref = self._footnote(passage, start, end, mark)
-            if ref is not None:
+        found = ([(a, b, passage.text[a:b], target) for a, b, target in passage.marks]
+                 if passage.marks is not None else
+                 [(a, b, mark, None) for a, b, mark in footnote_marks(passage.text)]
+                 if self.docs[passage.document_id].footnotes else [])
+        for start, end, mark, target in found:
+            if taken.free(start, end) and (ref := self._footnote(passage, start, end, mark, target)) is not None:
                 taken.add([ref])
 
     def _keywords(self, passage: Passage, taken: _Taken) -> None:

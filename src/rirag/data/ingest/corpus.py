@@ -60,8 +60,10 @@ class Spool:
 
     def add(self, p: RawPassage) -> int:
         offset = self._fh.seek(0, os.SEEK_END)
-        self._fh.write(json.dumps([p.rule, p.headings, p.lines, p.given_id], ensure_ascii=False).encode("utf-8")
-                       + b"\n")
+        row = [p.rule, p.headings, p.lines, p.given_id]
+        if p.structured:
+            row.append([p.marks, p.items, p.anchor])
+        self._fh.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
         return offset
 
     def read(self, offsets: array) -> Iterator[RawPassage]:
@@ -73,8 +75,12 @@ class Spool:
                 fh.seek(offset)
             line = fh.readline()
             pos = offset + len(line)
-            rule, heads, lines, given = json.loads(line)
-            yield RawPassage(rule, tuple(heads), lines, given_id=given)
+            rule, heads, lines, given, *structure = json.loads(line)
+            p = RawPassage(rule, tuple(heads), lines, given_id=given)
+            if structure:
+                marks, items, p.anchor = structure[0]
+                p.structured, p.marks, p.items = True, [tuple(m) for m in marks], [tuple(i) for i in items]
+            yield p
 
     def close(self) -> None:
         self._fh.close()
@@ -333,8 +339,7 @@ def _write(found: Source, spool: Spool, source: Path, folder: Path) -> tuple[dic
                     if digest in ids:
                         raise DataError(f"{source}: passage id {pid!r} is used by two passages")
                     ids.add(digest, 0)
-                out.add({"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
-                         "Headings": list(p.headings), "Source": raw.source})
+                out.add(_record(pid, n, p, raw.source))
                 words.append(len(p.text.split()))
         size = out.close()
         if size:
@@ -361,6 +366,14 @@ def _write(found: Source, spool: Spool, source: Path, folder: Path) -> tuple[dic
     if found.skipped:
         report["skipped"] = found.skipped
     return doc_map, report
+
+
+def _record(pid: str, n: int, p: RawPassage, source: str) -> dict:
+    """A passage's record in ``documents/N.json``; a passage whose reader read the source's structure carries it
+    (:meth:`~rirag.data.ingest.raw.RawPassage.fields`)."""
+    record = {"ID": pid, "DocumentID": n, "PassageID": p.label, "Passage": p.text, "Rule": p.rule,
+              "Headings": list(p.headings), "Source": source}
+    return record | p.fields() if p.structured else record
 
 
 def _distribution(values) -> dict:

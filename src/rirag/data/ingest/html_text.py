@@ -10,9 +10,10 @@ Navigation, headers and footers, scripts, forms, "effective date" stamps (``row-
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
-from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage
+from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, item_label
 
 # -- HTML vocabulary (element names and class names, never patterns over markup) ----------------------------------
 SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "button", "form", "input", "select", "textarea",
@@ -57,25 +58,133 @@ def hidden(tag: str | None, attrib) -> bool:
     return "display:none" in style
 
 
-def _flush(buf: list[str], out: list[str]) -> None:
-    line = " ".join("".join(buf).split())
-    if line:
-        out.append(line)
+# -- what a line's structure says, carried through the walk as private-use characters (never in a page's text) ----
+#: A footnote mark: OPEN target SEP mark CLOSE; a list item's line opens with ITEM level ITEM_END.
+OPEN, SEP, CLOSE, ITEM, ITEM_END = "\ue000", "\ue001", "\ue002", "\ue003", "\ue004"
+#: Those characters where a page has them itself: taken out of its text (what they would say is the walk's).
+_NOT_TEXT = dict.fromkeys(map(ord, OPEN + SEP + CLOSE + ITEM + ITEM_END))
+
+
+@dataclass
+class Line:
+    """One line of a block: its text (whitespace-normalised), its footnote marks (start, end, target) and, for a
+    list item's line, how many lists deep it is (0: not an item)."""
+
+    text: str
+    marks: list[tuple[int, int, str]] = field(default_factory=list)
+    level: int = 0
+
+    @classmethod
+    def parse(cls, raw: str) -> "Line":
+        """The line a walk's buffer holds: its text as ``" ".join(text.split())`` gives it, the structure
+        characters taken out and read."""
+        out: list[str] = []
+        size, space, at = 0, False, 0
+        line = cls("")
+        mark: list | None = None  # [start, target] of the mark being read
+        while at < len(raw):
+            c = raw[at]
+            if c == OPEN or c == ITEM:
+                stop = raw.index(SEP if c == OPEN else ITEM_END, at)
+                if c == OPEN:
+                    mark = [None, raw[at + 1:stop]]
+                else:
+                    line.level = int(raw[at + 1:stop])
+                at = stop + 1
+                continue
+            at += 1
+            if c == CLOSE:
+                if mark is not None and mark[0] is not None:
+                    line.marks.append((mark[0], size, mark[1]))
+                mark = None
+            elif c.isspace():
+                space = size > 0
+            else:
+                if space:
+                    out.append(" ")
+                    size += 1
+                    space = False
+                if mark is not None and mark[0] is None:
+                    mark[0] = size
+                out.append(c)
+                size += 1
+        line.text = "".join(out)
+        return line
+
+    def raw(self) -> str:
+        """The line with its marks as a walk's buffer holds them (what :meth:`parse` reads back)."""
+        parts, at = [], 0
+        for a, b, target in self.marks:
+            parts += [self.text[at:a], OPEN, target, SEP, self.text[a:b], CLOSE]
+            at = b
+        return "".join(parts) + self.text[at:]
+
+
+def _flush(buf: list[str], out: list[Line]) -> None:
+    line = Line.parse("".join(buf))
     buf.clear()
+    if line.text:
+        out.append(line)
+    elif line.level:  # an item whose text starts in a block inside it: that text's line opens the item
+        buf.append(f"{ITEM}{line.level}{ITEM_END}")
 
 
-def block_lines(el, skip=frozenset()) -> list[str]:
-    """The text of ``el``: one line per paragraph, list item and table row; hidden text left out."""
-    out: list[str] = []
+@dataclass
+class Block:
+    """An element's lines and what its structure says of them: footnote marks (line, start, end, target) and list
+    items (line, level, label)."""
+
+    lines: list[str]
+    marks: list[tuple[int, int, int, str]]
+    items: list[tuple[int, int, str]]
+
+    def passage(self, rule: str, headings: tuple[str, ...]) -> RawPassage:
+        return RawPassage(rule, headings, self.lines, structured=True, marks=self.marks, items=self.items)
+
+
+def _read(el, skip=frozenset()) -> list[Line]:
+    out: list[Line] = []
     buf: list[str] = []
-    _lines(el, out, buf, skip)
+    _lines(el, out, buf, skip, 0)
     _flush(buf, out)
     return out
 
 
-def _lines(el, out: list[str], buf: list[str], skip) -> None:
+def read_block(el, skip=frozenset()) -> Block:
+    """The text of ``el`` (one line per paragraph, list item and table row; hidden text left out), its footnote
+    marks (a ``sup`` holding a link or a number) and its list items with their nesting."""
+    return _block(_read(el, skip))
+
+
+def table_block(table) -> Block:
+    """A table's rows (:func:`table_lines`) and their footnote marks."""
+    return _block([Line.parse(row) for row in table_lines(table)])
+
+
+def _block(out: list[Line]) -> Block:
+    return Block([line.text for line in out],
+                 [(i, a, b, target) for i, line in enumerate(out) for a, b, target in line.marks],
+                 [(i, line.level, item_label(line.text)) for i, line in enumerate(out) if line.level])
+
+
+def block_lines(el, skip=frozenset()) -> list[str]:
+    """The text of ``el``: one line per paragraph, list item and table row; hidden text left out."""
+    return read_block(el, skip).lines
+
+
+def _mark_target(sup) -> str:
+    """The id in the page a footnote mark links to ("#footnote-16" -> "footnote-16": a link in the mark or around
+    it), "" when none."""
+    for a in [*sup.iter("a"), *sup.iterancestors("a")]:
+        href = (a.get("href") or "").strip()
+        if href.startswith("#") and len(href) > 1:
+            return "".join(href[1:].split())
+    return ""
+
+
+def _lines(el, out: list[Line], buf: list[str], skip, depth: int) -> None:
     if el.text:
-        buf.append(el.text)
+        buf.append(el.text.translate(_NOT_TEXT))
     for child in el:
         tag = tag_of(child)
         if tag is None or child in skip or is_hidden(child):
@@ -84,44 +193,61 @@ def _lines(el, out: list[str], buf: list[str], skip) -> None:
             _flush(buf, out)
         elif tag in LIST_TAGS:
             _flush(buf, out)
-            _list_lines(child, out, skip)
+            _list_lines(child, out, skip, depth + 1)
         elif tag == "table":
             _flush(buf, out)
-            out.extend(table_lines(child))
+            out.extend(Line.parse(row) for row in table_lines(child))
         elif tag in BLOCK_TAGS or tag in NAV_TAGS:
-            _flush(buf, out)
-            _lines(child, out, buf, skip)
-            _flush(buf, out)
-        elif tag == "sup" and (any(tag_of(a) == "a" for a in child.iter())
-                               or "".join(child.itertext()).strip().isdigit()):
-            buf.append(" ")  # a footnote mark stays a word of its own ("Code 4", not "Code4")
-            _lines(child, out, buf, skip)
-            buf.append(" ")
+            _block_lines(el, child, out, buf, skip, depth)
+        elif tag == "sup" and _is_mark(child):
+            # a footnote mark stays a word of its own ("Code 4", not "Code4"), its place and target kept
+            buf.append(f" {OPEN}{_mark_target(child)}{SEP}")
+            _lines(child, out, buf, skip, depth)
+            buf.append(f"{CLOSE} ")
         else:  # inline
-            _lines(child, out, buf, skip)
+            _lines(child, out, buf, skip, depth)
         if child.tail:
-            buf.append(child.tail)
+            buf.append(child.tail.translate(_NOT_TEXT))
 
 
-def _list_lines(lst, out: list[str], skip) -> None:
+def _is_mark(sup) -> bool:
+    """A ``sup`` that is a footnote mark: it holds a link, or its text is a number."""
+    return any(tag_of(a) == "a" for a in sup.iter()) or "".join(sup.itertext()).strip().isdigit()
+
+
+def _block_lines(el, child, out: list[Line], buf: list[str], skip, depth: int) -> None:
+    """A block ``child`` of ``el`` read on lines of its own; an ``li`` of a list read as a block (a page's list read
+    whole) opens an item one list deeper."""
+    _flush(buf, out)
+    item = tag_of(child) == "li" and tag_of(el) in LIST_TAGS
+    if item:
+        buf.append(f"{ITEM}{depth + 1}{ITEM_END}")
+    _lines(child, out, buf, skip, depth + item)
+    _flush(buf, out)
+    if item:
+        buf.clear()  # an item with no text: its mark ends with it
+
+
+def _list_lines(lst, out: list[Line], skip, depth: int) -> None:
     for item in lst:
         tag = tag_of(item)
         if tag is None or is_hidden(item) or item in skip:
             continue
         if tag in LIST_TAGS:  # a list nested directly in a list (ol > ol)
-            _list_lines(item, out, skip)
+            _list_lines(item, out, skip, depth + 1)
             continue
-        buf: list[str] = []
-        _lines(item, out, buf, skip)
+        buf: list[str] = [f"{ITEM}{depth}{ITEM_END}"]
+        _lines(item, out, buf, skip, depth)
         _flush(buf, out)
 
 
 def _cell_text(cell) -> str:
-    return " ".join(block_lines(cell))
+    return " ".join(line.raw() for line in _read(cell))
 
 
 def table_lines(table) -> list[str]:
-    """One line per row; data rows carry the header ("Header: cell; Header: cell"), a header row is not repeated."""
+    """One line per row; data rows carry the header ("Header: cell; Header: cell"), a header row is not repeated.
+    A cell's footnote marks are kept as a walk's buffer holds them (:meth:`Line.parse` reads them)."""
     rows = []
     for tr in table.iter("tr"):
         if is_hidden(tr):
@@ -195,9 +321,9 @@ def section_child(child, path: tuple[str, ...], subheading: str | None, doc: Raw
     elif cls & NAV_CLASSES:
         dropped.add("navigation", f"{doc.source}: {' '.join(sorted(cls & NAV_CLASSES))}")
     elif "div-row" not in cls:  # a "div-row" is the section's own heading row, read by _section_label
-        lines = block_lines(child)
-        if lines:
-            doc.passages.append(RawPassage("", path, lines))
+        read = read_block(child)
+        if read.lines:
+            doc.passages.append(read.passage("", path))
     return subheading
 
 
@@ -224,7 +350,8 @@ def _row_block(block, path: tuple[str, ...], subheading: str | None, doc: RawDoc
         return subheading
     number = _rule_number(row)
     notes = [el for el in col2.iter() if isinstance(el.tag, str) and "rb-footnotes" in classes_of(el)]
-    lines = block_lines(col2, skip=frozenset(notes))
+    read = read_block(col2, skip=frozenset(notes))
+    lines = read.lines
     heads = path + (subheading,) if subheading else path
     if not lines:
         if not notes:
@@ -232,13 +359,14 @@ def _row_block(block, path: tuple[str, ...], subheading: str | None, doc: RawDoc
     elif _is_subheading(block, col2, number, lines):
         return lines[0]  # an in-text heading (h1-h6, or no closing stop): it heads the rules after it
     else:
-        doc.passages.append(RawPassage(number, heads, lines))
+        doc.passages.append(read.passage(number, heads))
     for note in notes:
         for item in note.iter("li"):
             text = _footnote(item)
             if text:
                 mark = text.split()[0].rstrip(".")
-                doc.passages.append(RawPassage(f"footnote {mark}", heads, [text]))
+                doc.passages.append(RawPassage(f"footnote {mark}", heads, [text], structured=True,
+                                               anchor="".join((item.get("id") or "").split())))
     return subheading
 
 
@@ -292,9 +420,9 @@ class GenericPage:
         elif tag in HEADING_TAGS:
             self.heading(child, HEADING_TAGS[tag])
         elif tag in LIST_TAGS or tag == "table":
-            self.attach(block_lines(child) if tag in LIST_TAGS else table_lines(child))
+            self.attach(read_block(child) if tag in LIST_TAGS else table_block(child))
         elif _is_paragraph(child, tag):
-            self.paragraph(block_lines(child))
+            self.paragraph(read_block(child))
         else:
             self.walk(child)
 
@@ -306,19 +434,19 @@ class GenericPage:
             self.heads[level] = text
         self.current = None
 
-    def attach(self, lines: list[str]) -> None:
+    def attach(self, read: Block) -> None:
         """A list or table: it joins the paragraph before it, else it is a passage of its own."""
-        if not lines:
+        if not read.lines:
             return
         if self.current is not None:
-            self.current.lines.extend(lines)
+            self.current.extend(read.passage("", ()))
         else:
-            self.current = RawPassage("", self.path(), lines)
+            self.current = read.passage("", self.path())
             self.doc.passages.append(self.current)
 
-    def paragraph(self, lines: list[str]) -> None:
-        if not lines:
+    def paragraph(self, read: Block) -> None:
+        if not read.lines:
             return
-        m = RULE_NUMBER.match(lines[0])
-        self.current = RawPassage(m.group(1) if m else "", self.path(), lines)
+        m = RULE_NUMBER.match(read.lines[0])
+        self.current = read.passage(m.group(1) if m else "", self.path())
         self.doc.passages.append(self.current)

@@ -138,14 +138,15 @@ def split_long(p: RawPassage, limit: int = INGEST_MAX_PASSAGE_WORDS,
     is never cut): "1.2", "1.2 (part 2)", ..."""
     if len(p.text.split()) <= limit or len(p.lines) < 2:
         return [p]
-    parts: list[list[str]] = [[]]
-    count = 0
+    bounds = [0]  # the first line of each part
+    count = at = 0
     for unit in _units(p.lines):
         n = sum(len(line.split()) for line in unit)
-        if parts[-1] and count + n > size:
-            parts.append([])
+        if at > bounds[-1] and count + n > size:
+            bounds.append(at)
             count = 0
-        parts[-1].extend(unit)
+        at += len(unit)
         count += n
-    return [RawPassage(p.rule, p.headings, lines, p.label if i == 0 else f"{p.label} (part {i + 1})")
-            for i, lines in enumerate(parts)]
+    bounds.append(len(p.lines))
+    return [p.part(a, b, p.label if i == 0 else f"{p.label} (part {i + 1})")
+            for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]

@@ -21,10 +21,69 @@ class RawPassage:
     lines: list[str]
     label: str = ""  # PassageID, set when the document's passages are numbered
     given_id: str | None = None  # the id a record gave it (JSONL/CSV ``id``), else a UUID5 is made
+    #: Whether its reader read the source's structure (HTML): the marks below are then all it has, and are written.
+    structured: bool = False
+    #: Footnote marks: (line, start, end, target) -- characters ``start:end`` of ``lines[line]``, and the id in the
+    #: page of the footnote the mark links to ("" when it links nowhere in the page).
+    marks: list[tuple[int, int, int, str]] = field(default_factory=list)
+    #: List items: (line, level, label) -- ``lines[line]`` opens an item nested ``level`` lists deep (1: a list
+    #: of the passage's own), labelled ``label`` in its text ("(a)"; "" when its text has no label).
+    items: list[tuple[int, int, str]] = field(default_factory=list)
+    anchor: str = ""  # a footnote's id in its page ("footnote-16"): what a mark's target names
 
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
+
+    def extend(self, other: "RawPassage") -> None:
+        """``other``'s lines (a list or table that joins this passage) added after this passage's own."""
+        n = len(self.lines)
+        self.lines.extend(other.lines)
+        self.marks.extend((line + n, a, b, t) for line, a, b, t in other.marks)
+        self.items.extend((line + n, level, label) for line, level, label in other.items)
+
+    def part(self, first: int, last: int, label: str) -> "RawPassage":
+        """Lines ``first:last`` as a passage of their own (a part of a long passage), its marks kept."""
+        return RawPassage(self.rule, self.headings, self.lines[first:last], label, structured=self.structured,
+                          marks=[(line - first, a, b, t) for line, a, b, t in self.marks if first <= line < last],
+                          items=[(line - first, v, x) for line, v, x in self.items if first <= line < last],
+                          anchor=self.anchor)
+
+    def fields(self) -> dict:
+        """The record fields of what the structure says (written for a structured passage only): ``FootnoteMarks``
+        ({start, end, mark, target}: offsets into the passage text), ``ListItems`` ({start, level, label}: the
+        offset of the item's line), ``FootnoteId`` (a footnote's id in its page, "" for any other passage)."""
+        starts, at = [], 0
+        for line in self.lines:
+            starts.append(at)
+            at += len(line) + 1
+        return {
+            "FootnoteMarks": [{"start": starts[line] + a, "end": starts[line] + b, "mark": self.lines[line][a:b],
+                               "target": target} for line, a, b, target in self.marks],
+            "ListItems": [{"start": starts[line], "level": level, "label": label}
+                          for line, level, label in self.items],
+            "FootnoteId": self.anchor,
+        }
+
+
+#: What opens a list item's text as its label: a bracket, a closing mark, or a bullet.
+BULLETS = frozenset("•·▪–-*")
+
+
+def item_label(line: str) -> str:
+    """The label a list item's text opens with ("(a)", "ii.", "1.2", "•"), "" when it has none: a number, one or two
+    letters or a roman numeral (five characters at most) that a bracket or a full stop closes, a dotted number, or a
+    bullet."""
+    first = line.split(" ", 1)[0]
+    if first in BULLETS:
+        return first
+    core = first.removeprefix("(").removesuffix(")").removesuffix(".")
+    if not 0 < len(core) <= 5:
+        return ""
+    if core.isalnum():
+        counted = core.isdigit() or len(core) <= 2 or not core.strip("ivxlcIVXLC")  # a number, letter or roman
+        return first if first != core and counted else ""
+    return first if all(part.isdigit() for part in core.split(".")) else ""
 
 
 @dataclass

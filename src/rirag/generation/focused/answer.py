@@ -37,6 +37,8 @@ class Added:
     text: str
     document_id: int | None = None
     passage_id: str | None = None
+    marks: tuple[tuple[int, int], ...] = ()  # its footnote marks and list items (rirag.data.passage_store.Passage)
+    items: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass

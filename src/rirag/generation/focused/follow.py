@@ -225,7 +225,8 @@ class _Follower:
             self.index[tid] = len(self.passages) + len(self.added)
             entry = self.corpus[tid]
             self.added.append(Added(tid, _text(entry), getattr(entry, "document_id", None),
-                                    getattr(entry, "passage_id", None)))
+                                    getattr(entry, "passage_id", None), getattr(entry, "marks", ()),
+                                    getattr(entry, "items", ())))
         return self.index[tid]
 
 
