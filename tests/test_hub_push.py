@@ -525,3 +525,16 @@ def test_the_weights_fingerprint_covers_the_weights_and_nothing_else(tmp_path):
     (folder / "model.safetensors").write_bytes(b"\1" * 2047 + b"\2")
     assert weights_fingerprint(folder) not in (first, None)
     assert weights_fingerprint(tmp_path / "nothing") is None
+
+
+def test_the_demo_check_starts_the_app_as_the_cards_local_run_says():
+    """The publish check reads the variables from the card's own `... python app.py` step, not from the manifest:
+    a card whose local run sets none is started with none, and a card without a local run fails the check."""
+    from rirag.hub.load import local_run_variables
+
+    card = ("# demo\n\n```bash\nhf download ns/demo --repo-type space --local-dir d\ncd d && pip install -r "
+            "requirements.txt && RIRAG_DEMO_GENERATOR_MODEL=ns/clf RIRAG_X='a b' python app.py\n```\n")
+    assert local_run_variables(card) == {"RIRAG_DEMO_GENERATOR_MODEL": "ns/clf", "RIRAG_X": "a b"}
+    assert local_run_variables(card.replace("RIRAG_DEMO_GENERATOR_MODEL=ns/clf RIRAG_X='a b' ", "")) == {}
+    with pytest.raises(ValueError, match="no local run"):
+        local_run_variables("# demo\n\n```python\nprint(1)\n```\n")

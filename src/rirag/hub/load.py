@@ -14,9 +14,9 @@ in the round-trip tests on tiny artifacts. Per card:
   ``bash`` block builds the data (``rirag data ingest`` / ``rirag data xref``);
 - a Space (the demo and the metric's) is started as the Hub starts it (:func:`running_space`: a copy of its upload
   folder named ``app``, ``python app.py``, Gradio on 127.0.0.1) after its card's Gradio pin is checked against the
-  Gradio that runs it (:func:`check_space_sdk`); the demo, with its Space variables (Hub ids mapped to local
-  copies), answers one question over HTTP, the metric scores one answer over HTTP when its models are here. Nothing
-  is written into the upload folder.
+  Gradio that runs it (:func:`check_space_sdk`); the demo, with the variables its card's local run sets
+  (:func:`local_run_variables`; Hub ids mapped to local copies), answers one question over HTTP, the metric scores
+  one answer over HTTP when its models are here. Nothing is written into the upload folder.
 
 Each check runs in a fresh ``datasets`` cache and gives ``ok (...)``, ``failed: ...`` or ``skipped: ...``
 (something it needs is neither assembled nor on this machine, e.g. a base model only the Hub has).
@@ -189,6 +189,18 @@ def space_environment(variables: Mapping[str, str], ids: Mapping[str, str]) -> d
             raise SnippetSkipped(f"{key}={value} is neither assembled nor in the local Hugging Face cache")
         env[key] = value
     return env
+
+
+def local_run_variables(card: str) -> dict[str, str]:
+    """The variables an app Space card's local run sets (``NAME=value ... python app.py`` in a shell block): what a
+    user who follows the card gets, which the check starts the app with. A card without such a step is an error."""
+    for lang, code in code_blocks(card):
+        for line in code.splitlines() if lang in ("bash", "sh", "shell") else []:
+            for step in line.split("&&"):
+                words = shlex.split(step)
+                if words[-2:] == ["python", "app.py"]:
+                    return dict(w.split("=", 1) for w in words[:-2] if w.partition("=")[0].isidentifier())
+    raise ValueError("the card has no local run (a shell step ending in `python app.py`)")
 
 
 def free_port() -> int:
@@ -422,12 +434,10 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> 
     repo_id = manifest.repo_id(entry)
     ids = {**ids, repo_id: str(folder)}
     try:
-        if entry.kind == "app-space":
-            names = {e.name: manifest.repo_id(e) for e in manifest.entries}  # as push_all sets the variables
-            given = {k: names.get(v, v) for k, v in (getattr(entry, "space_variables", None) or {}).items()}
-            variables = space_environment(given, ids)
-            return f"{OK} ({run_space(entry.kind, folder, variables)})"
         card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+        if entry.kind == "app-space":  # started as the card's local run says, with the variables it sets there
+            variables = space_environment(local_run_variables(card), ids)
+            return f"{OK} ({run_space(entry.kind, folder, variables)})"
         if getattr(entry, "builder_only", False):
             return check_builder_card(card, folder)
         blocks = [(lang, code) for lang, code in code_blocks(card) if repo_id in code]
