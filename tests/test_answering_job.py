@@ -119,6 +119,8 @@ def test_ask_yields_each_answer_with_its_titles(tiny_data_dir, tmp_path, classif
 def test_an_unknown_command_is_refused():
     with pytest.raises(ValueError, match="unknown answering command"):
         AnsweringJob("retrieve", argparse.Namespace())
+    with pytest.raises(ValueError, match="through ask"):
+        AnsweringJob("ask", argparse.Namespace()).run()
 
 
 def test_ingest_maps_its_own_questions_gold(tmp_path):

@@ -181,6 +181,8 @@ class AnsweringJob:
     # -- answer and submit ----------------------------------------------------------------------------------------
     def run(self) -> JobResult:
         """``answer`` or ``submit``, from the checks to the written answers (and deliverables)."""
+        if self.command == "ask":
+            raise ValueError("an ask job answers through ask()")
         s = self.settings
         generator_limits(s)  # every check that needs no data, before the corpus loads
         out = self._check_outputs()
