@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rirag.data.obliqa import load_obliqa
+from rirag.data.questions import unseen_questions
 from rirag.generation.base import DEFAULT_GENERATOR, FOCUSED, MAX_NEW_TOKENS
 from rirag.generation.prompts import ZERO_SHOT
 from rirag.io import atomic_write_json
@@ -150,7 +151,7 @@ def _timed_questions(config: Config, questions: list[str], env: dict) -> dict:
 
 def main(config: Config) -> dict:
     load_before = round(os.getloadavg()[0], 2)  # what else ran: wall times depend on it, CPU seconds much less
-    questions = [q.text for q in load_obliqa(config.data).unseen[: config.questions]]
+    questions = [q.text for q in unseen_questions(load_obliqa(config.data))[: config.questions]]
     env = dict(os.environ)
     if config.threads:
         env["OMP_NUM_THREADS"] = str(config.threads)

@@ -25,6 +25,7 @@ from rirag.cli import format_table
 from rirag.cli.answers import format_answer
 from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, RUN_DEPTH, SEED
 from rirag.data.obliqa import load_obliqa
+from rirag.data.questions import unseen_questions
 from rirag.data.runs import write_trec
 from rirag.data.splits import qrels_of, split_questions
 from rirag.generation.base import DEFAULT_GENERATOR, GeneratorSpec
@@ -81,7 +82,8 @@ def main(config: DemoConfig) -> None:
     out(format_table(rows, list(rows[0])) + "\n")
 
     out(f"\n# 3. Unseen questions (RIRAG_Unseen_Questions.json): top {config.top} passages\n")
-    for q in obliqa.unseen[: config.unseen_questions]:
+    unseen = unseen_questions(obliqa)
+    for q in unseen[: config.unseen_questions]:
         out(f"\nQ: {q.text}\n")
         hits = retriever.search({q.id: q.text}, k=config.top)[q.id]
         for rank, (pid, score) in enumerate(sorted(hits.items(), key=lambda kv: -kv[1]), start=1):
@@ -99,7 +101,7 @@ def main(config: DemoConfig) -> None:
         name = f"{name}, obligations by {'the trained classifier' if detector != MODAL_CUES else 'deontic cues'}"
     else:
         generator = build_generator(GeneratorSpec(name, options={"max_new_tokens": config.answer_max_new_tokens}))
-    question = obliqa.unseen[0]
+    question = unseen[0]
     out(f"\n# 4. A cited answer ({name}, {config.retriever} passages, context filter {DEFAULT_CONTEXT_FILTER})"
         f"\n\nQ: {question.text}\n")
     answer = answer_question(question.text, retriever, generator, config.answer_strategy, corpus=obliqa.corpus,

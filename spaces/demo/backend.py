@@ -180,9 +180,11 @@ class Backend:
 
     def examples(self) -> list[str]:
         if self._examples is None:
+            from rirag.data.questions import unseen_questions
+
             obliqa = self.session.load().obliqa
-            self._examples = ([q.text for q in obliqa.splits.get("test", [])[:4]] + [q.text for q in obliqa.unseen[:2]]
-                              if obliqa is not None else [])
+            self._examples = ([q.text for q in obliqa.splits.get("test", [])[:4]]
+                              + [q.text for q in unseen_questions(obliqa)[:2]] if obliqa is not None else [])
         return list(self._examples)
 
     def warm(self) -> "Backend":

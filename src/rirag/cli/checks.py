@@ -11,28 +11,11 @@ from typing import Any, Iterable, Mapping
 
 from rirag import models
 from rirag.data.answers import read_answers
-from rirag.data.questions import is_blank
+from rirag.data.runs import input_path  # noqa: F401 - the command groups' input check, kept with the runs
 from rirag.errors import DataError, UsageError
-from rirag.io import check_input_size
-from rirag.validation import input_file, int_between, output_file, record_id
+from rirag.validation import output_file
 
 logger = logging.getLogger(__name__)
-
-
-#: Generator options and their bounds (checked by :func:`generator_limits` before any work).
-GENERATOR_LIMITS = {"batch_size": ("--batch-size", "generation_batch_size", 1),
-                    "max_new_tokens": ("--max-new-tokens", "max_new_tokens", 1),
-                    "concurrency": ("--concurrency", "concurrency", 1),
-                    "max_retries": ("--max-retries", "max_retries", 0)}
-
-
-def input_path(path: str | os.PathLike, what: str) -> Path:
-    """An input file a command may read: it exists, is readable and is a regular file (or a pipe) within the input
-    size limit (``--max-input-bytes``, :func:`rirag.io.check_input_size`), checked by its size before any byte is
-    read; ``/dev/zero`` and other devices are refused."""
-    p = input_file(path, what)
-    check_input_size(p, f"{what} ")
-    return p
 
 
 def split_or_questions(args: Any) -> None:
@@ -46,15 +29,6 @@ def split_or_questions(args: Any) -> None:
         check_split_name(args.split)
     else:
         input_path(args.questions, "--questions")
-
-
-def generator_limits(args: Any) -> None:
-    """The generator's allocating options within :data:`rirag.validation.LIMITS` (``rirag answer``, ``ask``,
-    ``submit``)."""
-    for dest, (option, limit, minimum) in GENERATOR_LIMITS.items():
-        value = getattr(args, dest, None)
-        if value is not None:
-            int_between(minimum, limit)(value, option)
 
 
 def hub_reachable(repo_id: str, what: str = "--push-to-hub") -> None:
@@ -127,55 +101,6 @@ def missing_answer_models(args: Any) -> dict[str, str]:
 
 
 # -- questions and runs, checked before a command writes anything ---------------------------------------------------
-
-
-def question_ids(questions: Iterable[tuple[str, str]], source: str) -> None:
-    """Every QuestionID is one a run can hold (:func:`rirag.validation.record_id`), checked before anything is
-    written: the run and the answers file hold them."""
-    for i, (qid, _) in enumerate(questions):
-        record_id(qid, f"{source}: record {i}: field 'QuestionID'")
-
-
-def question_texts(questions: Iterable[tuple[str, str]], source: str) -> None:
-    """Every question has text and an id a run can hold: a question that is blank once its control and invisible
-    characters are removed (``'   '``, ``'\\x00\\x00'``, ``'\\u200b'``: :func:`rirag.data.questions.is_blank`) is
-    refused, as is a QuestionID that is empty or holds whitespace or a control character
-    (:func:`rirag.validation.record_id`: TREC is whitespace-separated), naming the file, the record and its
-    QuestionID."""
-    questions = list(questions)
-    question_ids(questions, source)
-    for i, (qid, text) in enumerate(questions):
-        if not isinstance(text, str) or is_blank(text):
-            raise UsageError(f"{source}: record {i} (QuestionID {qid!r}): field 'Question' is empty"
-                             + (" (control or invisible characters only)" if isinstance(text, str) and text.strip()
-                                else ""))
-
-
-def run_for_answers(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str], qids: list[str], source: str,
-                    allow_missing: bool = False) -> None:
-    """A run that grounds answers: every passage it gives the questions ``qids`` is in the corpus, and every question
-    is in the run (unless ``allow_missing``); run queries outside ``qids`` are ignored with a warning."""
-    if not run:
-        raise UsageError(f"{source}: the run is empty")
-    wanted = set(qids)
-    if not wanted & set(run):
-        raise UsageError(f"{source}: none of its {len(run)} query ids is one of the {len(wanted)} questions "
-                         f"(e.g. {sorted(run)[0]!r}): wrong split or questions file?")
-    extra = set(run) - wanted
-    if extra:
-        logger.warning("%s: %d of %d run queries are not among the questions (ignored), e.g. %s", source, len(extra),
-                       len(run), sorted(extra)[0])
-    corpus_ids = corpus_ids if isinstance(corpus_ids, (set, frozenset, Mapping)) else set(corpus_ids)
-    unknown = [(q, d) for q in qids for d in run.get(q, {}) if d not in corpus_ids]
-    if unknown:
-        q, d = unknown[0]
-        raise UsageError(f"{source}: query {q}: passage id {d!r} is not in the corpus ({len(unknown)} "
-                         f"{'entry' if len(unknown) == 1 else 'entries'} like it for these questions; the corpus ids "
-                         "are the passage UUIDs 'ID' of non-empty passages)")
-    missing = [q for q in qids if not run.get(q)]
-    if missing and not allow_missing:
-        raise UsageError(f"{source}: {len(missing)} of {len(qids)} questions have no passage in the run "
-                         f"(e.g. {', '.join(missing[:3])}); pass --allow-missing to record them unanswered")
 
 
 #: Bytes of a TREC line beyond its query and passage ids, rank and system name: " Q0 ", three spaces, the newline

@@ -62,7 +62,8 @@ def cmd_data_xref(args) -> int:
 
 
 def cmd_data_ingest(args) -> int:
-    from rirag.data.ingest.corpus import check_out, ingest
+    from rirag.data.ingest.corpus import check_out
+    from rirag.data.questions import ingest_with_questions
 
     source = Path(args.source)
     if not source.exists():
@@ -70,7 +71,7 @@ def cmd_data_ingest(args) -> int:
     out = check_out(check.output_dir(args.out, "--out"))
     if args.questions:
         check.input_file(args.questions, "--questions")
-    report = ingest(source, out, check=_gold_mapping(args.questions) if args.questions else None)
+    report = ingest_with_questions(source, out, args.questions)
     sys.stdout.write(format_table(ingest_rows(report), ["", "value"]) + "\n")
     mapping = report.get("questions")
     if mapping:
@@ -131,14 +132,6 @@ def cmd_data_embed(args) -> int:
                          f"{state.num_processes} process(es) on {device} in {seconds:.1f} s (model loaded; shards "
                          f"written and merged) -> {path}\n")
     return EXIT_OK
-
-
-def _gold_mapping(questions: str):
-    """How the gold passages of ``questions`` map to a corpus folder (for the build report)."""
-    from rirag.data.obliqa import load_obliqa
-    from rirag.data.questions import load_questions
-
-    return lambda corpus: {"file": Path(questions).name, **load_questions(questions, load_obliqa(corpus)).report()}
 
 
 def ingest_rows(report: dict) -> list[dict]:

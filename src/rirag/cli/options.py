@@ -11,7 +11,6 @@ import argparse
 from typing import Any, Callable
 
 from rirag import validation as check
-from rirag.cli import checks
 from rirag.constants import MAX_INPUT_BYTES, SEED
 from rirag.data.splits import LEAKAGE_FREE_SPLITS, ORIGINAL_SPLITS, check_split_name
 from rirag.errors import DataError, UsageError
@@ -28,6 +27,7 @@ from rirag.generation.base import (
     MAX_NEW_TOKENS,
 )
 from rirag.generation.focused.config import FocusedConfig, switch_fields
+from rirag.generation.job import GENERATOR_LIMITS
 from rirag.generation.prompts import STRATEGIES, ZERO_SHOT
 from rirag.generation.registry import ANSWERERS, LANGUAGE_MODEL_KIND
 from rirag.retrieval.registry import RETRIEVERS, every_option, option_pair
@@ -155,9 +155,9 @@ def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: 
 
 
 def generator_bound(dest: str) -> Callable[[str], int]:
-    """argparse ``type=`` of the generator option ``dest``, bounded as :data:`rirag.cli.checks.GENERATOR_LIMITS`
-    says (the same bound :func:`rirag.cli.checks.generator_limits` checks on a namespace built in code)."""
-    _, limit, minimum = checks.GENERATOR_LIMITS[dest]
+    """argparse ``type=`` of the generator option ``dest``, bounded as :data:`rirag.generation.job.GENERATOR_LIMITS`
+    says (the same bound :func:`rirag.generation.job.generator_limits` checks on a namespace built in code)."""
+    _, limit, minimum = GENERATOR_LIMITS[dest]
     return bounded_int(limit, minimum)
 
 

@@ -86,8 +86,13 @@ class ObliQA:
     passages: Mapping[str, Passage]  # every record, empty ones included (a PassageTable when loaded from a folder)
     titles: dict[int, str]
     splits: dict[str, list[Question]]  # "train" (optional), "dev", "test"
-    unseen: list[Question] = field(default_factory=list)
     gold_issues: list[GoldIssue] = field(default_factory=list)
+
+    @property
+    def unseen_path(self) -> Path:
+        """The folder's unseen questions (:data:`UNSEEN_FILE`, optional), read by
+        :func:`rirag.data.questions.unseen_questions` as every questions file is."""
+        return Path(self.root) / UNSEEN_FILE
 
     @cached_property
     def corpus(self) -> Mapping[str, Passage]:
@@ -252,19 +257,13 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
                 raise DataError(f"{path}: file not found (the {name} split is required)")
             continue
         splits[name] = [_question(rec, path, i, mapper) for i, rec in enumerate(records_in(path, QUESTION_FIELDS))]
-    unseen_path = root / UNSEEN_FILE
-    unseen = []
-    if unseen_path.exists():
-        unseen = [
-            Question(rec["QuestionID"], rec["Question"]) for rec in records_in(unseen_path, ("QuestionID", "Question"))
-        ]
     for issue in mapper.issues:
         logger.warning(
             "gold passage %s|%s of question %s (%s): %s%s",
             issue.document_id, issue.passage_id, issue.question_id, issue.source, issue.resolution,
             f" to {issue.corpus_id} ({issue.common_prefix} leading characters agree)" if issue.corpus_id else "",
         )
-    return ObliQA(str(root), passages, load_titles(root), splits, unseen, mapper.issues)
+    return ObliQA(str(root), passages, load_titles(root), splits, mapper.issues)
 
 
 def _passage_records(path: Path) -> list[tuple[str, int, str, str, tuple, tuple]]:

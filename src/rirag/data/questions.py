@@ -1,5 +1,6 @@
 """Question files on any corpus: the one reader of ``--questions`` (:func:`read_questions`), and gold passages given
-by passage id or by passage text, mapped to the corpus (:func:`load_questions`).
+by passage id or by passage text, mapped to the corpus (:func:`load_questions`); a corpus folder's unseen questions
+(:func:`unseen_questions`) are read by the same reader.
 
 A question file is a JSON list of records ``{QuestionID, Question, Gold | Passages}``; each gold item is
 
@@ -21,14 +22,16 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
+from rirag.data.ingest.corpus import ingest
 from rirag.data.ingest.raw import document_key
-from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question
+from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question, load_obliqa
 from rirag.data.passage_store import PassageTable
-from rirag.errors import DataError
+from rirag.errors import DataError, UsageError
 from rirag.io import read_json
 from rirag.validation import record_id, without_controls
 
@@ -236,6 +239,39 @@ def read_questions(path: str | Path) -> list[dict[str, Any]]:
     return data
 
 
+def unseen_questions(obliqa: ObliQA) -> list[Question]:
+    """The corpus folder's unseen questions (:data:`rirag.data.obliqa.UNSEEN_FILE`, the shared task's questions
+    without gold), read by :func:`read_questions` as every questions file is; none when the folder has no such
+    file."""
+    path = obliqa.unseen_path
+    if not path.exists():
+        return []
+    return [Question(rec["QuestionID"], rec["Question"]) for rec in read_questions(path)]
+
+
+def question_ids(questions: Iterable[tuple[str, str]], source: str) -> None:
+    """Every QuestionID is one a run can hold (:func:`rirag.validation.record_id`), checked before anything is
+    written: the run and the answers file hold them."""
+    for i, (qid, _) in enumerate(questions):
+        record_id(qid, f"{source}: record {i}: field 'QuestionID'")
+
+
+def question_texts(questions: Iterable[tuple[str, str]], source: str) -> None:
+    """Every question has text and an id a run can hold: a question that is blank once its control and invisible
+    characters are removed (``'   '``, ``'\\x00\\x00'``, ``'\\u200b'``: :func:`rirag.data.questions.is_blank`) is
+    refused, as is a QuestionID that is empty or holds whitespace or a control character
+    (:func:`rirag.validation.record_id`: TREC is whitespace-separated), naming the file, the record and its
+    QuestionID."""
+    questions = list(questions)
+    question_ids(questions, source)
+    for i, (qid, text) in enumerate(questions):
+        if not isinstance(text, str) or is_blank(text):
+            raise UsageError(f"{source}: record {i} (QuestionID {qid!r}): field 'Question' is empty"
+                             + (" (control or invisible characters only)" if isinstance(text, str) and text.strip()
+                                else ""))
+
+
+
 class _LazyMapper:
     """A :class:`TextMapper` of the corpus, built on the first gold text (a file of ids never builds one)."""
 
@@ -296,3 +332,16 @@ def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
         logger.warning("%s: %d of %d gold passages map to no passage of %s", path, len(unmapped),
                        len(result.mappings), obliqa.root)
     return result
+
+
+def gold_report(questions: str | Path, corpus_folder: str | Path) -> dict:
+    """How the gold passages of the questions file ``questions`` map to the corpus in ``corpus_folder``
+    (:meth:`QuestionSet.report`, with the file's name): what ``rirag data ingest --questions`` reports."""
+    return {"file": Path(questions).name, **load_questions(questions, load_obliqa(corpus_folder)).report()}
+
+
+def ingest_with_questions(source: str | Path, out: str | Path, questions: str | Path | None = None) -> dict:
+    """``rirag data ingest``: :func:`rirag.data.ingest.corpus.ingest` of ``source`` into ``out``, with the gold of
+    ``questions`` (when given) mapped to the new corpus before it is moved in (:func:`gold_report`, under the
+    report's ``"questions"``)."""
+    return ingest(source, out, check=partial(gold_report, questions) if questions else None)

@@ -7,14 +7,18 @@ full precision so a run read back evaluates exactly as it did in memory, and rea
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Iterable, Mapping, Protocol
 
 from rirag.constants import RUN_DEPTH
-from rirag.errors import DataError
-from rirag.io import atomic_write_bytes, read_input_bytes
-from rirag.validation import record_id
+from rirag.errors import DataError, UsageError
+from rirag.io import atomic_write_bytes, check_input_size, read_input_bytes
+from rirag.validation import input_file, record_id
+
+logger = logging.getLogger(__name__)
 
 #: A ranked run: query id -> {passage id: score} (the one definition; retrieval imports it from here).
 Run = dict[str, dict[str, float]]
@@ -108,3 +112,39 @@ def _read_trec_line(run: Run, path: Path, lineno: int, line: str) -> None:
     if docid in results:
         raise DataError(f"{path}: line {lineno}: document {docid} listed twice for query {qid}")
     results[docid] = value
+
+
+def input_path(path: str | os.PathLike, what: str) -> Path:
+    """An input file a command may read: it exists, is readable and is a regular file (or a pipe) within the input
+    size limit (``--max-input-bytes``, :func:`rirag.io.check_input_size`), checked by its size before any byte is
+    read; ``/dev/zero`` and other devices are refused."""
+    p = input_file(path, what)
+    check_input_size(p, f"{what} ")
+    return p
+
+
+def run_for_answers(run: Mapping[str, Mapping[str, float]], corpus_ids: Iterable[str], qids: list[str], source: str,
+                    allow_missing: bool = False) -> None:
+    """A run that grounds answers: every passage it gives the questions ``qids`` is in the corpus, and every question
+    is in the run (unless ``allow_missing``); run queries outside ``qids`` are ignored with a warning."""
+    if not run:
+        raise UsageError(f"{source}: the run is empty")
+    wanted = set(qids)
+    if not wanted & set(run):
+        raise UsageError(f"{source}: none of its {len(run)} query ids is one of the {len(wanted)} questions "
+                         f"(e.g. {sorted(run)[0]!r}): wrong split or questions file?")
+    extra = set(run) - wanted
+    if extra:
+        logger.warning("%s: %d of %d run queries are not among the questions (ignored), e.g. %s", source, len(extra),
+                       len(run), sorted(extra)[0])
+    corpus_ids = corpus_ids if isinstance(corpus_ids, (set, frozenset, Mapping)) else set(corpus_ids)
+    unknown = [(q, d) for q in qids for d in run.get(q, {}) if d not in corpus_ids]
+    if unknown:
+        q, d = unknown[0]
+        raise UsageError(f"{source}: query {q}: passage id {d!r} is not in the corpus ({len(unknown)} "
+                         f"{'entry' if len(unknown) == 1 else 'entries'} like it for these questions; the corpus ids "
+                         "are the passage UUIDs 'ID' of non-empty passages)")
+    missing = [q for q in qids if not run.get(q)]
+    if missing and not allow_missing:
+        raise UsageError(f"{source}: {len(missing)} of {len(qids)} questions have no passage in the run "
+                         f"(e.g. {', '.join(missing[:3])}); pass --allow-missing to record them unanswered")
