@@ -17,7 +17,9 @@ on the tuning block's labelled parts only; a kind it predicts is said missing wh
 evidence) are chosen by five-fold cross-validation within the tuning block (precision first, at least 10 sentences,
 then recall); the chosen one, fitted on the whole tuning block, is scored once on the held-out block. The NLI judge
 (``artifacts/nli_judge``, one hypothesis a kind) is not part of it: it was not built on the 2-core machine these
-numbers come from (``make models`` stage ``nli-judge``, about an hour).
+numbers come from (``make models`` stage ``nli-judge``, about an hour). In its place (``encoder_hypotheses``): the
+cues' asked parts, a part stated when a unit of the given passages is within a cosine threshold of the kind's
+hypothesis (:data:`HYPOTHESES`) by the answerer's sentence encoder; the threshold chosen on the tuning block.
 
 The whole-answer flag (:data:`rirag.text.units.NOT_ADDRESSED`, below the answerability threshold) is scored on the
 same labels: a question is *not addressed* by its passages when none of its labelled parts is stated. Reported: the
@@ -55,6 +57,8 @@ class MissingPartsEvalArguments:
                 "threshold; evidence (each a comma list, ';' between them)."})
     flag_thresholds: str = field(default="0.9,0.95,0.97,0.98", metadata={
         "help": "Answerability thresholds the flag is also scored at (besides the scorer's own)."})
+    hypothesis_thresholds: str = field(default="0.2,0.3,0.4,0.5,0.6", metadata={
+        "help": "Cosines at which a unit states a kind's hypothesis (encoder_hypotheses), chosen on the tuning block."})
     results: str = field(default="benchmarks/results/missing_parts.json", metadata={"help": "Results JSON."})
 
 
@@ -111,6 +115,9 @@ class Answered:
     evidence_texts: dict[str, list[str]]
     embedding: dict[str, object]
     threshold: float
+    #: question id -> the embeddings of its given passages' units; the hypotheses' embeddings, by kind
+    unit_embeddings: dict[str, object] = field(default_factory=dict)
+    hypothesis_embeddings: dict[str, object] = field(default_factory=dict)
 
 
 def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> Answered:
@@ -136,12 +143,51 @@ def answer_labelled(records: list[dict], args: MissingPartsEvalArguments) -> Ans
                                    [[p.score for p in ps] for ps in given])
     ids = [r["QuestionID"] for r in records]
     embeddings = answerer.encode([r["Question"] for r in records])
+    units = {q: answerer.encode([u.text for u in answerer.units([p.text for p in ps])]) for q, ps in zip(ids, given)}
+    hypotheses = dict(zip(HYPOTHESES, answerer.encode(list(HYPOTHESES.values()))))
     return Answered({q: stated_kinds(a.text) for q, a in zip(ids, answers)},
                     {q: a.answerability for q, a in zip(ids, answers)},
                     {q: a.addressed for q, a in zip(ids, answers)},
                     {q: [*(k.unit.text for k in a.kept), *(p.text for p in ps)]
                      for q, a, ps in zip(ids, answers, given)},
-                    dict(zip(ids, embeddings)), answerer._option("answerable_threshold"))
+                    dict(zip(ids, embeddings)), answerer._option("answerable_threshold"), units, hypotheses)
+
+
+#: One hypothesis a kind: what a provision stating that part says, in general words (written once, not tuned).
+HYPOTHESES = {
+    "examples": "For example, such cases include the following examples.",
+    "consequences": "Failure to comply will result in a penalty, sanction or withdrawal of the licence.",
+    "circumstances": "This applies only in the following circumstances or if the following conditions are met.",
+    "contents": "The document must include the following information and details.",
+    "when": "This must be done within a number of days, before an event, or at a stated frequency.",
+    "threshold": "The amount, limit or percentage is set at a stated figure.",
+    "who": "The person responsible for this is the named officer or body.",
+}
+
+
+def hypothesis_said(records: list[dict], answered: Answered, threshold: float) -> dict[str, list[str]]:
+    """question id -> the kinds the question's cues ask and no unit of its given passages states, a unit stating a
+    kind when its sentence-encoder cosine with the kind's hypothesis (:data:`HYPOTHESES`) reaches ``threshold``."""
+    from rirag.text.missing_parts import asked_parts
+
+    said = {}
+    for r in records:
+        q, units = r["QuestionID"], answered.unit_embeddings[r["QuestionID"]]
+        said[q] = [p.kind for p in asked_parts(r["Question"]) if answered.addressed[q]
+                   and not (len(units) and float((units @ answered.hypothesis_embeddings[p.kind]).max()) >= threshold)]
+    return said
+
+
+def hypothesis_decision(tune: list[dict], held: list[dict], answered: Answered, thresholds: str) -> dict:
+    """The encoder's stand-in for the NLI judge: the cues' asked parts, stated by a unit close to the kind's
+    hypothesis; its threshold chosen on the tuning block (precision first, at least 10 sentences, then recall) and
+    scored once on the held-out block."""
+    grid = [{"threshold": float(t), **{k: v for k, v in score(tune, hypothesis_said(tune, answered, float(t))).items()
+                                       if k != "by_kind"}} for t in thresholds.split(",")]
+    usable = [g for g in grid if g["precision"] is not None and g["sentences"] >= 10] or grid
+    best = max(usable, key=lambda g: (round(g["precision"] or 0.0, 3), g["recall"] or 0.0))
+    return {"tuning_block": grid, "chosen": best["threshold"],
+            "held_out": score(held, hypothesis_said(held, answered, best["threshold"]))}
 
 
 def kind_probabilities(train: list[dict], test: list[dict], answered: Answered, features: str, c: float
@@ -232,6 +278,8 @@ def main(args: MissingPartsEvalArguments) -> dict:
                "answers_with_a_sentence": sum(bool(v) for v in said.values()),
                # the model-based decision, trained on the tuning block only, beside the cues
                "learned": learned_decision(tune, held, answered, args.learned_grid),
+               # the sentence encoder, one hypothesis a kind, in the NLI judge's place (not built here)
+               "encoder_hypotheses": hypothesis_decision(tune, held, answered, args.hypothesis_thresholds),
                "flag_held_out": score_flag(held, answerability, threshold),
                "flag_tuning_block": score_flag(tune, answerability, threshold),
                "flag_held_out_at": [score_flag(held, answerability, float(t)) for t in args.flag_thresholds.split(",")]}
@@ -247,6 +295,9 @@ def main(args: MissingPartsEvalArguments) -> dict:
                 learned["held_out"]["sentences"], learned["held_out"]["right"],
                 f"{learned['held_out']['precision']:.3f}" if learned["held_out"]["precision"] is not None else "n/a",
                 learned["held_out"]["recall"])
+    hyp = results["encoder_hypotheses"]
+    logger.info("encoder hypotheses (cosine %.2f)  held out: sentences %d  right %d  recall %.3f", hyp["chosen"],
+                hyp["held_out"]["sentences"], hyp["held_out"]["right"], hyp["held_out"]["recall"])
     for key in ("flag_held_out", "flag_tuning_block"):
         r = results[key]
         logger.info("%-28s threshold %.3f  not addressed %3d  flagged %3d  right %3d  precision %s  recall %s", key,
