@@ -166,3 +166,23 @@ def test_a_part_a_followed_passage_states_is_not_said_missing():
     followed = replace(said, added=[Added("ss2-21-5.14", OUTSOURCING)])
     assert unsaid_where_cited(followed).missing == []
     assert MISSING_PREFIX not in unsaid_where_cited(followed).text
+
+
+def test_the_learned_decision_is_trained_on_one_block_and_says_what_the_evidence_does_not_state():
+    from _scripts import load_script
+
+    module = load_script("benchmarks/missing_parts_eval.py")
+
+    def record(q, text, kind):
+        return {"QuestionID": q, "Question": text, "parts": [{"kind": kind, "stated": False, "borderline": False}]}
+
+    topics = ("conflicts", "breaches", "controls", "records")
+    train = [record(f"e{i}", f"Could you give examples of {t}?", "examples") for i, t in enumerate(topics)] \
+        + [record(f"c{i}", f"What are the consequences of {t}?", "consequences") for i, t in enumerate(topics)]
+    test = [record("t1", "Could you give examples of conflicts of interest?", "examples"),
+            record("t2", "Could you give examples of good records?", "examples")]
+    answered = module.Answered({}, {}, {"t1": True, "t2": True}, {"t1": [], "t2": ["For example, ledgers."]}, {}, 0.5)
+    setting = {"features": "tfidf", "C": 10.0, "threshold": 0.5, "evidence": "cues"}
+    said = module.learned_said(train, test, answered, setting)
+    assert said == {"t1": ["examples"], "t2": []}  # t2's passage gives an example: not said
+    assert module.score(test, said)["precision"] == 1.0
