@@ -21,7 +21,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def test_the_switches_are_the_fields_that_carry_one():
-    assert SWITCHES == ("follow_references", "passage_set", "focus_lists")
+    assert SWITCHES == ("say_missing", "follow_references", "passage_set", "focus_lists")
     p = argparse.ArgumentParser()
     add_generator_options(p)
     by_dest = {a.dest: a for a in p._actions}
@@ -29,6 +29,7 @@ def test_the_switches_are_the_fields_that_carry_one():
     assert by_dest["follow_references"].default is True  # on by default in the commands
     assert by_dest["focus_lists"].option_strings == ["--focus-lists"]
     assert by_dest["passage_set"].option_strings == ["--passage-set"]
+    assert by_dest["say_missing"].option_strings == ["--say-missing"] and by_dest["say_missing"].default is False
     assert by_dest["focus_lists"].help.startswith("'focused': quote a long list")
 
 
@@ -63,7 +64,8 @@ def test_a_switch_on_by_default_is_on_in_the_command_and_off_in_a_spec_without_i
     assert command_defaults(WithDefaultOn)["quote_titles"] is True
     # the field keeps off: a spec or manifest written without the switch (before it existed, or off) means off
     assert WithDefaultOn().quote_titles is False and FocusedConfig().follow_references is False
-    assert command_defaults() == {"follow_references": True, "passage_set": False, "focus_lists": False}
+    assert command_defaults() == {"say_missing": False, "follow_references": True, "passage_set": False,
+                                 "focus_lists": False}
 
 
 def test_adding_a_switch_is_one_field():

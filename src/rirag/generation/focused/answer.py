@@ -4,11 +4,12 @@ draft (:class:`~rirag.generation.base.Draft`) and its text."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rirag.generation.base import Draft, DraftPart
 from rirag.generation.focused.scorer import ScoredUnit
 from rirag.generation.render import render
+from rirag.text.missing_parts import is_stated
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class FocusedAnswer:
     scored: list[ScoredUnit]
     answerability: float
     addressed: bool
-    #: The parts the question asks for that no kept unit states (:mod:`rirag.text.missing_parts`), each
-    #: said in one sentence after the cited content.
+    #: The parts the question asks for that no given or cited passage states (:mod:`rirag.text.missing_parts`;
+    #: ``say_missing``), each said in one sentence after the cited content.
     missing: list = field(default_factory=list)
     #: The cross-references followed and the passages added for them (:mod:`rirag.generation.focused.follow`).
     followed: list[Followed] = field(default_factory=list)
@@ -77,3 +78,14 @@ def part(s: ScoredUnit) -> DraftPart:
     inline, the passages its followed references lead to)."""
     return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end,
                      inline=s.inline, clipped=s.unit.clipped)
+
+
+def unsaid_where_cited(answer: FocusedAnswer) -> FocusedAnswer:
+    """``answer`` without the missing parts that a unit it quotes or a passage it cites states (a passage added by a
+    followed reference is outside the given ones the part was first checked against): a missing-part sentence never
+    denies what a cited rule states."""
+    if not answer.missing:
+        return answer
+    cited = [*(s.unit.text for s in answer.kept), *(a.text for a in answer.added)]
+    kept = [p for p in answer.missing if not is_stated(p, cited)]
+    return answer if len(kept) == len(answer.missing) else replace(answer, missing=kept)

@@ -17,7 +17,7 @@ from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER, QUESTION_BATC
 from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
-from rirag.generation.focused.answer import FocusedAnswer
+from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
 from rirag.generation.focused.config import SWITCHES, FocusedConfig
 from rirag.generation.focused.follow import FOLLOW_SCOPES, connect_linked, follow
 from rirag.generation.focused.passage_set import candidates, decide, load_passage_set
@@ -272,8 +272,8 @@ class FocusedAnswerer:
             if self.config.antecedents:  # "This includes ..." quoted with the sentence it points back at
                 cap, bound = self.config.max_unit_words, quoted_bound(kept, self._option("max_words"), per_passage)
                 kept = with_antecedents(kept, scored, passages, bound, cap, min(cap, per_passage or cap))
-            # what the question asks that no given passage states ("the retrieved provisions"; not said when
-            # nothing matches: the flag says it all)
+            # what the question asks that no given passage states ("the retrieved provisions"; off by default,
+            # --say-missing; not said when nothing matches: the flag says it all)
             missing = missing_parts(question, [*(s.unit.text for s in kept), *passages]) \
                 if addressed and self.config.say_missing else []
             answer = FocusedAnswer(question, kept, scored, answerability, addressed, missing)
@@ -288,7 +288,8 @@ class FocusedAnswerer:
         answers = self.answer_many([r.question for r in requests], [r.passages for r in requests],
                                    [r.scores for r in requests], [r.ids for r in requests])
         if self.config.follow_references and self.references is not None:
-            answers = [self._followed_notes(a, self.follow(a, r), r.passages) for a, r in zip(answers, requests)]
+            answers = [unsaid_where_cited(self._followed_notes(a, self.follow(a, r), r.passages))
+                       for a, r in zip(answers, requests)]
         return [a.draft for a in answers]
 
     def _per_passage(self) -> int | None:
