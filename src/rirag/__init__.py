@@ -2,7 +2,8 @@
 
 The names a user starts from, importable from the package itself::
 
-    from rirag import AnswerOptions, AnsweringSession, build_retriever, load_obliqa, read_answers, read_questions
+    from rirag import (AnswerOptions, AnsweringJob, AnsweringSession, build_retriever, load_obliqa, read_answers,
+                       read_questions)
 
 Importing the package has no side effects and loads none of them: each name is imported from its module the first
 time it is used (module ``__getattr__`` over :data:`_import_structure`, as trl exports its trainers), so
@@ -22,6 +23,7 @@ _import_structure: dict[str, list[str]] = {
     "data.answers": ["read_answers"],
     "data.obliqa": ["load_obliqa"],
     "data.questions": ["read_questions"],
+    "generation.job": ["AnsweringJob"],
     "generation.pipeline": ["AnswerOptions"],
     "generation.session": ["AnsweringSession"],
     "retrieval.registry": ["build_retriever", "retriever_spec"],
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from rirag.data.answers import read_answers as read_answers
     from rirag.data.obliqa import load_obliqa as load_obliqa
     from rirag.data.questions import read_questions as read_questions
+    from rirag.generation.job import AnsweringJob as AnsweringJob
     from rirag.generation.pipeline import AnswerOptions as AnswerOptions
     from rirag.generation.session import AnsweringSession as AnsweringSession
     from rirag.retrieval.registry import build_retriever as build_retriever

@@ -46,7 +46,7 @@ from rirag.generation.focused.selection import (
     within_bound,
 )
 from rirag.models import looks_local
-from rirag.retrieval.dense import shared_encoder
+from rirag.retrieval.encoder import shared_encoder
 from rirag.text.missing_parts import missing_parts
 from rirag.text.units import Unit, names_row, split_units
 from rirag.xref.graph import Link, ReferenceGraph
