@@ -285,3 +285,19 @@ def test_manifest_differences_and_check(tmp_path):
     with pytest.raises(UsageError, match="unreadable"):
         AnswersRun(out, a).check()
     AnswersRun(out, c, overwrite=True).check()
+
+
+def test_answers_of_a_format_1_manifest_are_not_resumed(tmp_path):
+    """Format 1 answers said the missing-part line by default without naming it; the default is now off, so such
+    answers are refused (with the field named), never resumed as if written without the line."""
+    from rirag.errors import DataError
+    from rirag.generation.runfiles import AnswersRun, build_manifest
+
+    manifest = build_manifest("answer", [("q1", "a question")], "q.json", passages={"run": "r.trec", "run_sha256": "x"},
+                              generator={"generator": "focused", "generator_options": {}}, strategy="zero-shot", k=10,
+                              context_filter="top-k")
+    answers = tmp_path / "a.json"
+    answers.write_text("[]")
+    (tmp_path / "a.json.manifest.json").write_text(json.dumps({**manifest, "format": 1}))
+    with pytest.raises(DataError, match="manifest format"):
+        AnswersRun(answers, manifest).check()

@@ -34,8 +34,10 @@ from rirag.io import atomic_write_bytes, atomic_write_json, read_json
 
 logger = logging.getLogger(__name__)
 
-#: Version of the manifest layout; a manifest of another format never matches.
-MANIFEST_FORMAT = 1
+#: Version of the manifest layout; a manifest of another format never matches. 2: the focused answerer's
+#: missing-part line became a switch, off by default (``--say-missing``): answers under a format-1 manifest said it
+#: without naming it, so they are not resumed as if written without it.
+MANIFEST_FORMAT = 2
 MANIFEST_SUFFIX = ".manifest.json"
 LOCK_SUFFIX = ".lock"
 #: What ``--overwrite`` sets aside until the new run writes its first answer.
