@@ -52,6 +52,9 @@ def published(tmp_path_factory):
     entries = [e for e in manifest.entries if e.kind in MODEL_KINDS and e.card != "source"]
     for entry in entries:
         _fake_artifact(root / entry.source, entry)
+        for source in entry.vendor:  # a file from the repository that the upload carries (the NLI licence table)
+            (root / source).parent.mkdir(parents=True, exist_ok=True)
+            (root / source).write_bytes((REPO / source).read_bytes())
     _measured_on_the_fakes(root, entries)
     rows = {entry.name: assemble(entry, manifest, root) for entry in entries}
     return manifest, root, rows
@@ -261,9 +264,15 @@ def test_nli_dataset_card_counts_the_saved_rows(tmp_path):
     ds.save_to_disk(str(tmp_path / "artifacts" / "datasets" / "nli"))
     manifest = load_manifest(REPO / "hub_push" / "manifest.yaml", namespace="ns")
     (entry,) = [e for e in manifest.entries if e.name == "nli-judge-data"]
+    with pytest.raises(CardError, match="license_link 'LICENCES.md'"):  # the sources' licences must ship with it
+        assemble(entry, manifest, tmp_path)
+    for source in entry.vendor:  # the licence table, from the repository
+        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / source).write_bytes((REPO / source).read_bytes())
     row = assemble(entry, manifest, tmp_path)
     card = DatasetCard.load(Path(row.folder) / "README.md")
-    assert row.card == "ok" and card.data.license == "other"
+    assert row.card == "ok" and card.data.license == "other" and card.data.license_link == "LICENCES.md"
+    assert "SICK | full | CC BY-NC-SA 3.0" in (Path(row.folder) / "LICENCES.md").read_text(encoding="utf-8")
     assert card.data.configs[0]["data_files"] == [{"split": "train", "path": "train/*.arrow"},
                                                   {"split": "test", "path": "test/*.arrow"}]
     assert "| rte | 0 | 1 |" in card.text and "| sick | 2 | 0 |" in card.text and "| snli | 3 | 1 |" in card.text

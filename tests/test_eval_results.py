@@ -35,3 +35,15 @@ def test_each_model_index_number_is_one_eval_results_file(tmp_path):
 def test_a_card_without_model_index_gets_no_file(tmp_path):
     assert eval_result_files("---\nlicense: apache-2.0\n---\n\n# m\n", "ns/m") == {}
     assert write_eval_results(tmp_path, "no front matter", "ns/m") == [] and not any(tmp_path.iterdir())
+
+
+def test_the_same_metric_of_two_tasks_is_two_files(tmp_path):
+    """An encoder's card holds recall@10 on validation alone and in a hybrid: two numbers, two files, none lost."""
+    from dataclasses import replace
+
+    alone = _result("recall_at_10", 0.70)
+    hybrid = replace(_result("recall_at_10", 0.85), task_name="Passage retrieval (hybrid with BM25)")
+    written = write_eval_results(tmp_path, _card([alone, hybrid]), "ns/m")
+    values = sorted(e.value for name in written
+                    for e in parse_eval_result_entries(yaml.safe_load((tmp_path / name).read_text(encoding="utf-8"))))
+    assert len(written) == 2 and values == [0.70, 0.85]

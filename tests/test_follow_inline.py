@@ -153,7 +153,13 @@ def test_scorers_count_the_inline_marker_as_a_citation_of_its_sentence():
     result = AttributionScorer(entails=entails).score([record["Answer"]], [record["RetrievedPassages"]])
     # sentence 1 cites [2] (inline: the followed rule does not state it) and [1]; sentence 2 cites [2]
     assert result["per_item"]["citation_precision"] == [pytest.approx(2 / 3)]
-    assert result["per_item"]["citation_recall"][0] == pytest.approx(2 / 3)  # the missing-part line cites nothing
+    # every sentence cites: no missing-part line (off by default, and the followed rule states the number of days
+    # the question asks for, so it is not said even with --say-missing)
+    assert result["per_item"]["citation_recall"][0] == pytest.approx(1.0)
+    assert "do not state" not in record["Answer"]
+    [said] = answer_items([("q1", QUESTION, [RetrievedPassage("p-951", CITING, 1.0, 1, "9.5.1")])],
+                          answerer(say_missing=True))
+    assert said.to_record()["Answer"] == record["Answer"]
 
 
 def graph_with(pid: str, text: str) -> ReferenceGraph:

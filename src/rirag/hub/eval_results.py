@@ -3,7 +3,7 @@
 The Hub reads evaluation results from ``.eval_results/*.yaml`` files in a model repo (dataset id, task, value,
 source; ``huggingface_hub.EvalResultEntry``) as well as from the card's ``model-index``. Both come from the same
 numbers: :func:`write_eval_results` reads the ``model-index`` of the card as assembled (so only numbers measured on
-the weights published, see :mod:`rirag.hub.entry_cards`) and writes one file per dataset, split and metric, each
+the weights published, see :mod:`rirag.hub.entry_cards`) and writes one file per dataset, split, task and metric, each
 entry saying which metric and task it is in ``notes``. A card without a ``model-index`` gets no file.
 """
 
@@ -36,10 +36,12 @@ def eval_result_files(card_text: str, repo_id: str) -> dict[str, str]:
             dataset_id=r.dataset_type, task_id=task_id, value=r.metric_value,
             notes=f"{r.metric_name or r.metric_type} ({r.task_name or r.task_type}, {r.dataset_split} split)",
             source_url=f"https://huggingface.co/{repo_id}", source_name="model card (measured on these weights)")
-        name = f"{EVAL_RESULTS_DIR}/{_slug(dataset, r.dataset_config, r.dataset_split, r.metric_type)}.yaml"
-        if name in files:
-            raise ValueError(f"{repo_id}: two model-index numbers would be written to {name}")
-        files[name] = yaml.safe_dump(eval_result_entries_to_yaml([entry]), sort_keys=False)
+        # a model-index may hold the same metric on the same data for several tasks (the encoder alone, in a
+        # hybrid): the task names the file too
+        name = f"{EVAL_RESULTS_DIR}/{_slug(dataset, r.dataset_config, r.dataset_split, r.task_name, r.metric_type)}"
+        if name + ".yaml" in files:
+            raise ValueError(f"{repo_id}: two model-index numbers would be written to {name}.yaml")
+        files[name + ".yaml"] = yaml.safe_dump(eval_result_entries_to_yaml([entry]), sort_keys=False)
     return files
 
 
