@@ -117,3 +117,20 @@ def test_spliced_gold_text_is_repaired_only_with_an_intact_prefix(tiny_data_dir)
     path.write_text(json.dumps(records))
     report = load_obliqa(tiny_data_dir).report()
     assert [g["question_id"] for g in report["gold_repaired"]] == [records[0]["QuestionID"]]
+
+
+def test_a_repaired_gold_passage_is_noted_not_warned(tiny_data_dir, caplog):
+    """Every ObliQA command loads the corpus: a gold text repaired to its passage keeps the question's gold, so it is
+    an INFO line (and in the data report), while a gold passage that maps nowhere stays a WARNING."""
+    import logging
+
+    path = tiny_data_dir / "ObliQA_dev.json"
+    records = json.loads(path.read_text())
+    records[0]["Passages"][0]["Passage"] += " and then spliced text"  # repaired: an intact prefix
+    records[2]["Passages"][0]["Passage"] = "Completely different text."  # unmapped
+    path.write_text(json.dumps(records))
+    caplog.set_level(logging.INFO, logger="rirag.data.obliqa")
+    load_obliqa(tiny_data_dir)
+    levels = {r.getMessage().split(": ")[-1].split(" ")[0]: r.levelno for r in caplog.records
+              if r.getMessage().startswith("gold passage")}
+    assert levels == {"repaired": logging.INFO, "unmapped": logging.WARNING}

@@ -257,8 +257,9 @@ def load_obliqa(data: str | os.PathLike | None = None) -> ObliQA:
                 raise DataError(f"{path}: file not found (the {name} split is required)")
             continue
         splits[name] = [_question(rec, path, i, mapper) for i, rec in enumerate(records_in(path, QUESTION_FIELDS))]
-    for issue in mapper.issues:
-        logger.warning(
+    for issue in mapper.issues:  # a repair keeps the question's gold (noted, in the data report too); a loss warns
+        logger.log(
+            logging.INFO if issue.resolution == "repaired" else logging.WARNING,
             "gold passage %s|%s of question %s (%s): %s%s",
             issue.document_id, issue.passage_id, issue.question_id, issue.source, issue.resolution,
             f" to {issue.corpus_id} ({issue.common_prefix} leading characters agree)" if issue.corpus_id else "",
