@@ -74,3 +74,14 @@ def test_evaluate_questions_whose_gold_maps_nowhere_says_so(five, tmp_path, capl
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert rc == 2 and len(errors) == 1, errors
     assert "wrong split" not in errors[0] and "none of its 1 gold passages maps to the corpus" in errors[0]
+
+
+def test_ingest_counts_its_passages_in_the_right_number(tmp_path):
+    """One text file of one rule: 'wrote 1 passage of 1 document', not '1 passages of 1 documents'."""
+    source = tmp_path / "rules"
+    source.mkdir()
+    (source / "rule.txt").write_text("1.1 A firm must keep records of every client order.\n", encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["data", "ingest", str(source), "--out", str(tmp_path / "corpus")]) == 0
+    assert f"wrote 1 passage of 1 document to {tmp_path / 'corpus'}" in out.getvalue()

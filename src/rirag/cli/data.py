@@ -14,7 +14,7 @@ from typing import Any
 from rirag import validation as check
 from rirag.cli import checks
 from rirag.cli.options import Parser, add_data_option, add_max_input_option, add_seed_option, bounded_int, parse_option
-from rirag.cli.output import format_table
+from rirag.cli.output import counted, format_table
 from rirag.constants import EMBED_SHARD_PASSAGES
 from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
@@ -81,7 +81,8 @@ def cmd_data_ingest(args) -> int:
         sys.stdout.write(f"skipped {item['file']}: {item['reason']}\n")
     if report.get("replaced"):
         sys.stdout.write(f"replaced in {out}: {', '.join(report['replaced'])}\n")
-    sys.stdout.write(f"wrote {report['passages']} passages of {report['documents']} documents to {out}\n")
+    sys.stdout.write(f"wrote {counted(report['passages'], 'passage')} of {counted(report['documents'], 'document')} "
+                     f"to {out}\n")
     return EXIT_OK
 
 

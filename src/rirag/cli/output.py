@@ -12,3 +12,8 @@ def format_table(rows: list[dict], columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 passage``, ``2 passages``: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
