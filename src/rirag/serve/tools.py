@@ -80,7 +80,7 @@ class RulebookTools:
         self._ready = threading.Event()
         self._fallback = None
         if spec is not None and spec.name != "bm25":
-            self._fallback = build_retriever(self.corpus, retriever_spec("bm25"), root=self.root)
+            self._fallback = build_retriever(self.corpus, retriever_spec("bm25", None, []), root=self.root)
         else:
             self._ready.set()
         self._document = lru_cache(maxsize=_DOCUMENTS_KEPT)(self._read_document)
