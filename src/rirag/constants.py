@@ -167,10 +167,9 @@ QUESTION_BATCH_SIZE = 4
 #: At 256, the encoder's own limit, no label changed against 512 on the 600 longest units of 1,500 PRA passages nor
 #: on 1,006 ObliQA units, and the 15 long units of a PRA question at 967k passages classify in 0.42 s against 0.83 s.
 OBLIGATION_MAX_TOKENS = 256
-#: ``rirag serve`` (:mod:`rirag.serve`): the bounds of its tools' arguments, each refused in one line past them. A
-#: query or question longer than this is not a question (a model's context is a few thousand characters anyway).
-SERVE_MAX_QUERY_CHARS = 4_000
-#: Passages one ``search`` or ``answer`` call may ask for.
+#: ``rirag serve`` (:mod:`rirag.serve`): the bounds of its tools' arguments, each refused in one line past them (a
+#: query or question: at most :data:`rirag.generation.pipeline.MAX_QUESTION_CHARS`). Passages one ``search`` or
+#: ``answer`` call may ask for.
 SERVE_MAX_K = 100
 #: Hops ``follow_references`` may take, and the passages it returns at most (a hub rule cited by hundreds).
 SERVE_MAX_DEPTH = 3

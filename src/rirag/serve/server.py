@@ -17,8 +17,9 @@ from typing import Annotated, Any, Callable
 
 from pydantic import Field
 
-from rirag.constants import SERVE_MAX_DEPTH, SERVE_MAX_K, SERVE_MAX_QUERY_CHARS
+from rirag.constants import SERVE_MAX_DEPTH, SERVE_MAX_K
 from rirag.errors import DataError, UsageError
+from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.serve.tools import RulebookTools
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def build_server(tools: RulebookTools):
                              "get_passage), document, rule label, headings path, score and the start of its text.")
     @_tool
     def search(query: Annotated[str, Field(description=f"what to look for, in words (at most "
-                                                       f"{SERVE_MAX_QUERY_CHARS} characters)")],
+                                                       f"{MAX_QUESTION_CHARS} characters)")],
                k: Annotated[int, Field(description=f"how many passages, 1 to {SERVE_MAX_K}")] = 10,
                documents: Annotated[list[int] | None, Field(
                    description="only passages of these document ids (see the corpus card)")] = None) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def build_server(tools: RulebookTools):
     @server.tool(description="Answer a question from the rulebook: an answer whose [n] markers cite its sources, "
                              "and each source's id, rule label and text. The retriever used is named.")
     @_tool
-    def answer(question: Annotated[str, Field(description=f"the question (at most {SERVE_MAX_QUERY_CHARS} "
+    def answer(question: Annotated[str, Field(description=f"the question (at most {MAX_QUESTION_CHARS} "
                                                           "characters)")],
                k: Annotated[int | None, Field(description=f"passages considered, 1 to {SERVE_MAX_K} (default: the "
                                                           "server's)")] = None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ session ``rirag ask`` answers with), so that the MCP server (:mod:`rirag.serve.s
 
 Every argument is checked here and a bad one is one :class:`~rirag.errors.DataError` line (the server answers it
 as a tool error): an unknown or path-like id, ``k`` outside 1 to :data:`~rirag.constants.SERVE_MAX_K` (and the
-corpus size), a query past :data:`~rirag.constants.SERVE_MAX_QUERY_CHARS`, an unknown document.
+corpus size), a query past :data:`~rirag.constants.MAX_QUESTION_CHARS`, an unknown document.
 
 A retriever that must embed the corpus first (dense, hybrid) is prepared in a background thread at start
 (:meth:`RulebookTools.prepare`, its progress in the log); until it is ready, ``search`` and ``answer`` use BM25 and
@@ -27,10 +27,10 @@ from rirag.constants import (
     SERVE_MAX_FOLLOWED,
     SERVE_MAX_ID_CHARS,
     SERVE_MAX_K,
-    SERVE_MAX_QUERY_CHARS,
 )
 from rirag.data.obliqa import PASSAGE_FIELDS, records_in
 from rirag.errors import DataError
+from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.session import AnsweringSession
 from rirag.retrieval.registry import build_retriever, retriever_spec
 
@@ -51,8 +51,8 @@ def _one_line(text: str) -> str:
 def check_text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise DataError(f"{what} must be a non-empty string")
-    if len(value) > SERVE_MAX_QUERY_CHARS:
-        raise DataError(f"{what} is {len(value):,} characters; at most {SERVE_MAX_QUERY_CHARS:,}")
+    if len(value) > MAX_QUESTION_CHARS:
+        raise DataError(f"{what} is {len(value):,} characters; at most {MAX_QUESTION_CHARS:,}")
     return value
 
 
@@ -74,7 +74,6 @@ class RulebookTools:
         self._graph = None
         self._received: dict[str, list[str]] | None = None
         self._lock = threading.Lock()
-        self._answer_lock = threading.Lock()  # the answerer's models are not documented as thread-safe
         self._sessions: dict[tuple[int, int], AnsweringSession] = {}
         spec = session.options.retriever
         self._ready = threading.Event()
@@ -88,7 +87,11 @@ class RulebookTools:
     # -- start ---------------------------------------------------------------------------------------------------
     def prepare(self, background: bool = True) -> threading.Thread | None:
         """Build the retriever's index now (a dense one embeds the corpus, its bar in the log); in a thread when
-        ``background``, BM25 answering meanwhile."""
+        ``background``, BM25 answering meanwhile. The answerer's models load now, in this thread (concurrent calls
+        then share them: each call's state is its own)."""
+        warm = getattr(self.session.generator, "warm", None)
+        if callable(warm):
+            warm()
         if self._ready.is_set():
             _ = self.session.retriever
             return None
@@ -246,8 +249,7 @@ class RulebookTools:
         question = check_text(question, "question")
         k = self.session.options.k if k is None else check_int(k, "k", 1, min(SERVE_MAX_K, len(self.corpus)))
         retriever, used = self._retriever()
-        with self._answer_lock:
-            answer = self._session(k, retriever).ask(question, question_id="mcp")
+        answer = self._session(k, retriever).ask(question, question_id="mcp")
         numbers = {p.id: i for i, p in enumerate(answer.passages, start=1)}
         sources = [{"n": numbers[p.id], **self.describe(p.id), "score": round(float(p.score), 4), "text": p.text}
                    for p in answer.cited if p.id in self.corpus]
