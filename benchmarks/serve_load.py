@@ -11,8 +11,8 @@ the call to its result. A row: calls, errors (tool errors and exceptions), throu
 p50/p95/p99 (ms) and the server's peak RSS so far (``VmHWM``, MB). The SIGTERM row: 8 clients calling both tools,
 SIGTERM after ``--sigterm-after`` seconds: the calls that finished, those that failed and how (they must fail
 cleanly, not hang), the server's exit status and seconds to exit, and any temporary file left in the cache folder.
-The server and the clients share the machine's cores (recorded). Rows merge into
-benchmarks/results/serve_load.json by (retriever, tool, clients).
+The server and the clients share the machine's cores (recorded, with the 1-minute load average before and after).
+Rows merge into benchmarks/results/serve_load.json by (retriever, tool, clients).
 """
 
 from __future__ import annotations
@@ -84,8 +84,16 @@ def _arguments(tool: str, question: str) -> dict:
     return {"query": question, "k": 10} if tool == "search" else {"question": question}
 
 
+def _leaf(err: BaseException) -> str:
+    """The first exception inside an exception group (what the SDK's task groups raise), as ``Type: message``."""
+    while getattr(err, "exceptions", None):
+        err = err.exceptions[0]
+    return f"{type(err).__name__}: {err}"[:200]
+
+
 async def _client(url: str, tools: list[str], questions: list[str], offset: int, stop: float, out: list) -> None:
-    """One MCP session calling ``tools`` in turn until ``stop``; appends (tool, seconds, ok, error) per call."""
+    """One MCP session calling ``tools`` in turn until ``stop``; appends (tool, seconds, ok, error, start) per
+    call (``start``: monotonic seconds)."""
     from mcp import Client
 
     i = offset
@@ -94,16 +102,16 @@ async def _client(url: str, tools: list[str], questions: list[str], offset: int,
             while time.monotonic() < stop:
                 tool, question = tools[i % len(tools)], questions[i % len(questions)]
                 i += 1
-                t = time.perf_counter()
+                t, began = time.perf_counter(), time.monotonic()
                 try:
                     r = await asyncio.wait_for(client.call_tool(tool, _arguments(tool, question)), CALL_TIMEOUT_S)
                     out.append((tool, time.perf_counter() - t, not r.is_error,
-                                r.content[0].text[:200] if r.is_error else None))
+                                r.content[0].text[:200] if r.is_error else None, began))
                 except Exception as err:  # noqa: BLE001 - counted, with its kind
-                    out.append((tool, time.perf_counter() - t, False, f"{type(err).__name__}: {err}"[:200]))
+                    out.append((tool, time.perf_counter() - t, False, _leaf(err), began))
                     return
     except Exception as err:  # noqa: BLE001 - the session itself failed (connect, or closed by the server)
-        out.append((tools[0], 0.0, False, f"session {type(err).__name__}: {err}"[:200]))
+        out.append((tools[0], 0.0, False, "session " + _leaf(err), time.monotonic()))
 
 
 async def _warm(url: str, questions: list[str]) -> None:
@@ -122,10 +130,11 @@ async def _load(url: str, tools: list[str], clients: int, seconds: float, questi
 
 
 def _row(tool: str, clients: int, calls: list, wall: float, server: subprocess.Popen) -> dict:
-    ok = np.array([s for _, s, good, _ in calls if good]) * 1000
-    errors = [e for _, _, good, e in calls if not good]
+    ok = np.array([c[1] for c in calls if c[2]]) * 1000
+    errors = [c[3] for c in calls if not c[2]]
     pct = {f"p{p}_ms": round(float(np.percentile(ok, p)), 1) if len(ok) else None for p in (50, 95, 99)}
-    return {"tool": tool, "clients": clients, "seconds": round(wall, 1), "calls": len(calls), "errors": len(errors),
+    return {"tool": tool, "clients": clients, "load_average_1min_after": round(os.getloadavg()[0], 2),
+            "seconds": round(wall, 1), "calls": len(calls), "errors": len(errors),
             "error_examples": sorted(set(errors))[:3], "throughput_per_s": round(len(ok) / wall, 2), **pct,
             "server_peak_rss_mb": _peak_rss_mb(server.pid)}
 
@@ -144,14 +153,15 @@ def sigterm_row(args, questions: list[str]) -> dict:
         status = await asyncio.to_thread(server.wait, 60)
         exited = time.monotonic() - sent
         calls, _ = await task
-        return calls, status, exited
+        return calls, status, exited, sent
 
-    calls, status, exited = asyncio.run(run())
+    calls, status, exited, sent = asyncio.run(run())
+    in_flight = [c for c in calls if c[4] < sent < c[4] + c[1]]
     cache = Path(os.environ.get("RIRAG_CACHE_DIR", ".cache/rirag"))
     leftovers = [portable_path(p) for p in cache.rglob("*.tmp")] if cache.is_dir() else []
     return {"tool": "sigterm", "clients": 8, "sigterm_after_s": args.sigterm_after,
-            "calls_finished": sum(1 for c in calls if c[2]),
-            "calls_failed": sum(1 for c in calls if not c[2]),
+            "calls_finished": sum(1 for c in calls if c[2]), "calls_failed": sum(1 for c in calls if not c[2]),
+            "in_flight_at_sigterm": len(in_flight), "in_flight_finished": sum(1 for c in in_flight if c[2]),
             "failures": sorted({(c[3] or "")[:80] for c in calls if not c[2]})[:5],
             "server_exit_status": status, "seconds_to_exit": round(exited, 2), "temporary_files_left": leftovers}
 
@@ -167,10 +177,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds-max", type=float, default=60, help="seconds of the largest level")
     p.add_argument("--sigterm-after", type=float, default=5)
     p.add_argument("--no-sigterm", action="store_true")
+    p.add_argument("--sigterm-only", action="store_true", help="only the SIGTERM row")
     p.add_argument("--server-log", default=None, help="write the server's log here")
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     questions = _questions(args.questions)
+    load_before = round(os.getloadavg()[0], 2)  # the machine is shared: what else ran is recorded
+    rows, started = ([], None) if args.sigterm_only else load_rows(args, questions)
+    if not args.no_sigterm:
+        rows.append(sigterm_row(args, questions))
+        print(json.dumps(rows[-1]), flush=True)
+    retriever = args.retriever or "default"
+    for r in rows:
+        r["retriever"], r["load_average_1min_before"] = retriever, load_before
+    top = {} if started is None else {f"server_start_to_first_calls_s_{retriever}": started}
+    merge_results_file(args.out, rows, ("retriever", "tool", "clients"), provenance(),
+                       new_file={"corpus": Path(args.data).name, "questions": len(questions)}, **top)
+    return 0
+
+
+def load_rows(args, questions: list[str]) -> tuple[list[dict], float]:
+    """One server; each (clients, tool) level in turn; the seconds from its start to the first calls answered."""
     port = _free_port()
     t = time.monotonic()
     server = start_server(args, port)
@@ -188,16 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(60)
-    if not args.no_sigterm:
-        rows.append(sigterm_row(args, questions))
-        print(json.dumps(rows[-1]), flush=True)
-    retriever = args.retriever or "default"
-    for r in rows:
-        r["retriever"] = retriever
-    merge_results_file(args.out, rows, ("retriever", "tool", "clients"), provenance(),
-                       new_file={"corpus": Path(args.data).name, "server_start_to_first_calls_s": started,
-                                 "questions": len(questions)})
-    return 0
+    return rows, started
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ session ``rirag ask`` answers with), so that the MCP server (:mod:`rirag.serve.s
 
 Every argument is checked here and a bad one is one :class:`~rirag.errors.DataError` line (the server answers it
 as a tool error): an unknown or path-like id, ``k`` outside 1 to :data:`~rirag.constants.SERVE_MAX_K` (and the
-corpus size), a query past :data:`~rirag.constants.MAX_QUESTION_CHARS`, an unknown document.
+corpus size), a query past :data:`~rirag.generation.pipeline.MAX_QUESTION_CHARS`, an unknown document.
 
 A retriever that must embed the corpus first (dense, hybrid) is prepared in a background thread at start
 (:meth:`RulebookTools.prepare`, its progress in the log); until it is ready, ``search`` and ``answer`` use BM25 and
