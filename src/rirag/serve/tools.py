@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections import deque
 from dataclasses import replace
@@ -74,6 +75,9 @@ class RulebookTools:
         self._graph = None
         self._received: dict[str, list[str]] | None = None
         self._lock = threading.Lock()
+        # calls that compute (a search, an answer) run this many at a time, the others wait their turn: more threads
+        # than cores only thrash (the encoders' own threads, the interpreter's lock)
+        self._compute = threading.BoundedSemaphore(os.cpu_count() or 1)
         self._sessions: dict[tuple[int, int], AnsweringSession] = {}
         spec = session.options.retriever
         self._ready = threading.Event()
@@ -197,7 +201,8 @@ class RulebookTools:
                 raise DataError(f"unknown document ids {unknown[:10]}: see the corpus card for the documents")
         retriever, used = self._retriever()
         depth = k if wanted is None else len(self.corpus)
-        ranked = retriever.search({"query": query}, k=depth).get("query", {})
+        with self._compute:
+            ranked = retriever.search({"query": query}, k=depth).get("query", {})
         hits = []
         for pid, score in sorted(ranked.items(), key=lambda kv: -kv[1]):
             if wanted is not None and self.corpus[pid].document_id not in wanted:
@@ -249,7 +254,9 @@ class RulebookTools:
         question = check_text(question, "question")
         k = self.session.options.k if k is None else check_int(k, "k", 1, min(SERVE_MAX_K, len(self.corpus)))
         retriever, used = self._retriever()
-        answer = self._session(k, retriever).ask(question, question_id="mcp")
+        session = self._session(k, retriever)
+        with self._compute:
+            answer = session.ask(question, question_id="mcp")
         numbers = {p.id: i for i, p in enumerate(answer.passages, start=1)}
         sources = [{"n": numbers[p.id], **self.describe(p.id), "score": round(float(p.score), 4), "text": p.text}
                    for p in answer.cited if p.id in self.corpus]
