@@ -37,7 +37,7 @@ def cmd_serve(args: Any) -> int:
         raise UsageError(f"rirag serve needs the MCP SDK: pip install 'rirag[serve]' ({err})") from None
     from rirag.serve.tools import RulebookTools
 
-    tools = RulebookTools(session_from_args(args))
+    tools = RulebookTools(session_from_args(args), bm25_until_ready=not args.no_prepare)
     if not args.no_prepare:
         tools.prepare(background=True)
     serve(tools, args.transport, args.host, args.port)

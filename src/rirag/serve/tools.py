@@ -66,9 +66,11 @@ def check_int(value: Any, what: str, low: int, high: int) -> int:
 
 
 class RulebookTools:
-    """The tools over one opened session (its corpus, retriever and generator); thread-safe for concurrent calls."""
+    """The tools over one opened session (its corpus, retriever and generator); thread-safe for concurrent calls.
+    ``bm25_until_ready``: a retriever other than BM25 answers only once :meth:`prepare` has built its index, BM25
+    before (else it is built at the first call that needs it)."""
 
-    def __init__(self, session: AnsweringSession):
+    def __init__(self, session: AnsweringSession, bm25_until_ready: bool = True):
         self.session = session.open()
         self.corpus: Mapping = session.corpus
         self.root: Path | None = Path(session.root) if session.root is not None else None
@@ -82,7 +84,7 @@ class RulebookTools:
         spec = session.options.retriever
         self._ready = threading.Event()
         self._fallback = None
-        if spec is not None and spec.name != "bm25":
+        if bm25_until_ready and spec is not None and spec.name != "bm25":
             self._fallback = build_retriever(self.corpus, retriever_spec("bm25", None, []), root=self.root)
         else:
             self._ready.set()
