@@ -34,7 +34,8 @@ BAD = [("get_passage", {"id": "no-such-passage"}, "unknown passage id"),
        ("get_passage", {"id": "../../etc/passwd"}, "never a path"),
        ("follow_references", {"id": "/etc/passwd", "depth": 1}, "never a path"),
        ("follow_references", {"id": "d1-p1", "depth": 99}, "depth must be between 1"),
-       ("search", {"query": "capital", "documents": [999]}, "unknown document ids")]
+       ("search", {"query": "capital", "documents": [999]}, "unknown document ids"),
+       ("search", {"query": "capital", "k": "many"}, "valid integer")]  # the SDK's own check, in one line too
 
 
 @pytest.fixture

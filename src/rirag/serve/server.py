@@ -48,13 +48,24 @@ def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+async def _one_line_tool_errors(ctx, call_next):
+    """Server middleware: a tool error's text in one line (the SDK's own message for an argument of the wrong type,
+    pydantic's, spans several). The chain carries each result as its wire dict."""
+    result = await call_next(ctx)
+    if isinstance(result, dict) and result.get("isError"):
+        for item in result.get("content") or []:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                item["text"] = " ".join(item["text"].split())
+    return result
+
+
 def build_server(tools: RulebookTools):
     """The MCP server (:class:`mcp.server.mcpserver.MCPServer`) over ``tools``."""
     from mcp.server.mcpserver import MCPServer
 
     from rirag.constants import VERSION
 
-    server = MCPServer(name="rirag", version=VERSION, instructions=INSTRUCTIONS)
+    server = MCPServer(name="rirag", version=VERSION, instructions=INSTRUCTIONS, middleware=[_one_line_tool_errors])
 
     @server.tool(description="Search the rulebook: the k passages that best match a query, each with its id (for "
                              "get_passage), document, rule label, headings path, score and the start of its text.")
