@@ -561,6 +561,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
                                        render_follow_references),
     "embed_processes.json": ("Embedding a corpus over N processes (rirag data embed, accelerate launch)",
                              render_embed_processes),
+    "serve_load.json": ("rirag serve under load: MCP clients over streamable HTTP on the PRA Rulebook",
+                        render_generic),
 }
 
 

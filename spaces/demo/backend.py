@@ -188,9 +188,12 @@ class Backend:
         return list(self._examples)
 
     def warm(self) -> "Backend":
-        """Load the corpus, build the retriever and the generator, and load the generator's models now (a Space does
-        it before serving, so that a model it cannot load stops it at start, not at the first question)."""
+        """Load the corpus, build the retriever and the generator, load the generator's models and prepare the
+        retriever's index now (a Space does it before serving, so that a model it cannot load stops it at start, and a
+        dense index embeds the corpus with its progress bar in the log, not behind the first question's spinner)."""
         self.session.warm()
+        logger.info("preparing the %s index before serving", self.settings.retriever_label())
+        self.session.retriever.search({"warm-up": "warm up"}, k=1)  # a dense index: embedded once, cached after
         return self
 
     # -- answering --------------------------------------------------------------------------------

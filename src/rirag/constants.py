@@ -167,3 +167,15 @@ QUESTION_BATCH_SIZE = 4
 #: At 256, the encoder's own limit, no label changed against 512 on the 600 longest units of 1,500 PRA passages nor
 #: on 1,006 ObliQA units, and the 15 long units of a PRA question at 967k passages classify in 0.42 s against 0.83 s.
 OBLIGATION_MAX_TOKENS = 256
+#: ``rirag serve`` (:mod:`rirag.serve`): the bounds of its tools' arguments, each refused in one line past them (a
+#: query or question: at most :data:`rirag.generation.pipeline.MAX_QUESTION_CHARS`). Passages one ``search`` or
+#: ``answer`` call may ask for.
+SERVE_MAX_K = 100
+#: Hops ``follow_references`` may take, and the passages it returns at most (a hub rule cited by hundreds).
+SERVE_MAX_DEPTH = 3
+SERVE_MAX_FOLLOWED = 50
+#: Characters of a passage id (ObliQA's are UUIDs: 36).
+SERVE_MAX_ID_CHARS = 200
+#: ``rirag serve --transport http``: where it listens by default (loopback only unless told otherwise).
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 8765

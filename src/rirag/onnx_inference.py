@@ -75,6 +75,22 @@ def exported(folder: str | os.PathLike, head: str = "base") -> Path:
         return path
     if importlib.util.find_spec("onnx") is None:
         raise ImportError("exporting a model to ONNX needs the onnx package (pip install onnx)")
+    from filelock import FileLock, Timeout
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(out) + ".lock")  # one process exports; another waits for it, then reads its export
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        logger.info("waiting for another process's ONNX export of %s (it holds %s.lock)", folder, out)
+        lock.acquire()
+    try:
+        return path if path.is_file() else _export(folder, head, out, path)
+    finally:
+        lock.release()
+
+
+def _export(folder: Path, head: str, out: Path, path: Path) -> Path:
     import torch
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 

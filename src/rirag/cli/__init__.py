@@ -8,11 +8,12 @@
     rirag answer --run RUN.trec --split SPLIT | --questions FILE --out answers.json [--generator G] [--strategy S]
     rirag ask "question" [--retriever R] [--generator G] [--strategy S]
     rirag submit [--questions RIRAG_Unseen_Questions.json] --out DIR [--retriever R] [--generator G]
+    rirag serve [--data DIR] [--transport stdio|http] [--port N] [--retriever R]   (MCP tools for agents)
 
-One module per command group (:mod:`.data`, :mod:`.retrieval`, :mod:`.evaluate`, :mod:`.answers`), the options
-they share defined once (:mod:`.options`), one table of exit statuses (:mod:`rirag.exit_codes`) and one wrapper that
-maps the library's errors to them (:mod:`.runner`). Nothing outside this package parses arguments or picks an exit
-status.
+One module per command group (:mod:`.data`, :mod:`.retrieval`, :mod:`.evaluate`, :mod:`.answers`, :mod:`.serve`),
+the options they share defined once (:mod:`.options`), one table of exit statuses (:mod:`rirag.exit_codes`) and one
+wrapper that maps the library's errors to them (:mod:`.runner`). Nothing outside this package parses arguments or
+picks an exit status.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import gc
 import logging
 import sys
 
-from rirag.cli import answers, data, evaluate, retrieval
+from rirag.cli import answers, data, evaluate, retrieval, serve
 from rirag.cli.options import Parser
 from rirag.cli.output import format_table
 from rirag.cli.runner import run_command
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_parsers(sub)  # retrieve
     evaluate.add_parsers(sub)  # evaluate retrieval, evaluate answers
     answers.add_parsers(sub)  # answer, ask, submit
+    serve.add_parsers(sub)  # serve (MCP)
     return parser
 
 

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -38,13 +38,12 @@ from rirag.errors import DataError
 from rirag.models import resolve_model
 from rirag.retrieval.bm25 import check_queries
 from rirag.retrieval.encoder import ModelLoadError, shared_encoder
+from rirag.retrieval.shared_cache import build_lock, damaged, write_checksum
 
 logger = logging.getLogger(__name__)
 
 
 DEFAULT_CACHE_DIR = Path(_DEFAULT_CACHE_DIR)
-#: Batches per step of the labelled progress bar of a corpus embedding.
-PROGRESS_BATCHES = 8
 #: Files whose content identifies a local model folder.
 _FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model")
 #: Training by-products in a model folder that do not change its embeddings (kept out of the fingerprint).
@@ -178,20 +177,43 @@ class DenseRetriever:
         """The faiss HNSW index over the passage embeddings: from the cache, or built (and cached) on first use."""
         if self._ann is not None:
             return self._ann
+        path = self.ann_path()
+        index = self._cached_ann(path, warn=False)
+        if index is None and path is not None:
+            with build_lock(path, f"the ANN index of {len(self.ids)} passages"):
+                index = self._cached_ann(path, warn=True)
+                if index is None:
+                    index = self._build_ann(path)
+        self._ann = index if index is not None else self._build_ann(None)
+        return self._ann
+
+    def _cached_ann(self, path: Path | None, warn: bool):
+        """The ANN index in the cache file, or None when it is missing or damaged (named in one warning when
+        ``warn``)."""
         from rirag.retrieval.ann import ANNIndex
 
-        path = self.ann_path()
-        if path is not None and path.exists():
+        if path is None or not path.exists() or damaged(path, "ANN index", warn):
+            return None
+        try:
             index = ANNIndex.load(path)
-            if len(index) == len(self.ids):
-                logger.info("ANN index from cache %s", path)
-                self._ann = index
-                return index
-            logger.warning("ignoring ANN index %s: %d rows for %d passages", path, len(index), len(self.ids))
+        except DataError as err:
+            if warn:
+                logger.warning("ANN index cache %s is unreadable (%s): rebuilding it", path, err)
+            return None
+        if len(index) != len(self.ids):
+            if warn:
+                logger.warning("ignoring ANN index %s: %d rows for %d passages", path, len(index), len(self.ids))
+            return None
+        logger.info("ANN index from cache %s", path)
+        return index
+
+    def _build_ann(self, path: Path | None):
+        from rirag.retrieval.ann import ANNIndex
+
         index = ANNIndex.build(self.passage_embeddings())
         if path is not None:
             index.save(path)
-        self._ann = index
+            write_checksum(path)
         return index
 
     def batch_size_for(self, model) -> int:
@@ -202,41 +224,77 @@ class DenseRetriever:
         return CORPUS_BATCH_GPU if str(getattr(model, "device", "cpu")).startswith("cuda") else CORPUS_BATCH_CPU
 
     def encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False,
-               label: str | None = None, model=None) -> np.ndarray:
-        """Normalised embeddings of ``texts`` (by ``model``, default :attr:`model`). With ``show_progress`` and a
-        ``label``, one labelled bar counts the texts (with an ETA), encoded in chunks of :data:`PROGRESS_BATCHES`
-        batches; else sentence-transformers'."""
+               label: str | None = None, model=None, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """Normalised embeddings of ``texts`` (by ``model``, default :attr:`model`). With ``on_batch``, the texts
+        are encoded longest first (as sentence-transformers orders them) one batch at a time and ``on_batch(n)`` is
+        told each batch's size, so a bar moves per batch; with ``show_progress`` and a ``label``, one labelled bar
+        (with an ETA) is moved that way; else sentence-transformers' own bar."""
         texts = list(texts)
         model = model if model is not None else self.model
-        if not (show_progress and label and texts):
-            emb = model.encode(texts, prompt=prefix or None, batch_size=self.batch_size_for(model),
-                                    show_progress_bar=show_progress, convert_to_numpy=True, normalize_embeddings=True)
-            return np.asarray(emb, dtype=np.float32)
-        from tqdm.auto import tqdm
+        if show_progress and label and texts and on_batch is None:
+            from tqdm.auto import tqdm
 
-        step, parts = self.batch_size_for(model) * PROGRESS_BATCHES, []
-        with tqdm(total=len(texts), desc=label, unit="text") as bar:
-            for start in range(0, len(texts), step):
-                parts.append(self.encode(texts[start:start + step], prefix, model=model))
-                bar.update(len(parts[-1]))
-        return np.concatenate(parts)
+            with tqdm(total=len(texts), desc=label, unit="text") as bar:
+                return self.encode(texts, prefix, model=model, on_batch=bar.update)
+        batch = self.batch_size_for(model)
+        if on_batch is None or not texts:
+            emb = model.encode(texts, prompt=prefix or None, batch_size=batch, show_progress_bar=show_progress,
+                               convert_to_numpy=True, normalize_embeddings=True)
+            return np.asarray(emb, dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = None
+        for start in range(0, len(order), batch):
+            rows = order[start:start + batch]
+            emb = self.encode([texts[i] for i in rows], prefix, model=model)
+            if out is None:
+                out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
+            out[rows] = emb
+            on_batch(len(rows))
+        return out
+
+    def _cached_embeddings(self, path: Path | None, warn: bool) -> np.ndarray | None:
+        """The embeddings in the cache file, or None when it is missing, fails its checksum, cannot be read or
+        holds another row count (each named in one warning when ``warn``: the caller rebuilds it)."""
+        if path is None or not path.exists() or damaged(path, "passage embeddings", warn):
+            return None
+        try:
+            emb = np.load(path)
+        except (OSError, ValueError, EOFError) as err:
+            if warn:
+                logger.warning("passage embeddings cache %s is unreadable (%s): rebuilding it", path, err)
+            return None
+        if emb.ndim != 2 or emb.shape[0] != len(self.ids):
+            if warn:
+                logger.warning("ignoring cache %s: %s rows for %d passages: rebuilding it", path, emb.shape[:1],
+                               len(self.ids))
+            return None
+        logger.info("passage embeddings from cache %s", path)
+        return emb
 
     def passage_embeddings(self, show_progress: bool = True, rank: int = 0, world: int = 1,
                            barrier=None) -> np.ndarray | None:
         """The corpus's normalised embeddings, from the cache or embedded in shards
-        (:mod:`rirag.retrieval.embedding`: resumable, merged into the cache). Under several processes (``rank`` of
+        (:mod:`rirag.retrieval.embedding`: resumable, merged into the cache). In one process, the build holds the
+        cache file's lock (:mod:`rirag.retrieval.shared_cache`): another process embedding the same corpus waits and
+        then reads the cache; a damaged cache file is named and rebuilt. Under several processes (``rank`` of
         ``world``, ``barrier`` waiting for all) each embeds its shards and rank 0 merges them and returns the
         matrix; the others return None."""
         if self._embeddings is not None:
             return self._embeddings
         path = self.cache_path()
-        if path is not None and path.exists():
-            emb = np.load(path)
-            if emb.shape[0] == len(self.ids):
-                logger.info("passage embeddings from cache %s", path)
-                self._embeddings = emb
-                return emb
-            logger.warning("ignoring cache %s: %d rows for %d passages", path, emb.shape[0], len(self.ids))
+        emb = self._cached_embeddings(path, warn=path is None or world > 1)
+        if emb is None and path is not None and world == 1:
+            with build_lock(path, f"the embedding of {len(self.ids)} passages ({Path(self.model_name).name})"):
+                emb = self._cached_embeddings(path, warn=True)  # built by the process that held the lock
+                if emb is None:
+                    emb = self._embed(path, show_progress, rank, world, barrier)
+        elif emb is None:
+            emb = self._embed(path, show_progress, rank, world, barrier)
+        if emb is not None:
+            self._embeddings = np.asarray(emb)
+        return self._embeddings
+
+    def _embed(self, path: Path | None, show_progress: bool, rank: int, world: int, barrier) -> np.ndarray | None:
         from rirag.retrieval.embedding import ShardPlan, embed_corpus
 
         logger.info("encoding %d passages with %s (process %d of %d)", len(self.ids), self.model_name, rank + 1, world)
@@ -249,17 +307,15 @@ class DenseRetriever:
             share = f", this process's share of {world}" if world > 1 else ""
             bar = tqdm(total=mine, unit="text", desc=f"embedding {len(self.ids)} passages "
                                                      f"({Path(self.model_name).name}, cached after{share})")
+        update = bar.update if bar is not None else None
         try:
             model = self.passage_model
-            emb = embed_corpus(lambda texts: self.encode(texts, self.passage_prefix, model=model), self.texts, path,
-                               rank=rank, world=world, barrier=barrier, shard_size=self.shard_size,
-                               progress=bar.update if bar is not None else None)
+            return embed_corpus(lambda texts: self.encode(texts, self.passage_prefix, model=model, on_batch=update),
+                                self.texts, path, rank=rank, world=world, barrier=barrier,
+                                shard_size=self.shard_size, progress=update)
         finally:
             if bar is not None:
                 bar.close()
-        if emb is not None:
-            self._embeddings = np.asarray(emb)
-        return self._embeddings
 
     def query_embeddings(self, queries: Mapping[str, str], show_progress: bool = False) -> np.ndarray:
         """Normalised embeddings of the queries (rows, in ``queries`` order), with the query prefix."""

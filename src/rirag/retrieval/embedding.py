@@ -4,7 +4,8 @@ The corpus (in its id order) is cut into shards of :data:`rirag.constants.EMBED_
 ``i`` is embedded by process ``i mod world`` and written on its own, atomically, to ``<cache>.parts/`` beside the
 embedding cache file; a shard already there is not embedded again, so a stopped embedding resumes where it stood,
 with any number of processes. When every shard is written, one process merges them in order into the cache file
-(written to a temporary file, then renamed) and removes the parts. A shard's texts are encoded in the same batches
+(written to a temporary file, then renamed, its sha256 recorded beside it: :mod:`rirag.retrieval.shared_cache`) and
+removes the parts. A shard's texts are encoded in the same batches
 whatever the number of processes (the encoder sorts each call's texts by length), so one process and N give the
 same rows up to the threads' floating-point order (``tests/test_embedding.py``, ``benchmarks/embed_processes.py``).
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from rirag.constants import EMBED_SHARD_PASSAGES
 from rirag.errors import DataError
+from rirag.retrieval.shared_cache import write_checksum
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ def _save_atomic(path: Path, emb: np.ndarray) -> None:
 def embed_shards(encode: Encode, texts: Sequence[str], final: Path, rank: int = 0, world: int = 1,
                  shard_size: int = EMBED_SHARD_PASSAGES, progress: Callable[[int], None] | None = None) -> list[int]:
     """Embed this rank's shards of ``texts`` that are not written yet; returns the shards it embedded.
-    ``progress(n)`` is told each shard's row count (the done ones too, so a bar ends full)."""
+    ``progress(n)`` is told the row count of each shard already written (so a bar ends full); the rows it embeds are
+    reported by ``encode`` itself, batch by batch (:meth:`rirag.retrieval.dense.DenseRetriever.encode`)."""
     plan = ShardPlan(len(texts), shard_size)
     done = []
     for shard in plan.owned(rank, world):
@@ -112,7 +115,7 @@ def embed_shards(encode: Encode, texts: Sequence[str], final: Path, rank: int = 
                                 f"{shard}")
             _save_atomic(path, emb)
             done.append(shard)
-        if progress is not None:
+        elif progress is not None:
             progress(stop - start)
     reused = len(plan.owned(rank, world)) - len(done)
     if reused:
@@ -154,6 +157,7 @@ def merge_shards(final: Path, passages: int, shard_size: int = EMBED_SHARD_PASSA
         del out
         os.chmod(tmp, 0o644)
         os.replace(tmp, final)
+        write_checksum(final)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -171,7 +175,7 @@ def embed_corpus(encode: Encode, texts: Sequence[str], final: Path | None, *, ra
                  progress: Callable[[int], None] | None = None) -> np.ndarray | None:
     """Every shard of ``texts`` embedded (this rank's share) and merged into ``final`` by rank 0, after ``barrier``
     (every rank's shards written). Returns the matrix on rank 0, None on the others. Without ``final`` (no cache)
-    the shards are encoded in memory, in one process, in the same batches."""
+    the shards are encoded in memory, in one process, in the same batches. ``progress``: as :func:`embed_shards`."""
     if final is None:
         if world != 1:
             raise DataError("embedding over several processes needs a cache folder to merge the shards in")
@@ -180,8 +184,6 @@ def embed_corpus(encode: Encode, texts: Sequence[str], final: Path | None, *, ra
         for s in range(plan.shards):
             start, stop = plan.bounds(s)
             rows.append(np.asarray(encode(texts[start:stop]), dtype=np.float32))
-            if progress is not None:
-                progress(stop - start)
         return np.concatenate(rows)
     embed_shards(encode, texts, final, rank, world, shard_size, progress)
     if barrier is not None:
