@@ -6,31 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rirag.cli import checks
 from rirag.cli.options import add_data_option, add_generator_options, add_k_option, add_retriever_options
 from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, SERVE_HOST, SERVE_PORT
 from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
-from rirag.generation.pipeline import AnswerOptions
-from rirag.generation.registry import generator_spec
-from rirag.generation.session import AnsweringSession
-from rirag.retrieval.defaults import with_default_retriever
-from rirag.retrieval.registry import retriever_spec
-
-
-def session_from_args(args: Any) -> AnsweringSession:
-    """The checked session the tools answer with (nothing loads yet)."""
-    name, model, items = args.retriever, args.model, list(args.option)
-    if name is None:
-        name, model, items = with_default_retriever(model, items)
-    generator = generator_spec(args.generator, args.generator_model, args)
-    options = AnswerOptions(generator, retriever_spec(name, model, items), args.strategy, args.k,
-                            DEFAULT_CONTEXT_FILTER)
-    return AnsweringSession(options, args.data).check()
+from rirag.generation.job import generator_limits, session_from_args
 
 
 def cmd_serve(args: Any) -> int:
-    checks.generator_limits(args)
+    generator_limits(args)
     try:
         from rirag.serve.server import serve
     except ImportError as err:
@@ -59,4 +43,5 @@ def add_parsers(sub: Any) -> None:
                         "built in the background while BM25 answers, saying so)")
     add_retriever_options(s, None, "as rirag ask")
     add_generator_options(s)
-    s.set_defaults(func=cmd_serve)
+    # the answering session of `rirag ask` (rirag.generation.job.session_from_args), with the default context
+    s.set_defaults(func=cmd_serve, context_filter=DEFAULT_CONTEXT_FILTER, no_filter=False)
