@@ -160,6 +160,17 @@ WEIGHT_NAMES = ("ranker.txt",)
 NOT_WEIGHTS = ("training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
 
 
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 of a file's content (hex), read 1 MiB at a time: a run file a manifest records, a cache's checksum."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def weight_files(folder: str | Path) -> list[Path]:
     """The weight files of a model folder (relative paths, sorted); checkpoints and trainer states left out."""
     folder = Path(folder)

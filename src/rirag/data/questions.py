@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
-from rirag.data.ingest.corpus import ingest
 from rirag.data.ingest.raw import document_key
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question, load_obliqa
 from rirag.data.passage_store import PassageTable
@@ -344,4 +343,6 @@ def ingest_with_questions(source: str | Path, out: str | Path, questions: str | 
     """``rirag data ingest``: :func:`rirag.data.ingest.corpus.ingest` of ``source`` into ``out``, with the gold of
     ``questions`` (when given) mapped to the new corpus before it is moved in (:func:`gold_report`, under the
     report's ``"questions"``)."""
+    from rirag.data.ingest.corpus import ingest  # only this command reads pages: `ask` and the rest never load it
+
     return ingest(source, out, check=partial(gold_report, questions) if questions else None)

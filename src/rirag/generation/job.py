@@ -40,9 +40,9 @@ from rirag.generation.base import GenerationError
 from rirag.generation.focused.config import SWITCHES, switches_on
 from rirag.generation.pipeline import Answer, AnswerOptions, prepare_questions
 from rirag.generation.registry import generator_spec
-from rirag.generation.runfiles import AnswersRun, build_manifest, file_sha256
+from rirag.generation.runfiles import AnswersRun, build_manifest
 from rirag.generation.session import AnsweringSession
-from rirag.io import atomic_write_json
+from rirag.io import atomic_write_json, file_sha256
 from rirag.retrieval.defaults import with_default_retriever
 from rirag.retrieval.registry import retriever_spec
 from rirag.text.citations import strip_citations

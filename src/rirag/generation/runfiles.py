@@ -67,14 +67,6 @@ def fingerprint(questions: Iterable[tuple[str, str]]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def build_manifest(command: str, questions: list[tuple[str, str]], questions_from: str, *,
                    passages: Mapping[str, Any], generator: Mapping[str, Any], strategy: str, k: int,
                    context_filter: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ Used by the corpus embedding (:meth:`rirag.retrieval.dense.DenseRetriever.passag
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import socket
@@ -22,10 +21,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-logger = logging.getLogger(__name__)
+from rirag.io import file_sha256
 
-#: Bytes read at a time when hashing a cache file.
-_CHUNK = 1 << 20
+logger = logging.getLogger(__name__)
 
 
 def lock_path(path: Path) -> Path:
@@ -69,14 +67,6 @@ def build_lock(path: Path, what: str) -> Iterator[None]:
     finally:
         holder_path(path).unlink(missing_ok=True)
         lock.release()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_checksum(path: Path) -> Path:

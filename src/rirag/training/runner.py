@@ -38,8 +38,6 @@ from rirag.training.precision import AUTO, PRECISIONS
 
 logger = logging.getLogger(__name__)
 
-#: The accelerate config that starts N gloo processes on CPUs (a torchrun launch; the recipe keeps ``use_cpu: true``).
-
 #: Optimizer steps timed before the estimate is logged (fewer when the run is shorter).
 ESTIMATE_STEPS = 5
 #: The first steps are a warm-up, slower than the rest: the longest batch comes first under ``group_by_length``

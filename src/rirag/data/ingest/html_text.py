@@ -78,6 +78,8 @@ class Line:
     def parse(cls, raw: str) -> "Line":
         """The line a walk's buffer holds: its text as ``" ".join(text.split())`` gives it, the structure
         characters taken out and read."""
+        if OPEN not in raw and ITEM not in raw and CLOSE not in raw:  # most lines: no mark, no item (same split)
+            return cls(" ".join(raw.split()))
         out: list[str] = []
         size, space, at = 0, False, 0
         line = cls("")
