@@ -26,6 +26,9 @@ question's qrels):
   those gold passages;
 * ``missing_part_rate``: share of answers that say a part of the question is not stated by the passages
   (:func:`rirag.text.missing_parts.has_missing_statement`);
+* the gold-text metrics of :mod:`rirag.scoring.gold_text` (``gold_rule_coverage_min`` / ``_mean``,
+  ``gold_text_precision``, each also over the questions whose context held every gold passage), when the gold
+  passages' texts are given;
 * ``flag_rate``: share of answers that say their passages do not address the question (the focused answerer's
   :data:`~rirag.text.units.NOT_ADDRESSED` opening) or abstain (:data:`~rirag.generation.prompts.NO_ANSWER`).
   Measured on mismatched contexts (each question answered from another question's passages) it is the share of
@@ -39,6 +42,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rirag.scoring.gold_text import GOLD_TEXT_METRICS, gold_text_metrics
 from rirag.text.citations import CITATION_PATTERN, NO_ANSWER, numbers_in
 from rirag.text.missing_parts import MISSING_PREFIX, has_missing_statement
 from rirag.text.units import NOT_ADDRESSED, answer_units, is_broken_unit
@@ -140,9 +144,12 @@ def mismatched_partners(golds: Sequence[Sequence[str]], contexts: Sequence[Seque
 
 
 def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequence[str]],
-                   golds: Sequence[Sequence[str]] | None = None) -> dict:
+                   golds: Sequence[Sequence[str]] | None = None,
+                   passage_text: Mapping[str, str] | None = None) -> dict:
     """The metrics of the module over parallel lists; the gold-citation metrics and ``shared_answers`` only when
-    ``golds`` is given (``None`` values otherwise). Per-answer values are under ``per_item``."""
+    ``golds`` is given (``None`` values otherwise); with ``passage_text`` (gold passage id -> text) too, the
+    gold-text metrics (:mod:`rirag.scoring.gold_text`: how much of each gold rule the answer quotes, how much of the
+    answer comes from gold rules). Per-answer values are under ``per_item``."""
     if len(answers) != len(retrieved_ids) or (golds is not None and len(golds) != len(answers)):
         raise ValueError("answers, retrieved ids and gold passages must be parallel lists")
     n_words = [words(a) for a in answers]
@@ -152,7 +159,7 @@ def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequen
     missing = [has_missing_statement(a) for a in answers]
     per: dict[str, list] = {"words": n_words, "broken_units": broken, "flagged": flagged,
                             "cited_passages": [len(c) for c in cited], "missing_part_statement": missing}
-    out: dict = {m: None for m in METRICS}
+    out: dict = {m: None for m in (*METRICS, *GOLD_TEXT_METRICS)}
     if golds is not None:
         below = [gold_below_rank1(c, ids, g) for c, ids, g in zip(cited, retrieved_ids, golds)]
         per["gold_below_rank1_cited"] = below
@@ -171,6 +178,10 @@ def answer_quality(answers: Sequence[str | None], retrieved_ids: Sequence[Sequen
             out[key] = float(np.mean(values)) if values else None
         out |= _set_metrics(per, cited, golds)
         out["shared_answers"] = shared_answers(answers, golds)
+        if passage_text is not None:
+            text_metrics, text_per = gold_text_metrics(answers, retrieved_ids, golds, passage_text)
+            out |= text_metrics
+            per |= text_per
     if answers:
         out |= {"words_median": float(np.median(n_words)), "words_p95": float(np.percentile(n_words, 95)),
                 "words_max": int(max(n_words)), "broken_units": int(sum(broken)),
@@ -208,6 +219,14 @@ def format_quality(result: Mapping) -> str:
             ("Gold-citation F1", cell(result.get("gold_citation_f1"))),
             ("Cite every gold passage (context holds them all)",
              f"{cell(result.get('cite_all_share'))} ({cell(result.get('context_all_share'))})"),
+            ("Gold-rule coverage, min (context holds all)",
+             f"{cell(result.get('gold_rule_coverage_min'))} "
+             f"({cell(result.get('gold_rule_coverage_min_context_holds'))})"),
+            ("Gold-rule coverage, mean (context holds all)",
+             f"{cell(result.get('gold_rule_coverage_mean'))} "
+             f"({cell(result.get('gold_rule_coverage_mean_context_holds'))})"),
+            ("Gold-text precision (context holds all)",
+             f"{cell(result.get('gold_text_precision'))} ({cell(result.get('gold_text_precision_context_holds'))})"),
             ("Passages cited / gold passages (means)",
              f"{cell(result.get('cited_per_answer'))} / {cell(result.get('gold_per_question'))}"),
             ("Words per cited passage (median)", cell(result.get("words_per_cited_passage"))),

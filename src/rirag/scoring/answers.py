@@ -335,8 +335,9 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None,
     qids = [str(r["QuestionID"]) for r in records]
     # without RetrievedIDs no citation can be mapped to a passage: the gold metrics are n/a for that answer
     golds = [gold.get(q, []) if r.get("RetrievedIDs") else [] for q, r in zip(qids, records)]
+    texts = {g: corpus_ids[g].text for gs in golds for g in gs if corpus_ids is not None and g in corpus_ids}
     result = answer_quality([r.get("Answer") or "" for r in records], [r.get("RetrievedIDs") or [] for r in records],
-                            golds if any(golds) else None)
+                            golds if any(golds) else None, texts or None)
     per = result.pop("per_item")
     result["questions_with_gold"] = sum(bool(g) for g in golds)
     result["per_question"] = {q: {k: v[i] for k, v in per.items()} for i, q in enumerate(qids)}

@@ -155,6 +155,7 @@ class ReferenceGraph:
         self._by_id: dict[str, Passage] = {}
         self._by_document = False
         self._cache: dict[str, list[Link]] = {}
+        self._reverse: dict[str, list[tuple[str, Link]]] | None = None
 
     @property
     def source(self) -> str:
@@ -223,6 +224,23 @@ class ReferenceGraph:
             self._build_resolver(whole=True)
             return self._resolve(pid)
         return [Link(r.surface, r.start, r.end, r.targets) for r in refs if r.resolved]
+
+    def referrers(self, pid: str) -> list[tuple[str, Link]]:
+        """The passages that refer to ``pid``, each ``(source id, its link)``: from the written graph file (all of
+        them); resolved on the fly, only those among the passages resolved so far (a graph file is what makes the
+        reverse direction complete)."""
+        if self._reverse is None or self.graph is None:
+            reverse: dict[str, list[tuple[str, Link]]] = {}
+            if self.graph is not None and self._links is None:
+                self._links = self._load_graph()
+            for source, links in (self._links if self.graph is not None else self._cache).items():
+                for link in links:
+                    for target in link.targets:
+                        reverse.setdefault(target, []).append((source, link))
+            if self.graph is None:
+                return reverse.get(pid, [])
+            self._reverse = reverse
+        return self._reverse.get(pid, [])
 
     def links(self, pid: str) -> list[Link]:
         """The resolved references of passage ``pid`` (none when it refers to nothing or is not in the corpus)."""

@@ -20,7 +20,9 @@ from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, oblig
 from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
 from rirag.generation.focused.config import SWITCHES, FocusedConfig
 from rirag.generation.focused.follow import FOLLOW_SCOPES, connect_linked, follow
+from rirag.generation.focused.footnotes import with_footnotes
 from rirag.generation.focused.passage_set import candidates, decide, load_passage_set
+from rirag.generation.focused.referring import add_referring
 from rirag.generation.focused.scorer import (
     ANSWERABILITY_FEATURES,
     FEATURES,
@@ -45,6 +47,7 @@ from rirag.generation.focused.selection import (
     with_antecedents,
     within_bound,
 )
+from rirag.generation.focused.whole_rules import whole_rules
 from rirag.models import looks_local
 from rirag.retrieval.encoder import shared_encoder
 from rirag.text.missing_parts import missing_parts
@@ -290,6 +293,18 @@ class FocusedAnswerer:
         if self.config.follow_references and self.references is not None:
             answers = [unsaid_where_cited(self._followed_notes(a, self.follow(a, r), r.passages))
                        for a, r in zip(answers, requests)]
+        if self.config.cite_referring and self.references is not None:
+            answers = [add_referring(a, r.passages, r.ids, self.context_links(r.ids), self.config.referring_min_score,
+                                     self.config.referring_max_added) if r.ids is not None else a
+                       for a, r in zip(answers, requests)]
+        if self.config.whole_rules:
+            answers = [whole_rules(a, r.passages, self.config.whole_rule_max_words,
+                                   self.config.whole_answer_max_words, self._split, self.config.whole_core_only)
+                       for a, r in zip(answers, requests)]
+        if self.config.footnotes and self.references is not None:
+            answers = [with_footnotes(a, r.passages, r.ids, self.references, self.corpus_texts or {},
+                                      self.config.whole_rule_max_words, self.config.whole_answer_max_words,
+                                      self._split) if r.ids is not None else a for a, r in zip(answers, requests)]
         return [a.draft for a in answers]
 
     def _per_passage(self) -> int | None:

@@ -95,6 +95,47 @@ class FocusedConfig:
         "help": "A kept unit that opens by pointing back ('This includes ...', 'However, ...') is quoted with the "
                 "sentence before it in its passage when both fit the bound "
                 "(rirag.generation.focused.selection.with_antecedents); the passages cited are unchanged."})
+    # -- citing the given rule that refers to a cited one (rirag.generation.focused.referring) --
+    cite_referring: bool = field(default=False, metadata={
+        "help": "Cite, before a cited rule, a retrieved rule that refers to it and bears on the question "
+                "(referring_min_score; at most referring_max_added) (rirag.generation.focused.referring).",
+        SWITCH: Switch("--cite-referring", "when a retrieved rule refers to a cited one and bears on the question, "
+                       "cite it too, before the rule it refers to (the graph of `rirag data xref`); on by default "
+                       "(docs/research.md, issue 64)", default=True)})
+    referring_min_score: float = field(default=0.01, metadata={
+        "help": "With cite_referring: the referring rule's best unit must score at least this (chosen on the PRA "
+                "development questions and the ObliQA validation sample: every gold rule added scored 0.014 or more, "
+                "13 of the 16 non-gold rules added on ObliQA scored below 0.01; docs/research.md)."})
+    referring_max_added: int = field(default=2, metadata={
+        "help": "With cite_referring: at most this many referring rules are added to an answer."})
+    # -- a rule with its footnotes, a footnote with its rule (rirag.generation.focused.footnotes) --
+    footnotes: bool = field(default=False, metadata={
+        "help": "Quote each cited rule's footnotes after it and each cited footnote's rule before it, from the "
+                "corpus when not retrieved (rirag.generation.focused.footnotes; an ingested page's footnote marks "
+                "and the graph of `rirag data xref`).",
+        SWITCH: Switch("--footnotes", "quote a cited rule's footnotes with it and a cited footnote's rule with it, "
+                       "from the whole rulebook (footnote marks kept by `rirag data ingest`, resolved by `rirag data "
+                       "xref`); on by default (docs/research.md, issue 64)", default=True)})
+    # -- quoting each cited rule whole (rirag.generation.focused.whole_rules) --
+    whole_rules: bool = field(default=False, metadata={
+        "help": "Quote each cited rule whole (every unit, in the rule's order) when it has at most "
+                "whole_rule_max_words words and the answer stays within whole_answer_max_words; a longer rule keeps "
+                "the units the selection chose, in the rule's order (rirag.generation.focused.whole_rules).",
+        SWITCH: Switch("--whole-rules", "quote each cited rule whole (its conditions, items and exceptions) where it "
+                       "is short enough to read as one, a longer one through the parts that answer; on by default "
+                       "(docs/research.md, issue 64)", default=True)})
+    whole_rule_max_words: int = field(default=170, metadata={
+        "help": "With whole_rules: a cited rule of at most this many words is quoted whole."})
+    whole_core_only: bool = field(default=False, metadata={
+        "help": "With whole_rules: quote whole only the lead rule and the rules linked to a cited one (followed, "
+                "referring, footnotes); any other cited rule keeps the units the selection chose."})
+    whole_max_passages: int = field(default=3, metadata={
+        "help": "With whole_rules: the passage gate cites at most this many passages, each now quoted whole "
+                "(unless max_passages is given); a rule a cited one refers to, or that refers to one, may add to "
+                "them."})
+    whole_answer_max_words: int = field(default=400, metadata={
+        "help": "With whole_rules: rules are quoted whole, the lead first, while the answer stays within this many "
+                "words."})
     # -- following cross-references (rirag.generation.focused.follow; needs the passages' ids and a reference graph) --
     follow_references: bool = field(default=False, metadata={
         "help": "Cite, after a kept unit, the best unit of a rule its passage refers to, when that rule is among "

@@ -48,6 +48,8 @@ class Limits:
         names = ("passage_weight", "passage_margin", "max_passages")
         weight, margin, most = (getattr(self.config, n) if getattr(self.config, n) is not None else selection.get(n)
                                 for n in names)
+        if self.config.whole_rules and self.config.max_passages is None:  # each cited rule quoted whole
+            most = min(int(most or 1 << 30), self.config.whole_max_passages)
         return float(weight or 0.0), float(margin), int(most or 1 << 30)
 
     def passage_min_score(self) -> float:
