@@ -13,11 +13,13 @@ mapped to the ingested PRA corpus by text), each the command a user types:
 Per row (:mod:`rirag.scoring.gold_text`, :mod:`rirag.scoring.answer_quality`): gold-rule coverage (per question, the
 share of each gold rule's content words the answer holds; the mean of the minimum over its two rules, and of the
 mean), gold-text precision (the share of the answer's content words found in its gold rules), cite-both
-(``cite_all_share``), gold-citation precision and recall, words (median, p95); each coverage and precision also
-over the questions whose context held both gold rules, beside that share (``context_all_share``: the ceiling of
-cite-both). The ceiling of coverage is 1.0 (both rules quoted whole, the ``gold-quote`` row, computed from the
-questions file). With ``--obliqa-answers name=path ...`` (answer files of ``benchmarks/generation.py``'s 150-question
-ObliQA validation sample), the same metrics over their gold passages (by id) are added under ``obliqa``.
+(``cite_all_share``), gold-citation precision and recall, words (median, p95); each coverage and precision also over
+the questions whose context held both gold rules, beside that share (``context_all_share``: the ceiling of
+cite-both; the context is what the answer was given, rules it followed in included), and under ``retrieved_top10`` over
+the questions whose retrieved top 10 held both (the population the issue's targets name). The ceiling of coverage is
+1.0 (both rules quoted whole, the ``gold-quote`` row, computed from the questions file). With ``--obliqa-answers
+name=path ...`` (answer files of ``benchmarks/generation.py``'s 150-question ObliQA validation sample), the same
+metrics over their gold passages (by id) are added under ``obliqa``.
 
 Usage:
 
@@ -26,6 +28,7 @@ Usage:
         [--rows default,default-before,bm25,bm25-before]
         [--work out/answer_coverage] [--obliqa-answers before=a.json.gz after=b.json.gz]
         [--out benchmarks/results/answer_coverage.json]
+
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rirag.constants import EVAL_K
 from rirag.io import atomic_write_json, portable_args, portable_path
 
 logger = logging.getLogger(__name__)
@@ -84,8 +88,31 @@ def _pra_row(cfg: Config, row: str) -> dict:
     if rirag(argv) not in (0, None):
         raise SystemExit(f"rirag {' '.join(argv)} failed")
     seconds = time.perf_counter() - started
-    quality = answer_quality_of(_read(str(out / "answers.json")), cfg.pra, cfg.questions)
-    return {"command": "rirag " + " ".join(portable_args(argv)), "seconds": round(seconds, 1), **_metrics(quality)}
+    records = _read(str(out / "answers.json"))
+    quality = answer_quality_of(records, cfg.pra, cfg.questions)
+    return {"command": "rirag " + " ".join(portable_args(argv)), "seconds": round(seconds, 1), **_metrics(quality),
+            "retrieved_top10": _retrieved_holds(cfg, records, out / "retrieval.trec")}
+
+
+def _retrieved_holds(cfg: Config, records: list[dict], run_path: Path) -> dict:
+    """Coverage and precision over the questions whose retrieved top 10 (the run, before any rule the answerer
+    followed into the context) held both gold rules: the population of the issue's targets."""
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.questions import load_questions
+    from rirag.data.runs import read_trec
+    from rirag.scoring.gold_text import gold_text_metrics
+
+    corpus = load_obliqa(cfg.pra)
+    gold = {q.id: list(q.gold) for q in load_questions(cfg.questions, corpus).questions}
+    run = read_trec(str(run_path))
+    top = [[pid for pid, _ in sorted(run.get(str(r["QuestionID"]), {}).items(), key=lambda kv: -kv[1])[:EVAL_K]]
+           for r in records]
+    golds = [gold.get(str(r["QuestionID"]), []) for r in records]
+    text = {g: corpus.corpus[g].text for gs in golds for g in gs}
+    metrics, _ = gold_text_metrics([r.get("Answer") or "" for r in records], top, golds, text)
+    keys = ("gold_rule_coverage_min_context_holds", "gold_rule_coverage_mean_context_holds",
+            "gold_text_precision_context_holds", "questions_context_holds")
+    return {k: metrics[k] for k in keys}
 
 
 def _gold_quote(cfg: Config) -> dict:

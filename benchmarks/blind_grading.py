@@ -152,8 +152,8 @@ def read(cfg: Config) -> dict:
             top = _ranked_first(graded.get("rank"))
             for label in top:
                 first[spec["labels"][label]]["alone" if len(top) == 1 else "tied"] += 1
-        per_grader[f"grader {len(per_grader) + 1} ({portable_path(path)})"] = {s: {x: float(np.mean(v)) if v else None for x, v in m.items()}
-                                       for s, m in mine.items()}
+        per_grader[f"grader {len(per_grader) + 1} ({portable_path(path)})"] = {
+            s: {x: float(np.mean(v)) if v else None for x, v in m.items()} for s, m in mine.items()}
         for s, m in mine.items():
             for x, v in m.items():
                 scores[s][x].append(v)

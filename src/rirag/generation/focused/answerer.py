@@ -17,12 +17,11 @@ from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER, QUESTION_BATC
 from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
-from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
+from rirag.generation.focused.answer import FocusedAnswer
 from rirag.generation.focused.config import SWITCHES, FocusedConfig
 from rirag.generation.focused.follow import FOLLOW_SCOPES, connect_linked, follow
-from rirag.generation.focused.footnotes import with_footnotes
 from rirag.generation.focused.passage_set import candidates, decide, load_passage_set
-from rirag.generation.focused.referring import add_referring
+from rirag.generation.focused.passes import run_passes
 from rirag.generation.focused.scorer import (
     ANSWERABILITY_FEATURES,
     FEATURES,
@@ -47,7 +46,6 @@ from rirag.generation.focused.selection import (
     with_antecedents,
     within_bound,
 )
-from rirag.generation.focused.whole_rules import whole_rules
 from rirag.models import looks_local
 from rirag.retrieval.encoder import shared_encoder
 from rirag.text.missing_parts import missing_parts
@@ -290,22 +288,8 @@ class FocusedAnswerer:
         answerability and the parts of the question not covered."""
         answers = self.answer_many([r.question for r in requests], [r.passages for r in requests],
                                    [r.scores for r in requests], [r.ids for r in requests])
-        if self.config.follow_references and self.references is not None:
-            answers = [unsaid_where_cited(self._followed_notes(a, self.follow(a, r), r.passages))
-                       for a, r in zip(answers, requests)]
-        if self.config.cite_referring and self.references is not None:
-            answers = [add_referring(a, r.passages, r.ids, self.context_links(r.ids), self.config.referring_min_score,
-                                     self.config.referring_max_added) if r.ids is not None else a
-                       for a, r in zip(answers, requests)]
-        if self.config.whole_rules:
-            answers = [whole_rules(a, r.passages, self.config.whole_rule_max_words,
-                                   self.config.whole_answer_max_words, self._split, self.config.whole_core_only)
-                       for a, r in zip(answers, requests)]
-        if self.config.footnotes and self.references is not None:
-            answers = [with_footnotes(a, r.passages, r.ids, self.references, self.corpus_texts or {},
-                                      self.config.whole_rule_max_words, self.config.whole_answer_max_words,
-                                      self._split) if r.ids is not None else a for a, r in zip(answers, requests)]
-        return [a.draft for a in answers]
+        # the passes after the selection, in the order of their table (rirag.generation.focused.passes)
+        return [run_passes(self, a, r).draft for a, r in zip(answers, requests)]
 
     def _per_passage(self) -> int | None:
         """The words each cited passage after the first adds to the bound (the passage set's answers), or None."""
