@@ -157,7 +157,8 @@ def add_parsers(sub: Any) -> None:
     _common(a)
     a.add_argument("--run", default=None, help="TREC run whose passages (after --context-filter) ground the answers")
     add_split_option(a, required=False, extra="; the questions of the run")
-    a.add_argument("--questions", default=None, help="JSON list of {QuestionID, Question} instead of --split")
+    a.add_argument("--questions", default=None,
+                   help="questions instead of --split: JSON, JSONL or CSV of {QuestionID, Question}")
     a.add_argument("--allow-missing", action="store_true",
                    help="record questions the run lacks as unanswered (with a warning) instead of failing")
     a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "

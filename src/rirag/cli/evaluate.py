@@ -68,8 +68,9 @@ def cmd_evaluate_retrieval(args) -> int:
         label = args.split
     else:
         from rirag.data.questions import load_questions
+        from rirag.retrieval.gold_index import bm25_candidates
 
-        qset = load_questions(args.questions, obliqa)
+        qset = load_questions(args.questions, obliqa, bm25_candidates)
         questions, items, label = qset.questions, qset.items, Path(args.questions).name
         mapping = qset.report()
         sys.stdout.write(f"gold passages of {args.questions}: {mapping['gold_mapped']} of {mapping['gold_items']} "
