@@ -63,3 +63,38 @@ def test_ingest_does_not_list_its_own_temporary_folder(tmp_path):
     report = ingest(source, source / "out")
     assert report["skipped"] == [{"file": ".git", "reason": "hidden folder"}], report["skipped"]
 
+
+def test_card_text_in_the_manifest_names_no_build_machine_path():
+    """Issue 68, item 3: a card said `make rulebook-data (rirag data ingest ../shared/data/pra_rulebook --out
+    artifacts/datasets/pra)`: paths of the build machine, not names a reader can map to their own."""
+    import yaml
+
+    manifest = yaml.safe_load((REPO / "hub_push" / "manifest.yaml").read_text("utf-8"))
+
+    def strings(value):
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    texts = [s for entry in manifest["entries"] for s in strings(entry.get("context", {}))]
+    texts += strings(manifest.get("defaults", {}))
+    assert texts and not [s for s in texts if "../shared" in s or "artifacts/" in s]
+
+
+def test_the_classifier_card_writes_no_empty_datasets_list():
+    """Its training data (ObligationClassificationDataset, on GitHub) has no Hub id: `datasets: []` said nothing."""
+    from dataclasses import asdict
+
+    from rirag.hub.card_data import ClassifierCard
+    from rirag.hub.cards import render_card
+
+    def front(datasets):
+        card = render_card(ClassifierCard.TEMPLATE, **asdict(ClassifierCard(name="c", license="apache-2.0",
+                                                                             base_model="m", datasets=datasets)))
+        assert card.startswith("---\n")
+        return card.split("---\n")[1]
+
+    assert "datasets" not in front([])
+    assert "datasets:\n- org/data\n" in front(["org/data"])
