@@ -98,3 +98,36 @@ def test_the_classifier_card_writes_no_empty_datasets_list():
 
     assert "datasets" not in front([])
     assert "datasets:\n- org/data\n" in front(["org/data"])
+
+
+def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monkeypatch, caplog):
+    """Issue 68, item 5: a page over the input limit and over what a corpus file may hold was parsed (85 s) after
+    the user raised --max-input-bytes as told, then refused; now its size alone decides, and the hint says to split
+    it. A file the raised limit lets in, though over a corpus file's size, is said at once."""
+    import logging
+
+    from rirag.data.ingest import corpus
+    from rirag.io import input_limit
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "small.md").write_text("A firm must keep records.\n", "utf-8")
+    (source / "big.md").write_text("".join(f"{i}. A firm must report item {i}.\n\n" for i in range(100)), "utf-8")
+    size = (source / "big.md").stat().st_size
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", 1000)
+    parsed = []
+    original = corpus._read_file
+    monkeypatch.setattr(corpus, "_read_file", lambda reader, path, *a: parsed.append(path.name) or original(
+        reader, path, *a))
+    with input_limit(500):
+        (why,) = [s["reason"] for s in corpus.ingest(source, tmp_path / "o1")["skipped"] if s["file"] == "big.md"]
+    assert parsed == ["small.md"] and "--max-input-bytes" not in why and "split it into smaller files" in why, why
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", size + 100)
+    with input_limit(500):  # a corpus file may hold it: raising the limit helps, and the hint says by how much
+        (why,) = [s["reason"] for s in corpus.ingest(source, tmp_path / "o2")["skipped"] if s["file"] == "big.md"]
+    assert why.endswith(f"pass --max-input-bytes N to read a larger file (N ≥ {size})"), why
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", size - 1)
+    with input_limit(size), caplog.at_level(logging.WARNING):
+        corpus.ingest(source, tmp_path / "o3")
+    assert any("big.md" in r.getMessage() and "read, but its passages are kept only if" in r.getMessage()
+               for r in caplog.records)
