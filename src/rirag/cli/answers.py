@@ -31,6 +31,7 @@ from typing import Any
 
 from rirag import validation as check
 from rirag.cli.options import (
+    WHY_DEFAULT_RETRIEVER,
     add_data_option,
     add_generator_options,
     add_k_option,
@@ -51,10 +52,6 @@ from rirag.generation.job import (  # noqa: F401 - the options' resolution, name
 )
 from rirag.generation.job import generator_manifest as job_generator_manifest
 from rirag.retrieval.filtering import CONTEXT_FILTERS
-
-#: What ``--retriever`` defaults to (said in the help): :func:`rirag.retrieval.defaults.default_retriever`.
-WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no trained model, "
-                         "benchmarks/results/retrieval_cv.json")
 
 
 def _generator_option_names() -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 from rirag import validation as check
 from rirag.cli import checks
 from rirag.cli.options import (
+    WHY_DEFAULT_RETRIEVER,
     add_data_option,
     add_k_option,
     add_retriever_options,
@@ -21,6 +22,7 @@ from rirag.data.obliqa import load_obliqa
 from rirag.data.runs import write_trec
 from rirag.data.splits import split_questions
 from rirag.exit_codes import EXIT_OK
+from rirag.retrieval.defaults import with_default_retriever
 from rirag.retrieval.registry import build_retriever, retriever_spec
 from rirag.retrieval.rule_labels import RuleLabelFirst
 
@@ -28,6 +30,8 @@ from rirag.retrieval.rule_labels import RuleLabelFirst
 def cmd_retrieve(args) -> int:
     # every check before the corpus loads, a model loads or a passage is embedded
     checks.split_or_questions(args)
+    if args.retriever is None:  # the one default of every command that retrieves (ask, answer, submit, serve)
+        args.retriever, args.model, args.option = with_default_retriever(args.model, args.option)
     spec = retriever_spec(args.retriever, args.model, args.option)
     check.output_file(args.out, "--out")
     obliqa = load_obliqa(args.data)
@@ -60,7 +64,8 @@ def add_parsers(sub: Any) -> None:
     r.add_argument("--questions", default=None, metavar="FILE",
                    help="JSON, JSONL or CSV of {QuestionID, Question} (gold, if any, is read past) instead of "
                         "--split: the questions of a corpus that rirag data ingest wrote")
-    add_retriever_options(r, "bm25", model_help="model name or path (dense retrievers)", list_options=True)
+    add_retriever_options(r, None, WHY_DEFAULT_RETRIEVER, model_help="model name or path (dense retrievers)",
+                          list_options=True)
     r.add_argument("--out", required=True, help="TREC run file (.gz compresses)")
     add_k_option(r, None, f"passages per question, 1 to the corpus size; default {RUN_DEPTH}, or the corpus size "
                           "when smaller")
