@@ -45,6 +45,8 @@ def test_csv_gold_cells_are_lists_of_ids(tmp_path):
     ("q.txt", "What must a firm keep?\n", "names no QuestionID and Question columns"),
     ("q.json", json.dumps({"questions": EXPECTED}) + "\nx", "line 2: malformed JSON"),
     ("q.jsonl", json.dumps(EXPECTED[0]) + "\n{\"QuestionID\": \n", "line 2: malformed JSON"),
+    ("q.json", json.dumps({"questions": EXPECTED}, indent=2), "expected a JSON list of {QuestionID, Question} records, "
+                                                             "got dict"),
 ])
 def test_a_file_of_no_format_read_names_the_formats(tmp_path, name, text, where):
     with pytest.raises(DataError) as err:

@@ -64,6 +64,14 @@ def _json(path: Path, text: str) -> list[tuple[str, Any]]:
     return [(f"record {i}", rec) for i, rec in enumerate(data)]
 
 
+def _one_json_value(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _jsonl(path: Path, text: str) -> list[tuple[str, Any]]:
     records = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -72,6 +80,8 @@ def _jsonl(path: Path, text: str) -> list[tuple[str, Any]]:
         try:
             records.append((f"line {n}", json.loads(line)))
         except json.JSONDecodeError as err:
+            if _one_json_value(text):  # one object over several lines (pretty-printed): not a list of records
+                return _json(path, text)
             raise DataError(f"{path}: line {n}: malformed JSON at column {err.colno} ({err.msg}); questions are "
                             f"read as {FORMATS_READ}") from err
         except RecursionError:
