@@ -131,3 +131,21 @@ def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monk
         corpus.ingest(source, tmp_path / "o3")
     assert any("big.md" in r.getMessage() and "read, but its passages are kept only if" in r.getMessage()
                for r in caplog.records)
+
+
+def test_ask_says_which_numbers_its_sources_leave_out():
+    """`rirag ask` listed sources [1] [3] [4]: [n] numbers the passages given to the answerer (the record's
+    RetrievedIDs), and the ones not cited are now named, so the list does not seem to skip."""
+    from rirag.cli.answers import format_answer
+    from rirag.generation.extractive import ExtractiveComposer
+    from rirag.generation.pipeline import RetrievedPassage, answer_items
+
+    passages = [RetrievedPassage("p1", "A firm must keep records for six years.", 3.0, 1, "1.1"),
+                RetrievedPassage("p2", "This chapter applies to banks.", 2.0, 1, "1.2"),
+                RetrievedPassage("p3", "A firm must report the records yearly.", 1.0, 1, "1.3")]
+    composer = ExtractiveComposer(is_obligation=lambda sentences: ["must" in s for s in sentences])
+    [answer] = answer_items([("q1", "What must a firm keep and report?", passages)], composer)
+    assert [p.id for p in answer.cited] == ["p1", "p3"], answer.text
+    shown = format_answer(answer, {1: "Rulebook"})
+    assert "[1] Rulebook · 1.1" in shown and "[3] Rulebook · 1.3" in shown
+    assert "(given to the answerer, not cited: [2] 1.2)" in shown

@@ -123,6 +123,14 @@ def format_answer(answer, titles: dict[int, str]) -> str:
         title = titles.get(p.document_id, f"Document {p.document_id}")
         lines.append(f"  [{numbers[p.id]}] {title} · {p.passage_id} · id {p.id} · score {p.score:.3f}")
         lines.append(textwrap.indent(textwrap.fill(textwrap.shorten(p.text, 400, placeholder=" …"), 96), "      "))
+    # [n] numbers the passages given to the answerer (the answer record's RetrievedIDs): where it cites [1] [3] [4],
+    # the numbers left out are said, so that the sources do not seem to skip
+    shown = {p.id for p in cited}
+    uncited = [p for p in answer.passages if p.id not in shown and numbers[p.id] < max(
+        (numbers[c.id] for c in cited), default=0)] if answer.cited else []
+    if uncited:
+        lines.append("  (given to the answerer, not cited: " + ", ".join(
+            f"[{numbers[p.id]}] {p.passage_id}" for p in uncited) + ")")
     for c in (answer.parsed.invalid if answer.parsed else []):
         lines.append(f"  [{c.number}] (invalid: there are only {len(answer.passages)} passages)")
     for f in (answer.draft.followed if answer.draft is not None else []):
