@@ -31,7 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
+from rirag.constants import GOLD_TEXT_FUZZY_CANDIDATES, GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
 from rirag.data.ingest.raw import document_key
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question, load_obliqa
 from rirag.data.passage_store import PassageTable
@@ -204,7 +204,7 @@ class TextMapper:
         from rapidfuzz import fuzz, process
 
         min_len = GOLD_TEXT_MIN_COVER * len(gold)
-        everywhere = found if found is not None else range(len(self.ids))
+        everywhere = found[:GOLD_TEXT_FUZZY_CANDIDATES] if found is not None else range(len(self.ids))
         for scope in ([self.by_document.get(doc, [])] if doc is not None else []) + [everywhere]:
             choices = {i: self.text(i) for i in scope if len(self.text(i)) >= min_len}
             hit = process.extractOne(gold, choices, scorer=fuzz.partial_ratio, score_cutoff=GOLD_TEXT_MIN_RATIO)
