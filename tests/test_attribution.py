@@ -121,7 +121,7 @@ def test_a_sentence_of_the_cited_passage_is_a_premise_too():
 
 
 def test_evaluate_answers_attribution_flag(tmp_path, monkeypatch, capsys):
-    """`rirag evaluate answers --attribution` writes <csv>.attribution.json and prints the table."""
+    """`rirag evaluate answers --attribution` writes a.attribution.json beside a.repass.csv and prints the table."""
     import argparse
 
     from rirag.cli import evaluate as evaluate_cli
@@ -139,7 +139,7 @@ def test_evaluate_answers_attribution_flag(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("rirag.scoring.repass.RePASsScorer", lambda config: scorer)
     monkeypatch.setattr("rirag.scoring.attribution.nli_judge", lambda config: _overlap_judge)
     averages = evaluate_cli.run_answers(args)
-    written = json.loads((tmp_path / "a.repass.csv.attribution.json").read_text())
+    written = json.loads((tmp_path / "a.attribution.json").read_text())
     assert written["citation_precision"] == 1.0 and written["per_question"]["a"]["citation_recall"] == 1.0
     assert averages["attribution"]["copy_ratio"] == written["copy_ratio"]
     assert "Citation precision" in capsys.readouterr().out

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rirag.cli import main
 from rirag.data.runs import read_trec
+
+#: `rirag retrieve` with BM25 named (its default is the CV table's best row, as for ask / answer / submit).
+RETRIEVE = ["retrieve", "--retriever", "bm25"]
 
 
 def test_retrieve_then_evaluate(tiny_data_dir, tmp_path, capsys):
     run_path = tmp_path / "run.trec"
-    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(run_path),
+    assert main([*RETRIEVE, "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(run_path),
                  "--k", "5"]) == 0
     run = read_trec(run_path)
     assert len(run) == 7 and all(len(v) <= 5 for v in run.values())
@@ -25,7 +30,7 @@ def test_retrieve_then_evaluate(tiny_data_dir, tmp_path, capsys):
 
 
 def test_unknown_split_and_missing_data_exit_2(tiny_data_dir, tmp_path, capsys):
-    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "dev", "--out", str(tmp_path / "r")]) == 2
+    assert main([*RETRIEVE, "--data", str(tiny_data_dir), "--split", "dev", "--out", str(tmp_path / "r")]) == 2
     assert "unknown split 'dev'" in capsys.readouterr().err  # refused when parsed, before the data loads
     assert main(["evaluate", "retrieval", "--data", str(tmp_path / "none"), "--split", "original-test",
                  "--run", str(tmp_path / "r")]) == 2
@@ -44,14 +49,14 @@ def test_retriever_options_from_the_command_line(tiny_data_dir, tmp_path, capsys
     from rirag.data.runs import read_trec
 
     base, tuned = tmp_path / "a.trec", tmp_path / "b.trec"
-    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(base)]) == 0
-    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
+    assert main([*RETRIEVE, "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(base)]) == 0
+    assert main([*RETRIEVE, "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
                  "--option", "k1=0.5", "--option", "b=0", "--option", "stemmer=none"]) == 0
     assert read_trec(base) != read_trec(tuned)
-    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
+    assert main([*RETRIEVE, "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
                  "--option", "kay1=0.5"]) == 2
     assert "--option kay1: unknown option" in capsys.readouterr().err
-    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
+    assert main([*RETRIEVE, "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tuned),
                  "--option", "k1"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
 
@@ -63,7 +68,30 @@ def test_only_the_program_itself_freezes_the_garbage_collector_before_exiting(ti
 
     frozen = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
-    argv = ["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tmp_path / "run.trec")]
+    argv = [*RETRIEVE, "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(tmp_path / "run.trec")]
     assert main(argv) == 0 and frozen == []
     monkeypatch.setattr(sys, "argv", ["rirag", *argv])
     assert main() == 0 and frozen == [True]
+
+
+def test_retrieve_without_retriever_uses_the_default_of_ask_answer_and_submit(tiny_data_dir, tmp_path, capsys):
+    """Issue 68, item 6: `rirag retrieve` alone used BM25 while ask, answer and submit used the CV table's best row;
+    one default now, named in each command's help (the tests' table is absent: rirag's fallback, rank-fusion)."""
+    import contextlib
+    import io
+
+    from rirag.cli import build_parser
+    from rirag.cli.options import WHY_DEFAULT_RETRIEVER
+    from rirag.retrieval.defaults import default_retriever
+
+    out = tmp_path / "run.trec"
+    assert main(["retrieve", "--data", str(tiny_data_dir), "--split", "original-dev", "--out", str(out)]) == 0
+    assert {line.split()[-1] for line in out.read_text("utf-8").splitlines()} == {default_retriever().name}
+    for command in (["retrieve", "--out", "r"], ["ask", "q"], ["answer", "--out", "a"], ["submit", "--out", "s"],
+                    ["serve"]):
+        assert build_parser().parse_args(command).retriever is None
+        command = command[:1]
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
+            build_parser().parse_args([*command, "--help"])
+        assert WHY_DEFAULT_RETRIEVER in " ".join(text.getvalue().split()).replace("- ", "-"), command

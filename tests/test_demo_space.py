@@ -425,3 +425,13 @@ def test_a_hostile_answer_makes_the_browser_fetch_nothing(page):
     finally:
         page.backend.session.generator = saved
         server.close()
+
+
+def test_the_api_exposes_the_one_function_once():
+    """Issue 68, item 7: the button and the Enter key are one event, one endpoint (were /ask and /ask_1)."""
+    pytest.importorskip("gradio")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from app import build_app
+
+    info = build_app(tiny_backend()).get_api_info()
+    assert list(info["named_endpoints"]) == ["/ask"] and not info.get("unnamed_endpoints"), info

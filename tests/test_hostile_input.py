@@ -239,7 +239,7 @@ def test_evaluate_answers_warns_on_unknown_ids_and_out_of_range_markers(tiny_dat
                for w in warnings), proc.stderr
     assert any("a.json: 2 RetrievedIDs in 2 answers are not passages of the corpus" in w
                and "'no-such-passage'" in w for w in warnings), proc.stderr
-    quality = json.loads((work / "a.repass.csv.quality.json").read_text())
+    quality = json.loads((work / "a.quality.json").read_text())
     assert quality["input_checks"]["markers_out_of_range"] == 3
     assert quality["input_checks"]["unknown_retrieved_ids"] == 2
 

@@ -161,7 +161,8 @@ def test_fresh_clone_without_models_prints_the_model_free_metrics_and_names_what
     assert "--nli-model cross-encoder/nli-deberta-v3-xsmall" in skipped[0]
     assert skipped[1].startswith("skipped NLI citation support (--attribution): --nli-model")
     assert "make models ONLY=nli-judge" in skipped[1]
-    assert not (tmp_path / "a.repass.csv").exists() and (tmp_path / "a.repass.csv.quality.json").exists()
+    assert not (tmp_path / "a.repass.csv").exists() and (tmp_path / "a.quality.json").exists()
+    assert not list(tmp_path.glob("*.repass.csv.*"))  # nothing named after the CSV it did not write
 
 
 def test_official_hub_ids_offline_point_to_the_local_judge(tmp_path, monkeypatch, caplog):

@@ -17,6 +17,9 @@ from rirag.xref import records as xref_records
 from rirag.xref.expansion import XrefExpansion, corpus_graph
 from rirag.xref.graph import ReferenceGraph
 
+#: `rirag retrieve` with BM25 named (its default is the CV table's best row, as for ask / answer / submit).
+RETRIEVE = ["retrieve", "--retriever", "bm25"]
+
 TITLE = "General Rulebook (GEN)"
 #: id -> (rule number, text): 9.5.1 refers to 9.5.2 (one passage), 9.6.1 to Rules 3.1.1 to 3.1.3 (three).
 PASSAGES = {
@@ -112,7 +115,7 @@ def test_the_option_off_gives_the_base_run_unchanged(tmp_path):
 def test_the_command_expands_the_run_from_the_corpus_graph(tmp_path):
     root, questions = write_corpus(tmp_path / "corpus")
     base, expanded, again = tmp_path / "base.trec", tmp_path / "x.trec", tmp_path / "again.trec"
-    common = ["retrieve", "--data", str(root), "--questions", str(questions), "--k", "3"]
+    common = [*RETRIEVE, "--data", str(root), "--questions", str(questions), "--k", "3"]
     assert main([*common, "--out", str(base)]) == 0
     assert "p-952" not in read_trec(base)["q1"]  # it shares no word with the question that BM25 counts
     assert max(read_trec(base)["q1"], key=read_trec(base)["q1"].get) == "p-951"
@@ -137,7 +140,7 @@ def test_the_command_expands_the_run_from_the_corpus_graph(tmp_path):
 def test_a_bad_option_value_is_one_line_and_exit_2(option, words, tmp_path, capsys, caplog):
     root, questions = write_corpus(tmp_path / "corpus")
     out = tmp_path / "run.trec"
-    assert main(["retrieve", "--data", str(root), "--questions", str(questions), "--out", str(out),
+    assert main([*RETRIEVE, "--data", str(root), "--questions", str(questions), "--out", str(out),
                  "--option", option]) == 2
     # argparse's one line on stderr (a bad value), or the command's one logged error (a combination)
     lines = capsys.readouterr().err.strip().splitlines() + [r.getMessage() for r in caplog.records

@@ -26,10 +26,30 @@ def load_metric():
     return evaluate.load(os.path.join(HERE, "repass.py"), show_progress=False, **options)
 
 
+def passage_items(passages: str) -> list:
+    """The passages of the Passages box: a JSON list of strings, or texts separated by a blank line (a passage's
+    own line breaks, a rule's list items, keep it whole)."""
+    text = (passages or "").strip()
+    if text.startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and all(isinstance(item, str) for item in items):
+            return [item for item in items if item.strip()]
+    blocks, block = [], []
+    for line in text.splitlines():
+        if line.strip():
+            block.append(line.rstrip())
+        elif block:
+            blocks.append("\n".join(block))
+            block = []
+    return blocks + (["\n".join(block)] if block else [])
+
+
 def score(metric, answer: str, passages: str) -> dict:
-    """RePASs of one answer against its passages (one passage per line of ``passages``)."""
-    items = [line.strip() for line in (passages or "").splitlines() if line.strip()]
-    results = metric.compute(predictions=[answer], passages=[items])
+    """RePASs of one answer against its passages (:func:`passage_items`)."""
+    results = metric.compute(predictions=[answer], passages=[passage_items(passages)])
     return {key: results[key] for key in SHOWN}
 
 
@@ -38,7 +58,8 @@ def build_app(metric):
 
     return gr.Interface(
         fn=lambda answer, passages: json.dumps(score(metric, answer, passages), indent=2),
-        inputs=[gr.Textbox(label="Answer", lines=3), gr.Textbox(label="Passages (one per line)", lines=6)],
+        inputs=[gr.Textbox(label="Answer", lines=3),
+                gr.Textbox(label="Passages (separated by a blank line, or a JSON list)", lines=6)],
         outputs=gr.Code(label="RePASs", language="json"),
         title="RePASs", description=metric.info.description, api_name="score",
         examples=[["Firms must keep records for six years.",

@@ -103,8 +103,9 @@ def build_app(backend: Backend | None = None):
         gr.Markdown("### Cited passages")
         citations = gr.HTML(elem_id="citations")
         used = gr.HTML(elem_id="used")
-        button.click(ask, inputs=[question], outputs=[answer, citations, used])
-        question.submit(ask, inputs=[question], outputs=[answer, citations, used])
+        # one event for the button and the Enter key: one API endpoint, /ask (two listeners made /ask and /ask_1)
+        gr.on(triggers=[button.click, question.submit], fn=ask, inputs=[question], outputs=[answer, citations, used],
+              api_name="ask")
     return app
 
 

@@ -149,6 +149,13 @@ INGEST_TERM_MAX_WORDS = 6
 #: GOLD_TEXT_MIN_COVER times as long as the text.
 GOLD_TEXT_MIN_RATIO = 90.0
 GOLD_TEXT_MIN_COVER = 0.8
+#: A gold text is looked for in the passages its BM25 search ranks first (:mod:`rirag.retrieval.gold_index`): this
+#: many, then held word for word or fuzzily; never a scan of the corpus. 100 missed a long table passage of the PRA
+#: pages copied 20 times (its copies, the same words in another order, all ranked below shorter passages).
+GOLD_TEXT_CANDIDATES = 1000
+#: ... and fuzzily only in the first this many of them (rapidfuzz's partial_ratio of a long text is costly: over all
+#: 1000, 101 texts of another corpus took 106 s of CPU on the PRA pages before saying none maps).
+GOLD_TEXT_FUZZY_CANDIDATES = 20
 
 #: rirag's cache folder (embeddings, BM25 indexes, corpora converted to Arrow): this variable, else the default
 #: (relative to the working folder).

@@ -31,6 +31,7 @@ from typing import Any
 
 from rirag import validation as check
 from rirag.cli.options import (
+    WHY_DEFAULT_RETRIEVER,
     add_data_option,
     add_generator_options,
     add_k_option,
@@ -51,10 +52,6 @@ from rirag.generation.job import (  # noqa: F401 - the options' resolution, name
 )
 from rirag.generation.job import generator_manifest as job_generator_manifest
 from rirag.retrieval.filtering import CONTEXT_FILTERS
-
-#: What ``--retriever`` defaults to (said in the help): :func:`rirag.retrieval.defaults.default_retriever`.
-WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no trained model, "
-                         "benchmarks/results/retrieval_cv.json")
 
 
 def _generator_option_names() -> list[str]:
@@ -126,6 +123,14 @@ def format_answer(answer, titles: dict[int, str]) -> str:
         title = titles.get(p.document_id, f"Document {p.document_id}")
         lines.append(f"  [{numbers[p.id]}] {title} · {p.passage_id} · id {p.id} · score {p.score:.3f}")
         lines.append(textwrap.indent(textwrap.fill(textwrap.shorten(p.text, 400, placeholder=" …"), 96), "      "))
+    # [n] numbers the passages given to the answerer (the answer record's RetrievedIDs): where it cites [1] [3] [4],
+    # the numbers left out are said, so that the sources do not seem to skip
+    shown = {p.id for p in cited}
+    uncited = [p for p in answer.passages if p.id not in shown and numbers[p.id] < max(
+        (numbers[c.id] for c in cited), default=0)] if answer.cited else []
+    if uncited:
+        lines.append("  (given to the answerer, not cited: " + ", ".join(
+            f"[{numbers[p.id]}] {p.passage_id}" for p in uncited) + ")")
     for c in (answer.parsed.invalid if answer.parsed else []):
         lines.append(f"  [{c.number}] (invalid: there are only {len(answer.passages)} passages)")
     for f in (answer.draft.followed if answer.draft is not None else []):
@@ -157,7 +162,8 @@ def add_parsers(sub: Any) -> None:
     _common(a)
     a.add_argument("--run", default=None, help="TREC run whose passages (after --context-filter) ground the answers")
     add_split_option(a, required=False, extra="; the questions of the run")
-    a.add_argument("--questions", default=None, help="JSON list of {QuestionID, Question} instead of --split")
+    a.add_argument("--questions", default=None,
+                   help="questions instead of --split: JSON, JSONL or CSV of {QuestionID, Question}")
     a.add_argument("--allow-missing", action="store_true",
                    help="record questions the run lacks as unanswered (with a warning) instead of failing")
     a.add_argument("--out", required=True, help="answers JSON (shared-task format + Citations); resumed when its "

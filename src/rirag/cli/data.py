@@ -64,6 +64,7 @@ def cmd_data_xref(args) -> int:
 def cmd_data_ingest(args) -> int:
     from rirag.data.ingest.corpus import check_out
     from rirag.data.questions import ingest_with_questions
+    from rirag.retrieval.gold_index import bm25_candidates
 
     source = Path(args.source)
     if not source.exists():
@@ -71,7 +72,7 @@ def cmd_data_ingest(args) -> int:
     out = check_out(check.output_dir(args.out, "--out"))
     if args.questions:
         check.input_file(args.questions, "--questions")
-    report = ingest_with_questions(source, out, args.questions)
+    report = ingest_with_questions(source, out, args.questions, bm25_candidates)
     sys.stdout.write(format_table(ingest_rows(report), ["", "value"]) + "\n")
     mapping = report.get("questions")
     if mapping:

@@ -68,8 +68,9 @@ def cmd_evaluate_retrieval(args) -> int:
         label = args.split
     else:
         from rirag.data.questions import load_questions
+        from rirag.retrieval.gold_index import bm25_candidates
 
-        qset = load_questions(args.questions, obliqa)
+        qset = load_questions(args.questions, obliqa, bm25_candidates)
         questions, items, label = qset.questions, qset.items, Path(args.questions).name
         mapping = qset.report()
         sys.stdout.write(f"gold passages of {args.questions}: {mapping['gold_mapped']} of {mapping['gold_items']} "
@@ -126,13 +127,15 @@ def run_answers(args: Any) -> dict[str, Any] | int:
     """Entry point of ``rirag evaluate answers``: score, write the CSV, print the averages table.
 
     The model-free answer metrics (:func:`~rirag.scoring.answers.answer_quality_of`: gold-citation precision and
-    recall, length, shared answers, flags) are always computed, printed and written (``<csv>.quality.json``). Each
-    model-based metric (RePASs; with ``--attribution``, NLI citation support) whose model is missing is skipped with
-    one line naming the model and how to get it, and the command exits 0; with ``--require-all`` a missing model is an
-    error (one line, exit 2) before anything is written.
+    recall, length, shared answers, flags) are always computed, printed and written (``a.quality.json`` beside
+    ``a.repass.csv``, named without it: :func:`~rirag.scoring.answers.metrics_path`). Each model-based metric
+    (RePASs; with ``--attribution``, NLI citation support) whose model is missing is skipped with one line naming the
+    model and how to get it, and the command exits 0; with ``--require-all`` a missing model is an error (one line,
+    exit 2) before anything is written.
     """
     # lazy: the scorers import numpy at their top; `rirag --help` loads no numpy (tests/test_light_imports.py)
     from rirag.data.answers import read_answers
+    from rirag.retrieval.gold_index import bm25_candidates
     from rirag.scoring.answer_quality import format_quality
     from rirag.scoring.answers import (
         answer_quality_of,
@@ -140,6 +143,7 @@ def run_answers(args: Any) -> dict[str, Any] | int:
         format_summary,
         input_warnings,
         is_official,
+        metrics_path,
         score_answers_file,
     )
     from rirag.scoring.repass import RePASsConfig, RePASsScorer
@@ -153,11 +157,12 @@ def run_answers(args: Any) -> dict[str, Any] | int:
                                        device=args.device, mode=args.mode,
                                        workers=getattr(args, "workers", 1)))
     records = read_answers(args.answers)  # bad input is reported before models load
-    quality = answer_quality_of(records, getattr(args, "data", None), getattr(args, "questions", None))
+    quality = answer_quality_of(records, getattr(args, "data", None), getattr(args, "questions", None),
+                                bm25_candidates)
     for line in input_warnings(quality["input_checks"], str(args.answers)):  # model or not
         logger.warning("%s", line)
-    atomic_write_json(out + ".quality.json", quality)
-    sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {out}.quality.json\n")
+    atomic_write_json(metrics_path(out, "quality"), quality)
+    sys.stdout.write(format_quality(quality) + f"\nper-answer quality: {metrics_path(out, 'quality')}\n")
     result: dict[str, Any] = {"skipped": {}}
     skip = _skipped("RePASs", REPASS_NEEDS, missing, args)
     if skip is None:
@@ -204,10 +209,10 @@ def _attribution_part(args: Any, out: str, max_chars: int | None, missing: dict[
 
 
 def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:
-    """``--attribution``: citation precision/recall and the rest, written to ``<csv>.attribution.json`` and printed;
+    """``--attribution``: citation precision/recall and the rest, written to ``a.attribution.json`` and printed;
     returns them without the per-question part."""
     # lazy, as in run_answers: the scorers import numpy at their top
-    from rirag.scoring.answers import within_length
+    from rirag.scoring.answers import metrics_path, within_length
     from rirag.scoring.attribution import AttributionConfig, AttributionScorer, format_attribution
     from rirag.scoring.attribution import score_answers_file as attribution_of_file
 
@@ -215,8 +220,9 @@ def _attribution(args: Any, out: str, max_chars: int | None) -> dict[str, Any]:
                                workers=getattr(args, "workers", 1))
     with within_length(args.answers, max_chars) as answers_path:  # the over-long ones would take days
         attribution = attribution_of_file(answers_path, AttributionScorer(config))
-    atomic_write_json(out + ".attribution.json", attribution)
-    sys.stdout.write(format_attribution(attribution) + f"\nper-question attribution: {out}.attribution.json\n")
+    atomic_write_json(metrics_path(out, "attribution"), attribution)
+    sys.stdout.write(format_attribution(attribution)
+                     + f"\nper-question attribution: {metrics_path(out, 'attribution')}\n")
     return {k: v for k, v in attribution.items() if k != "per_question"}
 
 
@@ -256,7 +262,7 @@ def add_answers_parser(subparsers: Any) -> Any:
                         "are references, not claims; answers without markers are unaffected)")
     p.add_argument("--attribution", action="store_true",
                    help="also citation precision/recall, uncited share, invalid citations and copy ratio "
-                        "(judged by --nli-model), written to <csv>.attribution.json")
+                        "(judged by --nli-model), written to <answers>.attribution.json beside the CSV")
     p.add_argument("--require-all", action="store_true",
                    help="a missing model is an error (exit 2, nothing written); without it, the metrics that need "
                         "no model (gold citations, length, shared answers, flags) are printed and each model-based "

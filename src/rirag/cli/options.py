@@ -140,6 +140,12 @@ def add_system_option(p: argparse.ArgumentParser) -> None:
                    help="system name in the run, one word (default: the retriever)")
 
 
+#: What ``--retriever`` defaults to in every command that retrieves (said in each one's help): one default,
+#: :func:`rirag.retrieval.defaults.default_retriever`.
+WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no trained model, "
+                         "benchmarks/results/retrieval_cv.json; the same for retrieve, ask, answer, submit and serve")
+
+
 def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: str | None = None,
                           model_help: str = "dense model name or path (dense retrievers)",
                           list_options: bool = False) -> None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rirag.cli.options import add_data_option, add_generator_options, add_k_option, add_retriever_options
+from rirag.cli.options import (
+    WHY_DEFAULT_RETRIEVER,
+    add_data_option,
+    add_generator_options,
+    add_k_option,
+    add_retriever_options,
+)
 from rirag.constants import DEFAULT_CONTEXT_FILTER, EVAL_K, SERVE_HOST, SERVE_PORT
 from rirag.errors import UsageError
 from rirag.exit_codes import EXIT_OK
@@ -41,7 +47,7 @@ def add_parsers(sub: Any) -> None:
     s.add_argument("--no-prepare", action="store_true",
                    help="build the retriever's index at the first call, not at start (by default a dense index is "
                         "built in the background while BM25 answers, saying so)")
-    add_retriever_options(s, None, "as rirag ask")
+    add_retriever_options(s, None, WHY_DEFAULT_RETRIEVER)
     add_generator_options(s)
     # the answering session of `rirag ask` (rirag.generation.job.session_from_args), with the default context
     s.set_defaults(func=cmd_serve, context_filter=DEFAULT_CONTEXT_FILTER, no_filter=False)

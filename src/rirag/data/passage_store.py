@@ -317,6 +317,10 @@ class PassageTable(Mapping[str, Passage]):
         """The texts in the order of ``ids``."""
         return list(self._column(3))
 
+    def passage_labels(self) -> list[str]:
+        """The PassageIDs (rule labels) in the order of ``ids``."""
+        return list(self._column(2))
+
     def document_ids(self) -> list[int]:
         """The DocumentIDs in the order of ``ids``."""
         import numpy as np

@@ -2,7 +2,8 @@
 by passage id or by passage text, mapped to the corpus (:func:`load_questions`); a corpus folder's unseen questions
 (:func:`unseen_questions`) are read by the same reader.
 
-A question file is a JSON list of records ``{QuestionID, Question, Gold | Passages}``; each gold item is
+A question file (JSON, JSONL or CSV: :mod:`rirag.data.question_files`) holds records ``{QuestionID, Question, Gold |
+Passages}``; each gold item is
 
 * a passage id (a string, or an object with ``ID``), taken as it is when the corpus has it;
 * or a passage text (an object with ``text`` or ``Passage``), optionally with a hint of its document (``page``,
@@ -12,7 +13,11 @@ A question file is a JSON list of records ``{QuestionID, Question, Gold | Passag
 A text is mapped to the passage that holds it: word-level containment (case, spacing and punctuation ignored) in the
 hinted document, then anywhere in the corpus, then fuzzy containment (rapidfuzz ``partial_ratio`` at least
 :data:`~rirag.constants.GOLD_TEXT_MIN_RATIO` on a passage at least :data:`~rirag.constants.GOLD_TEXT_MIN_COVER` as
-long). What does not map is reported, never silently dropped. Records without gold are questions to answer only.
+long). "Anywhere" is where an index says (``candidates``: the commands pass
+:func:`rirag.retrieval.gold_index.bm25_candidates`, a text's BM25 top passages), not a scan of the corpus per text;
+without one (a library call) the passages holding the text's three longest words are scanned for. What does not map
+is reported, never silently dropped. Records without gold are questions to answer only: gold is mapped only where it
+is scored (``rirag retrieve`` and the answering commands read the questions alone, :func:`read_questions`).
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from rirag.constants import GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
+from rirag.constants import GOLD_TEXT_FUZZY_CANDIDATES, GOLD_TEXT_MIN_COVER, GOLD_TEXT_MIN_RATIO
 from rirag.data.ingest.raw import document_key
 from rirag.data.obliqa import DOCUMENT_MAP_FILE, ObliQA, Passage, Question, load_obliqa
 from rirag.data.passage_store import PassageTable
+from rirag.data.question_files import question_records
 from rirag.errors import DataError, UsageError
 from rirag.io import read_json
 from rirag.validation import record_id, without_controls
@@ -40,6 +46,11 @@ GOLD_LIST_FIELDS = ("Gold", "Passages")
 GOLD_TEXT_FIELDS = ("text", "Passage", "passage")
 GOLD_ID_FIELDS = ("ID", "id")
 GOLD_DOCUMENT_FIELDS = ("page", "document", "DocumentID")
+#: After this many gold items of a file, none mapped, :func:`load_questions` says so at once, not at the end.
+UNMAPPED_EARLY = 10
+#: An index of a corpus for gold texts: given the corpus, a function from a text to the ids of the passages worth
+#: checking for it, best first (:func:`rirag.retrieval.gold_index.bm25_candidates`).
+CandidateIndex = Callable[[Mapping[str, Passage]], Callable[[str], Sequence[str]]]
 
 
 @dataclass
@@ -124,11 +135,14 @@ def _has_all(text: str, words: list[str]) -> bool:
 class TextMapper:
     """Map gold texts to the corpus passages that hold them. A passage's text is normalised the first time a gold
     text is looked for in it: a gold text whose document is hinted reads that document only; one not found there
-    (or with no hint) is looked for in the passages that hold its three longest words, and only one found nowhere
+    (or with no hint) is looked for in the passages ``candidates`` gives for it (an index's: word for word, then
+    fuzzily), and without an index in the passages that hold its three longest words, and only one found nowhere
     (fuzzy containment) normalises the whole corpus."""
 
-    def __init__(self, corpus: Mapping[str, Passage], document_names: Mapping[int, list[str]] | None = None):
+    def __init__(self, corpus: Mapping[str, Passage], document_names: Mapping[int, list[str]] | None = None,
+                 candidates: Callable[[str], Sequence[str]] | None = None):
         self.ids = list(corpus)
+        self.candidates, self._positions = candidates, None
         self._corpus = corpus  # a PassageTable's texts are read only where looked for
         self._texts: dict[int, str] = {}
         documents = (corpus.document_ids() if isinstance(corpus, PassageTable)
@@ -146,6 +160,12 @@ class TextMapper:
         if text is None:
             text = self._texts[i] = normalise(self._corpus[self.ids[i]].text)
         return text
+
+    def _candidates(self, text: str) -> list[int]:
+        """The positions of the passages the index ranks first for ``text``, best first."""
+        if self._positions is None:
+            self._positions = {pid: i for i, pid in enumerate(self.ids)}
+        return [self._positions[pid] for pid in self.candidates(text) if pid in self._positions]
 
     def _holding(self, words: list[str]) -> list[int]:
         """The passages already normalised and those whose casefolded text holds all ``words``, in corpus order."""
@@ -172,9 +192,11 @@ class TextMapper:
         # each word of the gold text is in the casefolded text of every passage that holds it: its three longest
         # pick the passages worth normalising
         words = sorted(set(gold.split()), key=lambda w: (-len(w), w))[:3]
+        found: list[int] | None = None  # the index's candidates, looked for once the hinted document has it not
         for how, scope in scopes:
-            if isinstance(scope, range):  # the whole corpus: normalise only the passages that have those words
-                scope = self._holding(words)
+            if isinstance(scope, range):  # the whole corpus: the index's candidates, else the passages with those words
+                found = self._candidates(text) if self.candidates is not None else None
+                scope = found if found is not None else self._holding(words)
             holders = [i for i in scope if gold in self.text(i)]
             if holders:
                 best = min(holders, key=lambda i: (len(self.text(i)), i))  # the most specific holder
@@ -182,7 +204,8 @@ class TextMapper:
         from rapidfuzz import fuzz, process
 
         min_len = GOLD_TEXT_MIN_COVER * len(gold)
-        for scope in ([self.by_document.get(doc, [])] if doc is not None else []) + [range(len(self.ids))]:
+        everywhere = found[:GOLD_TEXT_FUZZY_CANDIDATES] if found is not None else range(len(self.ids))
+        for scope in ([self.by_document.get(doc, [])] if doc is not None else []) + [everywhere]:
             choices = {i: self.text(i) for i in scope if len(self.text(i)) >= min_len}
             hit = process.extractOne(gold, choices, scorer=fuzz.partial_ratio, score_cutoff=GOLD_TEXT_MIN_RATIO)
             if hit is not None:
@@ -208,17 +231,17 @@ def is_blank(text: str) -> bool:
 
 
 def read_questions(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a questions file, checked: a non-empty JSON list of objects, each with a ``QuestionID`` that a
-    run can hold (one word: :func:`rirag.validation.record_id`), unique, and a ``Question`` that is a string and not
-    blank (:func:`is_blank`). Errors name the file, the record, its QuestionID and the field. Every command's
+    """The records of a questions file, checked: JSON, JSONL or CSV
+    (:data:`~rirag.data.question_files.FORMATS_READ`, :func:`~rirag.data.question_files.question_records`), not
+    empty, each record an object with a ``QuestionID`` that a run can hold (one word:
+    :func:`rirag.validation.record_id`), unique, and a ``Question`` that is a string and not blank
+    (:func:`is_blank`). Errors name the file, the record (or line), its QuestionID and the field. Every command's
     ``--questions`` is read here."""
     path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON list of {{QuestionID, Question}} records, got {type(data).__name__}")
+    records = question_records(path)
     seen: set[str] = set()
-    for i, rec in enumerate(data):
-        where = f"{path}: record {i}"
+    for at, rec in records:
+        where = f"{path}: {at}"
         if not isinstance(rec, dict):
             raise DataError(f"{where}: expected an object, got {type(rec).__name__}")
         for key in ("QuestionID", "Question"):
@@ -233,9 +256,9 @@ def read_questions(path: str | Path) -> list[dict[str, Any]]:
         if qid in seen:
             raise DataError(f"{where}: QuestionID {qid!r} occurs twice")
         seen.add(qid)
-    if not data:
+    if not records:
         raise DataError(f"{path}: no questions")
-    return data
+    return [rec for _, rec in records]
 
 
 def unseen_questions(obliqa: ObliQA) -> list[Question]:
@@ -272,14 +295,17 @@ def question_texts(questions: Iterable[tuple[str, str]], source: str) -> None:
 
 
 class _LazyMapper:
-    """A :class:`TextMapper` of the corpus, built on the first gold text (a file of ids never builds one)."""
+    """A :class:`TextMapper` of the corpus, built on the first gold text (a file of ids never builds one, nor its
+    index)."""
 
-    def __init__(self, obliqa: ObliQA):
-        self.obliqa, self._mapper = obliqa, None
+    def __init__(self, obliqa: ObliQA, index: CandidateIndex | None = None):
+        self.obliqa, self.index, self._mapper = obliqa, index, None
 
     def map(self, text: str, hint: Any) -> tuple[str | None, str, float | None, int]:
         if self._mapper is None:
-            self._mapper = TextMapper(self.obliqa.corpus, document_names(self.obliqa.root))
+            corpus = self.obliqa.corpus
+            self._mapper = TextMapper(corpus, document_names(self.obliqa.root),
+                                      self.index(corpus) if self.index is not None else None)
         return self._mapper.map(text, hint)
 
 
@@ -303,13 +329,14 @@ def _map_gold(qid: str, j: int, item: Any, corpus: Mapping[str, Passage], mapper
     return GoldMapping(qid, j, how, cid, score, holders, role, text)
 
 
-def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
+def load_questions(path: str | Path, obliqa: ObliQA, index: CandidateIndex | None = None) -> QuestionSet:
     """The questions of ``path`` (:func:`read_questions`) with their gold (by id or by text) mapped to ``obliqa``'s
-    corpus."""
+    corpus, a text through ``index`` when given (:data:`CandidateIndex`). For gold that is scored: reading the
+    questions alone is :func:`read_questions`."""
     path = Path(path)
     data = read_questions(path)
     corpus = obliqa.corpus
-    mapper = _LazyMapper(obliqa)
+    mapper = _LazyMapper(obliqa, index)
     result = QuestionSet(str(path), [])
     for i, rec in enumerate(data):
         qid = rec["QuestionID"]
@@ -322,6 +349,9 @@ def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
             m = _map_gold(qid, j, item, corpus, mapper, f"{where} gold {j}")
             result.mappings.append(m)
             items.append(m.passage_id)
+            if len(result.mappings) == UNMAPPED_EARLY and all(m.how == "unmapped" for m in result.mappings):
+                logger.warning("%s: its first %d gold passages map to no passage of %s: questions of another "
+                               "corpus? (mapping the rest)", path, UNMAPPED_EARLY, obliqa.root)
         gold = tuple(dict.fromkeys(c for c in items if c is not None))
         docs = tuple(dict.fromkeys(corpus[c].document_id for c in gold))
         result.questions.append(Question(qid, rec["Question"], gold, rec.get("Group"), docs))
@@ -333,16 +363,17 @@ def load_questions(path: str | Path, obliqa: ObliQA) -> QuestionSet:
     return result
 
 
-def gold_report(questions: str | Path, corpus_folder: str | Path) -> dict:
+def gold_report(questions: str | Path, corpus_folder: str | Path, index: CandidateIndex | None = None) -> dict:
     """How the gold passages of the questions file ``questions`` map to the corpus in ``corpus_folder``
     (:meth:`QuestionSet.report`, with the file's name): what ``rirag data ingest --questions`` reports."""
-    return {"file": Path(questions).name, **load_questions(questions, load_obliqa(corpus_folder)).report()}
+    return {"file": Path(questions).name, **load_questions(questions, load_obliqa(corpus_folder), index).report()}
 
 
-def ingest_with_questions(source: str | Path, out: str | Path, questions: str | Path | None = None) -> dict:
+def ingest_with_questions(source: str | Path, out: str | Path, questions: str | Path | None = None,
+                          index: CandidateIndex | None = None) -> dict:
     """``rirag data ingest``: :func:`rirag.data.ingest.corpus.ingest` of ``source`` into ``out``, with the gold of
     ``questions`` (when given) mapped to the new corpus before it is moved in (:func:`gold_report`, under the
-    report's ``"questions"``)."""
+    report's ``"questions"``; ``index``: :data:`CandidateIndex`)."""
     from rirag.data.ingest.corpus import ingest  # only this command reads pages: `ask` and the rest never load it
 
-    return ingest(source, out, check=partial(gold_report, questions) if questions else None)
+    return ingest(source, out, check=partial(gold_report, questions, index=index) if questions else None)

@@ -36,6 +36,7 @@ from rirag.generation.pipeline import Answer, AnswerOptions, PreparedQuestion, a
 from rirag.generation.registry import PASSAGE_GENERATORS, build_generator, check_generator_model
 from rirag.generation.render import check_strategy
 from rirag.retrieval.registry import build_retriever
+from rirag.retrieval.rule_labels import RuleLabelFirst
 
 logger = logging.getLogger(__name__)
 
@@ -138,13 +139,15 @@ class AnsweringSession:
     @property
     def retriever(self):
         """The options' retriever over the corpus (its folder: the cross-reference graph of ``xref_expand``), built
-        on first use."""
+        on first use; a question that is only a rule label gets that rule's passages first
+        (:class:`~rirag.retrieval.rule_labels.RuleLabelFirst`)."""
         with self._lock:
             if self._retriever is None:
                 if self.options.retriever is None:
                     raise DataError("no retriever: the passages come from a run file")
                 self.load()
-                self._retriever = build_retriever(self.corpus, self.options.retriever, root=self.root)
+                self._retriever = RuleLabelFirst(build_retriever(self.corpus, self.options.retriever,
+                                                                 root=self.root), self.corpus)
         return self._retriever
 
     def title(self, document_id: int) -> str:

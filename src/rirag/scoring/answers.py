@@ -97,6 +97,15 @@ def repass_text(answer: str | None, strip_citation_markers: bool = True) -> str 
     return strip_citations(answer) if CITATION_PATTERN.search(answer) else answer  # no marker: the text as written
 
 
+def metrics_path(csv_path: str, kind: str) -> str:
+    """Where a scoring run's ``kind`` metrics (``quality``, ``attribution``) are written: beside its RePASs CSV,
+    named without it (``a.repass.csv`` -> ``a.quality.json``): a run whose RePASs is skipped writes no CSV, and leaves
+    no file named after one."""
+    stem = csv_path[:-len(".csv")] if csv_path.endswith(".csv") else csv_path
+    stem = stem[:-len(".repass")] if stem.endswith(".repass") else stem
+    return f"{stem}.{kind}.json"
+
+
 def failures_path(csv_path: str) -> str:
     """Where the answers that could not be scored are listed (QuestionID and reason)."""
     return csv_path + ".failures.json"
@@ -314,13 +323,14 @@ def within_length(answers_path: str, max_chars: int | None):
         yield path
 
 
-def answer_quality_of(records: list[dict[str, Any]], data: str | None = None,
-                      questions: str | None = None) -> dict[str, Any]:
+def answer_quality_of(records: list[dict[str, Any]], data: str | None = None, questions: str | None = None,
+                      index: Any = None) -> dict[str, Any]:
     """The answer metrics that copying cannot game (:mod:`rirag.scoring.answer_quality`) of answer records; the
     gold-citation and passage-set metrics and shared answers over the questions that have gold passages: those of the
     corpus's splits (when the data is at hand: ``data`` or ``$RIRAG_DATA_DIR``), or, with ``questions``, those of a
     questions file whose gold (by id or by text) is mapped to that corpus (:func:`rirag.data.questions.load_questions`;
-    a PRA questions file over ``rirag data ingest`` output). Per question under ``per_question``."""
+    a PRA questions file over ``rirag data ingest`` output; its gold texts found through ``index``, a
+    :data:`rirag.data.questions.CandidateIndex`). Per question under ``per_question``."""
     gold: dict[str, list[str]] = {}
     corpus_ids = None
     if data or questions or os.environ.get("RIRAG_DATA_DIR"):
@@ -329,7 +339,7 @@ def answer_quality_of(records: list[dict[str, Any]], data: str | None = None,
         if questions:
             from rirag.data.questions import load_questions
 
-            gold = {q.id: list(q.gold) for q in load_questions(questions, obliqa).questions if q.gold}
+            gold = {q.id: list(q.gold) for q in load_questions(questions, obliqa, index).questions if q.gold}
         else:
             gold = {q.id: list(q.gold) for split in obliqa.splits.values() for q in split if q.gold}
     qids = [str(r["QuestionID"]) for r in records]

@@ -68,12 +68,13 @@ def graph_summary(rows: list[dict], passages: int) -> dict:
     }
 
 
-def card_section(summary: dict) -> str:
-    """The dataset card's section on the ``xref`` config."""
+def card_section(summary: dict, config: str = GRAPH_CONFIG) -> str:
+    """The dataset card's section on the graph's datasets config, ``config`` (the Hub card's ``xref``; a written
+    graph folder's own, :func:`local_config_name`)."""
     unresolved = ", ".join(f"{k} {v}" for k, v in summary["unresolved"].items()) or "none"
     kinds = ", ".join(f"{k} {v}" for k, v in summary["by_kind"].items())
     return (
-        "## Cross-references (`xref` config)\n\n"
+        f"## Cross-references (`{config}` config)\n\n"
         f"`{GRAPH_CONFIG}/{GRAPH_FILE}`: one row per reference a passage makes to another rule, found in the "
         "passage text by `rirag.xref` and resolved to passage ids of this corpus. Fields: `source_id`, "
         "`source_document`, `source_number`, `start`/`end` (character offsets in the passage text), `surface`, "
@@ -104,9 +105,10 @@ def write_graph(rows: list[dict], summary: dict, out: str | os.PathLike) -> Path
     with atomic_dir(out) as tmp:
         (tmp / GRAPH_FILE).write_bytes(data)
         (tmp / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        front = (f"---\nconfigs:\n- config_name: {local_config_name(data)}\n  data_files:\n  - split: train\n"
+        config = local_config_name(data)
+        front = (f"---\nconfigs:\n- config_name: {config}\n  data_files:\n  - split: train\n"
                  f"    path: {GRAPH_FILE}\n---\n\n")
-        (tmp / "README.md").write_text(front + card_section(summary), encoding="utf-8")
+        (tmp / "README.md").write_text(front + card_section(summary, config), encoding="utf-8")
     return out
 
 

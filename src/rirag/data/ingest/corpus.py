@@ -27,6 +27,7 @@ from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage
 from rirag.data.ingest.readers import READERS, reader_for
 from rirag.data.obliqa import DOCUMENT_MAP_FILE
 from rirag.errors import DataError, UsageError
+from rirag.io import RAISE_LIMIT_HINT, max_input_bytes
 
 logger = logging.getLogger(__name__)
 #: Passages that are only a deletion or blank-provision note.
@@ -138,8 +139,11 @@ def read_source(source: Path, spool: Spool, out: Path | None = None) -> Source:
     tried = 0
     for path, reason in _files(source, out):
         name = path.relative_to(source).as_posix()
-        if reason:
-            found.skip(name, reason)
+        too_large = "" if reason else _size_reason(path)  # by its size, before a reader parses it
+        if too_large:
+            logger.warning("skipped %s: %s", path, too_large)
+        if reason or too_large:
+            found.skip(name, reason or too_large)
             continue
         reader = reader_for(path)
         tried += 1
@@ -156,6 +160,28 @@ def read_source(source: Path, spool: Spool, out: Path | None = None) -> Source:
         raise DataError(f"{source}: {what} (formats: {', '.join(READERS)}){'; skipped ' + why if why else ''}")
     found.docs = _numbered(found.docs)
     return found
+
+
+def _size_reason(path: Path) -> str:
+    """Why a file is skipped by its size alone, told by ``stat`` before any reader parses it ("" when it is read):
+    over the input limit (:func:`rirag.io.max_input_bytes`), with the ``--max-input-bytes`` that reads it when that
+    can help, else (over :data:`CORPUS_FILE_LIMIT`, what a corpus file every command reads may hold) to split it.
+    A file read though over that size is said at once: its passages are kept only if their JSON fits."""
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return ""  # the reader names what is wrong with it
+    limit = max_input_bytes()
+    if size > limit:
+        if size <= CORPUS_FILE_LIMIT:
+            return f"{size} bytes, larger than the {limit}-byte input limit; {RAISE_LIMIT_HINT} (N ≥ {size})"
+        return (f"{size} bytes, larger than the {limit}-byte input limit and than the {CORPUS_FILE_LIMIT}-byte "
+                "corpus file every command reads: split it into smaller files")
+    if size > CORPUS_FILE_LIMIT:
+        logger.warning("%s: %d bytes, over the %d-byte corpus file every command reads: read, but its passages are "
+                       "kept only if their JSON comes to less (else: split it into smaller files)", path, size,
+                       CORPUS_FILE_LIMIT)
+    return ""
 
 
 def _read_file(reader, path: Path, root: Path, dropped: Dropped, spool: Spool) -> list[SourceDoc]:
@@ -175,12 +201,17 @@ def _read_file(reader, path: Path, root: Path, dropped: Dropped, spool: Spool) -
 
 def _files(source: Path, out: Path | None) -> Iterator[tuple[Path, str]]:
     """Every file under ``source`` in path order, with the reason it is skipped ("" when it is read); a hidden
-    folder, ``out`` and a corpus folder this command wrote are one skipped entry each, never walked into."""
+    folder, ``out`` and a corpus folder this command wrote are one skipped entry each, never walked into; the
+    temporary folder this command writes beside ``out`` (:func:`ingest`) is not the user's, and not listed."""
     out = out.resolve() if out is not None else None
     for folder, dirs, files in os.walk(source):
         here = Path(folder)
         for d in list(dirs):
             sub = here / d
+            if out is not None and d.startswith(f".{out.name}.") and d.endswith(".tmp") and \
+                    here.resolve() == out.parent:
+                dirs.remove(d)
+                continue
             reason = ("hidden folder" if d.startswith(".")
                       else "the --out folder of this ingest" if out is not None and sub.resolve() == out
                       else f"a corpus folder (holds {INGEST_REPORT_FILE})" if (sub / INGEST_REPORT_FILE).is_file()

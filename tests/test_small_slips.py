@@ -1,0 +1,151 @@
+"""Small slips of issue 68, item 7, each against what a user saw: the metric Space splitting a multi-line passage,
+the xref graph card naming a config its front matter does not declare, a quality file named after a CSV that was
+not written."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _metric_space_app():
+    spec = importlib.util.spec_from_file_location("repass_space_app", REPO / "evaluate_scripts" / "repass" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Recording:
+    def __init__(self, shown):
+        self.passages, self.shown = [], shown
+
+    def compute(self, predictions, passages):
+        self.passages.append(passages)
+        return dict.fromkeys(self.shown, 0)
+
+
+def test_the_metric_space_keeps_a_multi_line_passage_whole():
+    app = _metric_space_app()
+    metric = _Recording(app.SHOWN)
+    rule = "3.1 A firm must:\n(a) keep records; and\n(b) report them yearly."
+    app.score(metric, "Firms must keep records [1].", f"{rule}\n\n3.2 A firm must notify the PRA.\n")
+    app.score(metric, "Firms must keep records [1].", '["' + rule.replace("\n", "\\n") + '", "3.2 Notify."]')
+    assert metric.passages == [[[rule, "3.2 A firm must notify the PRA."]], [[rule, "3.2 Notify."]]]
+
+
+def test_a_written_xref_graph_card_names_its_own_config(tmp_path):
+    from rirag.xref.graph import GRAPH_CONFIG, card_section, write_graph
+
+    summary = {"passages": 2, "passages_with_references": 0, "references": 0, "resolved": 0, "edges": 0,
+               "unresolved": {}, "by_kind": {}}
+    readme = (write_graph([], summary, tmp_path / "xref") / "README.md").read_text("utf-8")
+    config = readme.split("config_name: ", 1)[1].split()[0]
+    assert config.startswith(f"{GRAPH_CONFIG}-") and f"## Cross-references (`{config}` config)" in readme
+    assert f"(`{GRAPH_CONFIG}` config)" in card_section(summary)  # the Hub card's config is plain xref
+
+
+def test_quality_and_attribution_files_are_not_named_after_the_csv():
+    from rirag.scoring.answers import metrics_path
+
+    assert metrics_path("out/a.repass.csv", "quality") == "out/a.quality.json"
+    assert metrics_path("scores.csv", "attribution") == "scores.attribution.json"
+
+
+def test_ingest_does_not_list_its_own_temporary_folder(tmp_path):
+    """`rirag data ingest src --out src/out` listed `.out.<random>.tmp: hidden folder` under skipped."""
+    from rirag.data.ingest.corpus import ingest
+
+    source = tmp_path / "src"
+    (source / ".git").mkdir(parents=True)  # a user's hidden folder is still listed
+    (source / "rules.txt").write_text("1.1 A firm must keep records of every client order.\n", "utf-8")
+    report = ingest(source, source / "out")
+    assert report["skipped"] == [{"file": ".git", "reason": "hidden folder"}], report["skipped"]
+
+
+def test_card_text_in_the_manifest_names_no_build_machine_path():
+    """Issue 68, item 3: a card said `make rulebook-data (rirag data ingest ../shared/data/pra_rulebook --out
+    artifacts/datasets/pra)`: paths of the build machine, not names a reader can map to their own."""
+    import yaml
+
+    manifest = yaml.safe_load((REPO / "hub_push" / "manifest.yaml").read_text("utf-8"))
+
+    def strings(value):
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    texts = [s for entry in manifest["entries"] for s in strings(entry.get("context", {}))]
+    texts += strings(manifest.get("defaults", {}))
+    assert texts and not [s for s in texts if "../shared" in s or "artifacts/" in s]
+
+
+def test_the_classifier_card_writes_no_empty_datasets_list():
+    """Its training data (ObligationClassificationDataset, on GitHub) has no Hub id: `datasets: []` said nothing."""
+    from dataclasses import asdict
+
+    from rirag.hub.card_data import ClassifierCard
+    from rirag.hub.cards import render_card
+
+    def front(datasets):
+        card = render_card(ClassifierCard.TEMPLATE, **asdict(ClassifierCard(name="c", license="apache-2.0",
+                                                                             base_model="m", datasets=datasets)))
+        assert card.startswith("---\n")
+        return card.split("---\n")[1]
+
+    assert "datasets" not in front([])
+    assert "datasets:\n- org/data\n" in front(["org/data"])
+
+
+def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monkeypatch, caplog):
+    """Issue 68, item 5: a page over the input limit and over what a corpus file may hold was parsed (85 s) after
+    the user raised --max-input-bytes as told, then refused; now its size alone decides, and the hint says to split
+    it. A file the raised limit lets in, though over a corpus file's size, is said at once."""
+    import logging
+
+    from rirag.data.ingest import corpus
+    from rirag.io import input_limit
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "small.md").write_text("A firm must keep records.\n", "utf-8")
+    (source / "big.md").write_text("".join(f"{i}. A firm must report item {i}.\n\n" for i in range(100)), "utf-8")
+    size = (source / "big.md").stat().st_size
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", 1000)
+    parsed = []
+    original = corpus._read_file
+    monkeypatch.setattr(corpus, "_read_file", lambda reader, path, *a: parsed.append(path.name) or original(
+        reader, path, *a))
+    with input_limit(500):
+        (why,) = [s["reason"] for s in corpus.ingest(source, tmp_path / "o1")["skipped"] if s["file"] == "big.md"]
+    assert parsed == ["small.md"] and "--max-input-bytes" not in why and "split it into smaller files" in why, why
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", size + 100)
+    with input_limit(500):  # a corpus file may hold it: raising the limit helps, and the hint says by how much
+        (why,) = [s["reason"] for s in corpus.ingest(source, tmp_path / "o2")["skipped"] if s["file"] == "big.md"]
+    assert why.endswith(f"pass --max-input-bytes N to read a larger file (N ≥ {size})"), why
+    monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", size - 1)
+    with input_limit(size), caplog.at_level(logging.WARNING):
+        corpus.ingest(source, tmp_path / "o3")
+    assert any("big.md" in r.getMessage() and "read, but its passages are kept only if" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_ask_says_which_numbers_its_sources_leave_out():
+    """`rirag ask` listed sources [1] [3] [4]: [n] numbers the passages given to the answerer (the record's
+    RetrievedIDs), and the ones not cited are now named, so the list does not seem to skip."""
+    from rirag.cli.answers import format_answer
+    from rirag.generation.extractive import ExtractiveComposer
+    from rirag.generation.pipeline import RetrievedPassage, answer_items
+
+    passages = [RetrievedPassage("p1", "A firm must keep records for six years.", 3.0, 1, "1.1"),
+                RetrievedPassage("p2", "This chapter applies to banks.", 2.0, 1, "1.2"),
+                RetrievedPassage("p3", "A firm must report the records yearly.", 1.0, 1, "1.3")]
+    composer = ExtractiveComposer(is_obligation=lambda sentences: ["must" in s for s in sentences])
+    [answer] = answer_items([("q1", "What must a firm keep and report?", passages)], composer)
+    assert [p.id for p in answer.cited] == ["p1", "p3"], answer.text
+    shown = format_answer(answer, {1: "Rulebook"})
+    assert "[1] Rulebook · 1.1" in shown and "[3] Rulebook · 1.3" in shown
+    assert "(given to the answerer, not cited: [2] 1.2)" in shown
