@@ -1,0 +1,158 @@
+"""Passages from a document's blocks in reading order, for the readers of laid-out files (PDF, Word): each reader
+says what a block is (a heading and its level, a paragraph, a list item and its depth, a table row, a footnote, with
+the footnote marks in its text) and :class:`Assembler` makes the passages the HTML reader makes of the same rulebook.
+
+- A paragraph that opens with a rule number ("6.8.3", "313-1", "4A", "10a": :data:`~rirag.data.ingest.raw.RULE_NUMBER`)
+  starts a passage of that rule, the number taken out of its text (``Rule`` keeps it); a paragraph that is only a
+  rule number gives its number to the paragraph after it.
+- Once a document has numbered rules, a paragraph without a number belongs to the rule before it, unless it is short,
+  set apart by its type (bold) and without a closing stop: an in-text heading, the last step of the heading path of
+  the rules after it.
+  A document without rule numbers has a passage a paragraph.
+- List items and table rows join the passage before them (one line each; an item's depth and label kept as
+  ``ListItems``, a row's cells joined by `` | ``); footnotes are passages of their own ("footnote 3"), and a mark in the
+  text whose footnote the document has points at it (``FootnoteMarks``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
+from rirag.data.ingest.raw import RULE_NUMBER, RawDocument, RawPassage, item_label
+
+HEADING, PARAGRAPH, ITEM, ROW, FOOTNOTE = "heading", "paragraph", "item", "row", "footnote"
+#: What a row's cells are joined with (the HTML reader's table rows).
+CELL_SEPARATOR = " | "
+
+
+@dataclass
+class Block:
+    kind: str  # HEADING, PARAGRAPH, ITEM, ROW or FOOTNOTE
+    text: str
+    level: int = 0  # a heading's level (0: the document's title, 1: its top sections), a list item's depth (1..)
+    marks: list[tuple[int, int]] = field(default_factory=list)  # footnote marks: text[start:end] is the mark
+    note: str = ""  # a footnote's own mark ("3")
+    strong: bool = False  # set apart by its type (bold): one short line of it may head the rules after it
+
+
+def footnote_anchor(mark: str) -> str:
+    """The id a footnote is known by in its document (what a mark's ``target`` names): the HTML reader's form."""
+    return f"footnote-{mark}"
+
+
+def split_rule(text: str) -> tuple[str, str]:
+    """A paragraph's leading rule number and the rest of its text (``("", text)`` without one)."""
+    m = RULE_NUMBER.match(text)
+    if m is None:  # a number alone: what the pattern matches with a word after it
+        m = RULE_NUMBER.match(f"{text} x")
+        if m is None or m.group(1) != text:
+            return "", text
+        return ("", text) if text.startswith("(") else (text, "")
+    if m.group(1).startswith("("):
+        return "", text
+    return m.group(1), text[m.end():]
+
+
+class Assembler:
+    """The passages of one document as its blocks come (:meth:`add`); :meth:`finish` gives them, footnote marks
+    pointed at the footnotes the document has."""
+
+    def __init__(self, doc: RawDocument) -> None:
+        self.doc = doc
+        self.heads: dict[int, str] = {}
+        self.subheading = ""
+        self.current: RawPassage | None = None
+        self.numbered = False  # the document has numbered rules
+        self.pending_rule = ""  # a paragraph that is only a rule number: the next paragraph's
+        self.notes: set[str] = set()
+
+    def path(self) -> tuple[str, ...]:
+        heads = (self.doc.title,) + tuple(self.heads[k] for k in sorted(self.heads))
+        return heads + ((self.subheading,) if self.subheading else ())
+
+    def add(self, block: Block) -> None:
+        text = " ".join(block.text.split())
+        if not text:
+            return
+        if block.kind == HEADING:
+            self._heading(block.level, text)
+        elif block.kind == FOOTNOTE:
+            self.notes.add(block.note)
+            note = RawPassage(f"footnote {block.note}", self.path(), [text], structured=True,
+                              anchor=footnote_anchor(block.note))
+            note.marks = []
+            self.doc.passages.append(note)
+        elif block.kind in (ITEM, ROW):
+            self._join(block, text)
+        else:
+            self._paragraph(block, text)
+
+    def _heading(self, level: int, text: str) -> None:
+        if self.pending_rule:  # a number printed apart from its heading ("1", then "Introduction")
+            text, self.pending_rule = f"{self.pending_rule} {text}", ""
+        if not self.doc.passages and not self.heads and self.doc.title == self.doc.key:
+            self.doc.title = text  # the first heading, before any text: the document's title
+            return
+        for k in [k for k in self.heads if k >= max(level, 1)]:
+            del self.heads[k]
+        self.heads[max(level, 1)] = text
+        self.subheading, self.current, self.pending_rule = "", None, ""
+
+    def _new(self, rule: str, block: Block, text: str, shift: int = 0) -> None:
+        self.current = RawPassage(rule, self.path(), [], structured=True)
+        self.doc.passages.append(self.current)
+        self._line(block, text, shift)
+
+    def _line(self, block: Block, text: str, shift: int = 0, level: int = 0) -> None:
+        """``text`` as the current passage's next line, its marks moved by ``shift`` characters (text taken from
+        its start)."""
+        p = self.current
+        n = len(p.lines)
+        p.lines.append(text)
+        p.marks.extend((n, a - shift, b - shift, text[a - shift:b - shift]) for a, b in block.marks if a >= shift)
+        if level:
+            p.items.append((n, level, item_label(text)))
+
+    def _join(self, block: Block, text: str) -> None:
+        level = block.level if block.kind == ITEM else 0
+        if self.current is None:
+            self.current = RawPassage(self.pending_rule, self.path(), [], structured=True)
+            self.doc.passages.append(self.current)
+            self.pending_rule = ""
+        self._line(block, text, level=max(level, 1) if block.kind == ITEM else 0)
+
+    def _paragraph(self, block: Block, text: str) -> None:
+        rule, rest = split_rule(text)
+        if rule and not rest.strip():
+            self.pending_rule, self.numbered = rule, True
+            return
+        if rule:
+            self.numbered = True
+            self._new(rule, block, rest, shift=len(text) - len(rest))
+            self.pending_rule = ""
+            return
+        if self.pending_rule:
+            self._new(self.pending_rule, block, text)
+            self.pending_rule = ""
+            return
+        if self.numbered and block.strong and _in_text_heading(text):
+            self.subheading, self.current = text, None
+            return
+        if self.numbered and self.current is not None:
+            self._line(block, text)
+            return
+        self._new("", block, text)
+
+    def finish(self) -> list[RawPassage]:
+        """The document's passages, each footnote mark pointed at its footnote ("" when the document has none of
+        that mark)."""
+        for p in self.doc.passages:
+            p.marks = [(n, a, b, footnote_anchor(mark) if mark in self.notes else "") for n, a, b, mark in p.marks]
+        return self.doc.passages
+
+
+def _in_text_heading(text: str) -> bool:
+    """Short, without a closing stop or a list label: a heading in the text (when its type sets it apart)."""
+    return (len(text.split()) <= INGEST_SUBHEADING_MAX_WORDS and not text.endswith((".", ";", ":", ","))
+            and not item_label(text))
