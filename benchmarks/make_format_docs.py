@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     for fmt in args.formats:
         (out / fmt).mkdir(parents=True, exist_ok=True)
-    start, made = time.perf_counter(), 0
+    start, made, failed = time.perf_counter(), 0, []
     with tempfile.TemporaryDirectory(prefix="rirag-print-") as tmp:
         for i, page in enumerate(pages, 1):
             titled, untitled = print_copy(page)
@@ -106,19 +106,30 @@ def main(argv: list[str] | None = None) -> int:
             pdf, docx = out / "pdf" / f"{page.stem}.pdf", out / "docx" / f"{page.stem}.docx"
             if "pdf" in args.formats and (args.force or not pdf.exists()):
                 copy.write_text(titled, "utf-8")
-                subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                f"--print-to-pdf={pdf}", copy.as_uri()], check=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-                made += 1
+                made += _made(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                f"--print-to-pdf={pdf}", copy.as_uri()], pdf, failed)
             if "docx" in args.formats and (args.force or not docx.exists()):
                 copy.write_text(untitled, "utf-8")
-                subprocess.run(["pandoc", "--quiet", "-f", "html", "-t", "docx", str(copy), "-o", str(docx)],
-                               check=True, timeout=300)
-                made += 1
+                made += _made(["pandoc", "--quiet", "-f", "html", "-t", "docx", str(copy), "-o", str(docx)], docx,
+                              failed)
             if i % 20 == 0:
                 print(f"{i}/{len(pages)} pages, {time.perf_counter() - start:.0f} s", flush=True)
     print(f"{made} files made from {len(pages)} pages in {time.perf_counter() - start:.0f} s: {out}")
-    return 0
+    for line in failed:
+        print(f"failed: {line}")
+    return 1 if failed else 0
+
+
+def _made(cmd: list[str], target: Path, failed: list[str]) -> int:
+    """1 when ``cmd`` made ``target``; else 0, the failure noted (one page never stops the others)."""
+    try:
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+        return 1
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+        why = (err.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:] if err.stderr else []
+        failed.append(f"{target.name}: {cmd[0]} {type(err).__name__} {' '.join(why)}")
+        target.unlink(missing_ok=True)
+        return 0
 
 
 if __name__ == "__main__":

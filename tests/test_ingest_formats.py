@@ -39,7 +39,7 @@ def _rulebook_pdf(path: Path) -> Path:
         Text(140, 193, "(i) one that is small; or"),
         Text(140, 206, "(ii) one that is new;"),
         Text(120, 219, "(b) a friendly society."),
-        Text(100, 245, "Scope", 10, bold=True),
+        Text(100, 245, "Scope", 11, bold=True),
         Text(50, 270, "1.2"), Text(100, 270, "A firm must hold the buffers below, measured by regu-"),
         Text(100, 283, "lation of its own:"),
         Text(100, 300, "Buffer", bold=True), Text(250, 300, "Rate", bold=True),

@@ -6,8 +6,8 @@ the footnote marks in its text) and :class:`Assembler` makes the passages the HT
   starts a passage of that rule, the number taken out of its text (``Rule`` keeps it); a paragraph that is only a
   rule number gives its number to the paragraph after it.
 - Once a document has numbered rules, a paragraph without a number belongs to the rule before it, unless it is short,
-  set apart by its type (bold) and without a closing stop: an in-text heading, the last step of the heading path of
-  the rules after it.
+  set apart by its type (bold), without a closing stop and followed by a numbered rule or a heading: an in-text
+  heading, the last step of the heading path of the rules after it.
   A document without rule numbers has a passage a paragraph.
 - List items and table rows join the passage before them (one line each; an item's depth and label kept as
   ``ListItems``, a row's cells joined by `` | ``); footnotes are passages of their own ("footnote 3"), and a mark in the
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
-from rirag.data.ingest.raw import RULE_NUMBER, RawDocument, RawPassage, item_label
+from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, item_label
 
 HEADING, PARAGRAPH, ITEM, ROW, FOOTNOTE = "heading", "paragraph", "item", "row", "footnote"
 #: What a row's cells are joined with (the HTML reader's table rows).
@@ -58,14 +58,15 @@ class Assembler:
     """The passages of one document as its blocks come (:meth:`add`); :meth:`finish` gives them, footnote marks
     pointed at the footnotes the document has."""
 
-    def __init__(self, doc: RawDocument) -> None:
-        self.doc = doc
+    def __init__(self, doc: RawDocument, dropped: Dropped) -> None:
+        self.doc, self.dropped = doc, dropped
         self.heads: dict[int, str] = {}
         self.subheading = ""
         self.current: RawPassage | None = None
         self.numbered = False  # the document has numbered rules
         self.pending_rule = ""  # a paragraph that is only a rule number: the next paragraph's
-        self.notes: set[str] = set()
+        self.notes: dict[str, str] = {}  # footnote mark -> its text
+        self.candidate: tuple[Block, str] | None = None  # a bold line that heads the rules after it, if one comes
 
     def path(self) -> tuple[str, ...]:
         heads = (self.doc.title,) + tuple(self.heads[k] for k in sorted(self.heads))
@@ -75,10 +76,15 @@ class Assembler:
         text = " ".join(block.text.split())
         if not text:
             return
+        if self.candidate is not None:
+            self._settle(block, text)
         if block.kind == HEADING:
             self._heading(block.level, text)
         elif block.kind == FOOTNOTE:
-            self.notes.add(block.note)
+            if self.notes.get(block.note) == text:  # the same footnote printed again (under each rule citing it)
+                self.dropped.add("duplicate", f"{self.doc.source}: footnote {block.note}")
+                return
+            self.notes[block.note] = text
             note = RawPassage(f"footnote {block.note}", self.path(), [text], structured=True,
                               anchor=footnote_anchor(block.note))
             note.marks = []
@@ -137,22 +143,40 @@ class Assembler:
             self.pending_rule = ""
             return
         if self.numbered and block.strong and _in_text_heading(text):
-            self.subheading, self.current = text, None
+            self.candidate = (block, text)  # a heading if a rule comes next (:meth:`_settle`)
             return
         if self.numbered and self.current is not None:
             self._line(block, text)
             return
         self._new("", block, text)
 
+    def _settle(self, block: Block, text: str) -> None:
+        """The bold line before ``block``: an in-text heading if ``block`` is a numbered rule or a heading, else a
+        line of the text (a caption, a table's title: "Table 1: ...")."""
+        line, self.candidate = self.candidate, None
+        heads = block.kind != ROW
+        if heads:
+            self.subheading, self.current = line[1], None
+        elif self.current is not None:
+            self._line(line[0], line[1])
+        else:
+            self._new("", line[0], line[1])
+
     def finish(self) -> list[RawPassage]:
         """The document's passages, each footnote mark pointed at its footnote ("" when the document has none of
         that mark)."""
+        if self.candidate is not None:
+            self._settle(Block(PARAGRAPH, ""), "")
         for p in self.doc.passages:
             p.marks = [(n, a, b, footnote_anchor(mark) if mark in self.notes else "") for n, a, b, mark in p.marks]
         return self.doc.passages
 
 
+#: A caption's first word ("Table 1: ...", "Figure A ..."): a title of what follows in the rule, never a heading.
+CAPTIONS = frozenset({"table", "figure", "diagram", "chart", "graph", "box", "exhibit", "illustration"})
+
+
 def _in_text_heading(text: str) -> bool:
-    """Short, without a closing stop or a list label: a heading in the text (when its type sets it apart)."""
+    """Short, without a closing stop, not a caption: a heading in the text (when its type sets it apart)."""
     return (len(text.split()) <= INGEST_SUBHEADING_MAX_WORDS and not text.endswith((".", ";", ":", ","))
-            and not item_label(text))
+            and text.split(" ", 1)[0].lower() not in CAPTIONS)

@@ -52,7 +52,7 @@ def read_docx_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[R
     if doc.title != key:
         doc.title = " ".join(doc.title.split())
     reader = _Body(document, dropped, path.name)
-    assembler = Assembler(doc)
+    assembler = Assembler(doc, dropped)
     for block in reader.blocks():
         assembler.add(block)
     passages = assembler.finish()

@@ -2,15 +2,17 @@
 place, font size and weight, and the document's structure recovered from the layout, never from patterns over
 characters alone:
 
-- running headers and footers (a line in the top or bottom tenth of a page whose text, digits aside, is there on at
-  least half of the pages and on two; on a one-page file a line there in a smaller font than the text) and page numbers
-  ("3", "3/27", "Page 3 of 27") are dropped;
+- running headers and footers (a line in the top or bottom tenth of a page whose place and first words, digits
+  aside, are there on at least half of the pages and on two; on a one-page file a line there in a smaller font than
+  the text; any line within 4 % of the page's top or bottom edge) and page numbers ("3", "3/27", "Page 3 of 27")
+  are dropped;
 - two columns are read column by column (lines wholly left and wholly right of the page's middle, between lines that
   cross it);
 - lines are joined into paragraphs (a new one at a wider gap than the line spacing, a change of font size, an outdent,
   a rule number at the left margin or a list label); a word hyphenated at a line's end is joined, its hyphen kept only
   where the document writes the word with one elsewhere (or never without);
-- a heading is a line in a font larger than the text's (its level by its size; the first one is the title); a
+- a heading is a line in a font larger than the text's (its level by its size; the first one is the title), a bold
+  line a little larger than the text an in-text heading where the rules are numbered; a
   superscript number is a footnote mark, a paragraph in a smaller font that opens with a number is that footnote;
 - a line of cells (wide gaps between its words) is a table row; a list item is an indented paragraph that opens with a
   label ("(a)", "ii.", "•"), its depth by its indent.
@@ -53,6 +55,9 @@ HEADING_RATIO, SMALL_RATIO = 1.15, 0.85
 #: A hyphen at a line's end, until the document's words say whether it is part of the word (PDFium marks it so).
 SOFT = "\x02"
 HYPHENATED = re.compile(r"(\w+)\x02\s*(\w*)")
+#: A bold paragraph in a font at least this much larger than the text's may be an in-text heading (one in the text's
+#: size is a table's header or a caption as often: the PRA's bold "Table 1: ..." inside a rule).
+STRONG_RATIO = 1.04
 #: A gap between lines wider than this many font sizes (baseline to baseline) starts a new paragraph.
 PARAGRAPH_GAP = 1.6
 
@@ -97,7 +102,7 @@ def read_pdf_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[Ra
     lines = _body(pages, dropped, path.name)
     key = document_key(path.stem)
     doc = RawDocument(key, key, path.relative_to(root).as_posix())
-    assembler = Assembler(doc)
+    assembler = Assembler(doc, dropped)
     for block in _blocks(lines):
         assembler.add(block)
     passages = assembler.finish()
@@ -174,7 +179,8 @@ def _line(raw, text: str, start: int, end: int, page: int) -> Line | None:
         end -= 1
     if start >= end:
         return None
-    size = pdfium_c.FPDFText_GetFontSize(raw, start) or 1.0
+    # the line's size: the largest at its start, middle and end (a superscript mark may open or close it)
+    size = max(pdfium_c.FPDFText_GetFontSize(raw, i) for i in (start, (start + end) // 2, end - 1)) or 1.0
     x0, _, bottom, top = _box(raw, start)
     _, x1, last_bottom, last_top = _box(raw, end - 1)
     out: list[str] = []
@@ -207,7 +213,29 @@ def _line(raw, text: str, start: int, end: int, page: int) -> Line | None:
         out.append(SOFT if c in "\ufffe\x02\u00ad" else c)  # PDFium's mark of a hyphen at a line's end
         i += 1
     bold = _bold(raw, start) and _bold(raw, end - 1)
-    return Line("".join(out), x0, x1, max(top, last_top), min(bottom, last_bottom), size, bold, page, marks)
+    text, marks = _paired("".join(out), marks)
+    return Line(text, x0, x1, max(top, last_top), min(bottom, last_bottom), size, bold, page, marks)
+
+
+def _paired(text: str, marks: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with the UTF-16 surrogate pairs PDFium gives for a character outside the BMP made that character
+    (a lone one replaced), its marks moved with it."""
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text, marks
+    out, at, moved = [], 0, {}
+    i = 0
+    while i < len(text):
+        moved[i] = at
+        pair = text[i:i + 2]
+        if len(pair) == 2 and "\ud800" <= pair[0] <= "\udbff" and "\udc00" <= pair[1] <= "\udfff":
+            out.append(pair.encode("utf-16-le", "surrogatepass").decode("utf-16-le"))
+            i += 2
+        else:
+            out.append("\ufffd" if "\ud800" <= pair[0] <= "\udfff" else pair[0])
+            i += 1
+        at += 1
+    moved[len(text)] = at
+    return "".join(out), [(moved[a], moved[b]) for a, b in marks]
 
 
 def _place(lines: list[Line], line: Line) -> None:
@@ -234,8 +262,17 @@ def _place(lines: list[Line], line: Line) -> None:
 
 # -- the document's body -----------------------------------------------------------------------------------------------
 
-def _shape(text: str) -> str:
-    return re.sub(r"\d+", "#", " ".join(text.split()))
+#: The share of a page's height at its top and bottom edges that is the printer's, never a page's text (Chromium's
+#: running header and footer lie there).
+EDGE = 0.04
+#: How much of a margin line's text (digits aside) must repeat: a printer truncates a long running footer to make
+#: room for its page number ("...scheme_21-0… 9/14", "...scheme_21-… 10/14").
+SHAPE_CHARS = 24
+
+
+def _shape(line: Line) -> tuple[int, str]:
+    """What a running header or footer keeps from page to page: its place and its text, digits aside."""
+    return round(line.bottom), re.sub(r"\d+", "#", " ".join(line.text.split()))[:SHAPE_CHARS]
 
 
 def _body(pages: list[tuple[list[Line], float, float]], dropped: Dropped, name: str) -> list[Line]:
@@ -243,14 +280,15 @@ def _body(pages: list[tuple[list[Line], float, float]], dropped: Dropped, name: 
     body_size = _body_size(line for lines, _, _ in pages for line in lines)
     seen: Counter = Counter()
     for lines, _, height in pages:
-        seen.update({_shape(line.text) for line in lines if _in_margin(line, height)})
+        seen.update({_shape(line) for line in lines if _in_margin(line, height)})
     repeated = max(2, (len(pages) + 1) // 2)
     out: list[Line] = []
     for lines, width, height in pages:
         kept = []
         for line in lines:
             margin = _in_margin(line, height)
-            if (margin and (seen[_shape(line.text)] >= repeated or (len(pages) == 1 and line.size < body_size))) \
+            if line.top < EDGE * height or line.bottom > (1 - EDGE) * height \
+                    or (margin and (seen[_shape(line)] >= repeated or (len(pages) == 1 and line.size < body_size))) \
                     or (margin and PAGE_NUMBER.match(line.text.strip())):
                 dropped.add("header or footer", f"{name}: page {line.page + 1}")
                 continue
@@ -340,13 +378,14 @@ class _Blocks:
         if _cells(first):
             return self.row(text, first.bold)
         self.header, self.first_row = None, ""
-        if item_label(text) and first.x0 > self.margin + 2:
+        strong = all(ln.bold for ln in para.lines) and first.size > STRONG_RATIO * self.body
+        if item_label(text) and first.x0 > self.margin + 2 and not strong:
             while self.indents and first.x0 < self.indents[-1] - 2:
                 self.indents.pop()
             if not self.indents or first.x0 > self.indents[-1] + 2:
                 self.indents.append(first.x0)
             return Block(ITEM, text, level=len(self.indents), marks=marks)
-        return Block(PARAGRAPH, text.replace("\t", " "), marks=marks, strong=all(ln.bold for ln in para.lines))
+        return Block(PARAGRAPH, text.replace("\t", " "), marks=marks, strong=strong)
 
     def row(self, text: str, bold: bool) -> Block | None:
         """A table row: a first row in bold is the header the rows after it carry ("Header: cell; ...", as the
@@ -372,9 +411,12 @@ def _cells(line: Line) -> bool:
     return "\t" in text
 
 
-def _starts_paragraph(line: Line, prev: Line, para: _Para, body: float, margin: float) -> bool:
+def _starts_paragraph(line: Line, prev: Line, para: _Para, body: float, margin: float, right: float) -> bool:
     if abs(line.size - prev.size) > 0.5 or line.page != prev.page and para.kind == HEADING:
         return True
+    if line.bold and prev.bold and STRONG_RATIO * body < prev.size < HEADING_RATIO * body \
+            and prev.x1 < margin + 0.7 * (right - margin):
+        return True  # two headings in a row ("Independent expert", then "Qualifications"), not one wrapped
     if line.page == prev.page and prev.bottom - line.bottom > PARAGRAPH_GAP * prev.size:
         return True
     text = line.text.replace("\t", " ")
@@ -390,9 +432,10 @@ def _starts_paragraph(line: Line, prev: Line, para: _Para, body: float, margin: 
 
 def _paragraphs(lines: list[Line], body: float, margin: float) -> list[_Para]:
     paras: list[_Para] = []
+    right = max(ln.x1 for ln in lines)
     for line in lines:
         para = paras[-1] if paras else None
-        if para is None or _starts_paragraph(line, para.lines[-1], para, body, margin):
+        if para is None or _starts_paragraph(line, para.lines[-1], para, body, margin, right):
             paras.append(_Para([line], HEADING if line.size >= HEADING_RATIO * body else PARAGRAPH))
         else:
             para.lines.append(line)
