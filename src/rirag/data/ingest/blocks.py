@@ -6,9 +6,13 @@ the footnote marks in its text) and :class:`Assembler` makes the passages the HT
   starts a passage of that rule, the number taken out of its text (``Rule`` keeps it); a paragraph that is only a
   rule number gives its number to the paragraph after it.
 - Once a document has numbered rules, a paragraph without a number belongs to the rule before it, unless it is short,
-  set apart by its type (bold), without a closing stop and followed by a numbered rule or a heading: an in-text
-  heading, the last step of the heading path of the rules after it.
+  set apart by its type (bold), without a closing stop, not a caption ("Table 1: ...") and not followed by a table
+  row: an in-text heading, the last step of the heading path of the rules after it (the next one replaces it).
   A document without rule numbers has a passage a paragraph.
+- A heading that carries a number ("1 Scope", "Annex A") is a step of the heading path (inside the one before it at
+  its level when it is an article, section or chapter in a numbered chapter, "Article 277" in "3 Counterparty Credit
+  Risk", an article in a section, or its number extends that one's, "2.1" in "2"); once a document has numbered
+  headings, an unnumbered one at or below their level is an in-text heading (a caption among a rule's lines: text).
 - List items and table rows join the passage before them (one line each; an item's depth and label kept as
   ``ListItems``, a row's cells joined by `` | ``); footnotes are passages of their own ("footnote 3"), and a mark in the
   text whose footnote the document has points at it (``FootnoteMarks``).
@@ -19,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
-from rirag.data.ingest.raw import RULE_NUMBER, Dropped, RawDocument, RawPassage, item_label
+from rirag.data.ingest.raw import HEADING_REF, RULE_NUMBER, Dropped, RawDocument, RawPassage, item_label
 
 HEADING, PARAGRAPH, ITEM, ROW, FOOTNOTE = "heading", "paragraph", "item", "row", "footnote"
 #: What a row's cells are joined with (the HTML reader's table rows).
@@ -60,16 +64,17 @@ class Assembler:
 
     def __init__(self, doc: RawDocument, dropped: Dropped) -> None:
         self.doc, self.dropped = doc, dropped
-        self.heads: dict[int, str] = {}
+        self.heads: list[tuple[int, str]] = []  # the heading path below the title: (level, text), outermost first
         self.subheading = ""
         self.current: RawPassage | None = None
         self.numbered = False  # the document has numbered rules
         self.pending_rule = ""  # a paragraph that is only a rule number: the next paragraph's
         self.notes: dict[str, str] = {}  # footnote mark -> its text
+        self.section_level = 0  # the highest level of a numbered heading ("1 Scope", "Annex A"): 0 before one
         self.candidate: tuple[Block, str] | None = None  # a bold line that heads the rules after it, if one comes
 
     def path(self) -> tuple[str, ...]:
-        heads = (self.doc.title,) + tuple(self.heads[k] for k in sorted(self.heads))
+        heads = (self.doc.title,) + tuple(text for _, text in self.heads)
         return heads + ((self.subheading,) if self.subheading else ())
 
     def add(self, block: Block) -> None:
@@ -100,9 +105,19 @@ class Assembler:
         if not self.doc.passages and not self.heads and self.doc.title == self.doc.key:
             self.doc.title = text  # the first heading, before any text: the document's title
             return
-        for k in [k for k in self.heads if k >= max(level, 1)]:
-            del self.heads[k]
-        self.heads[max(level, 1)] = text
+        level = max(level, 1)
+        if split_rule(text)[0] or HEADING_REF.match(text):
+            self.section_level = min(self.section_level or level, level)
+        elif self.section_level and level >= self.section_level:  # unnumbered, at or below the numbered ones
+            if self.current is not None and not _in_text_heading(text):
+                self._line(Block(PARAGRAPH, text), text)  # a caption ("Table D ...") inside its rule
+            else:
+                self.subheading, self.current = text, None
+            return
+        while self.heads and (self.heads[-1][0] > level
+                              or self.heads[-1][0] == level and not _nests(self.heads[-1][1], text)):
+            self.heads.pop()
+        self.heads.append((level, text))
         self.subheading, self.current, self.pending_rule = "", None, ""
 
     def _new(self, rule: str, block: Block, text: str, shift: int = 0) -> None:
@@ -172,6 +187,33 @@ class Assembler:
         return self.doc.passages
 
 
+def _number(text: str) -> tuple[str, str]:
+    """A heading's kind of number ("article", "" for a bare one) and the number ("277", "3D24"); ("", "") without."""
+    m = HEADING_REF.match(text)
+    if m:
+        kind, _, number = m.group(1).partition(" ")
+        return kind.lower(), number.strip()
+    return "", split_rule(text)[0].rstrip(".")
+
+
+#: Numbered headings that are a rule's own ("Article 277 ..."): inside a section at their level.
+RULE_HEADINGS = frozenset({"article", "rule", "regulation"})
+#: Named headings that divide a numbered chapter (an annex or appendix follows the chapters instead).
+PARTS = RULE_HEADINGS | {"section", "chapter"}
+
+
+def _nests(outer: str, inner: str) -> bool:
+    """Whether heading ``inner``, at the level of ``outer``, is a step inside it: an article, section or chapter in a
+    numbered chapter ("Article 277" in "3 Counterparty Credit Risk"), an article in a section, or a number that
+    extends the outer one's ("2.1" in "2")."""
+    (outer_kind, outer_n), (inner_kind, inner_n) = _number(outer), _number(inner)
+    if not outer_n or not inner_n:
+        return False
+    if inner_kind in PARTS and not outer_kind or inner_kind in RULE_HEADINGS and outer_kind == "section":
+        return True
+    return inner_kind == outer_kind and inner_n.startswith(outer_n + ".")
+
+
 #: A caption's first word ("Table 1: ...", "Figure A ..."): a title of what follows in the rule, never a heading.
 CAPTIONS = frozenset({"table", "figure", "diagram", "chart", "graph", "box", "exhibit", "illustration"})
 
@@ -179,4 +221,4 @@ CAPTIONS = frozenset({"table", "figure", "diagram", "chart", "graph", "box", "ex
 def _in_text_heading(text: str) -> bool:
     """Short, without a closing stop, not a caption: a heading in the text (when its type sets it apart)."""
     return (len(text.split()) <= INGEST_SUBHEADING_MAX_WORDS and not text.endswith((".", ";", ":", ","))
-            and text.split(" ", 1)[0].lower() not in CAPTIONS)
+            and text.split(" ", 1)[0].lower() not in CAPTIONS and not text.startswith("["))  # "[Note: ...]": text

@@ -130,15 +130,29 @@ def _page_lines(pdf, index: int) -> tuple[list[Line], float, float]:
             text = "".join(chr(pdfium_c.FPDFText_GetUnicode(raw, i)) for i in range(n))
         lines: list[Line] = []
         start = 0
-        for end in [m.start() for m in re.finditer("\r\n|\n", text)] + [n]:
+        for end, skip in _breaks(raw, text):
             line = _line(raw, text, start, end, index)
             if line is not None:
                 _place(lines, line)
-            start = end + (2 if text.startswith("\r\n", end) else 1)
+            start = end + skip
     finally:
         textpage.close()
         page.close()
     return lines, width, height
+
+
+def _breaks(raw, text: str) -> Iterator[tuple[int, int]]:
+    """Where the page's lines end, and the characters the break takes: PDFium's line breaks, and a hyphen at a
+    line's end that PDFium joined to whatever the page draws next (a URL cut at a page's end runs into the next
+    page's running header otherwise)."""
+    for m in re.finditer("\r\n|\n|[\ufffe\x02]", text):
+        if m.group(0) in "\ufffe\x02":
+            if m.end() < len(text) and not text[m.end()].isspace() \
+                    and abs(_box(raw, m.start() - 1)[2] - _box(raw, m.end())[2]) > 2:
+                yield m.end(), 0  # the hyphen stays with its line
+            continue
+        yield m.start(), len(m.group(0))
+    yield len(text), 0
 
 
 _BOX = tuple(ctypes.c_double() for _ in range(4))
