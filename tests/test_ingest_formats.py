@@ -174,12 +174,14 @@ def test_a_mixed_folder_ingests_in_one_command_and_bad_pdfs_are_one_line_each(tm
     write_pdf(src / "locked.pdf", [[Text(50, 50, "secret")]], encrypted=True)
     (src / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog")
     (src / "broken.docx").write_bytes(b"PK\x03\x04 not a zip")
+    write_pdf(src / "empty.pdf", [[Text(50, 80, "A Part With No Rules", 20, bold=True)]])
     report = ingest(src, tmp_path / "out")
     assert report["kind"] == "docx+html+pdf+text"
     skipped = {s["file"]: s["reason"] for s in report["skipped"]}
     assert skipped == {"scan.pdf": "no text layer (a scanned PDF? OCR is not done here)",
                        "locked.pdf": "encrypted PDF (a password is needed to read it)",
-                       "broken.pdf": skipped["broken.pdf"], "broken.docx": skipped["broken.docx"]}
+                       "broken.pdf": skipped["broken.pdf"], "broken.docx": skipped["broken.docx"],
+                       "empty.pdf": "no text beside its title"}
     assert skipped["broken.pdf"].startswith("not a readable PDF")
     assert skipped["broken.docx"].startswith("not a readable Word (.docx) file")
     assert all("\n" not in reason for reason in skipped.values())

@@ -6,12 +6,13 @@ the footnote marks in its text) and :class:`Assembler` makes the passages the HT
   starts a passage of that rule, the number taken out of its text (``Rule`` keeps it); a paragraph that is only a
   rule number gives its number to the paragraph after it.
 - Once a document has numbered rules, a paragraph without a number belongs to the rule before it, unless it is short,
-  set apart by its type (bold), without a closing stop, not a caption ("Table 1: ...") and not followed by a table
-  row: an in-text heading, the last step of the heading path of the rules after it (the next one replaces it).
+  without a closing stop and not a caption ("Table 1: ..."), and either set apart by its type (bold) and not followed
+  by a table row, or plain, without a footnote mark and followed by a numbered rule: an in-text heading, the last
+  step of the heading path of the rules after it (the next one replaces it).
   A document without rule numbers has a passage a paragraph.
 - A heading that carries a number ("1 Scope", "Annex A") is a step of the heading path (inside the one before it at
   its level when it is an article, section or chapter in a numbered chapter, "Article 277" in "3 Counterparty Credit
-  Risk", an article in a section, or its number extends that one's, "2.1" in "2"); once a document has numbered
+  Risk", or its number extends that one's, "2.1" in "2"); once a document has numbered
   headings, an unnumbered one at or below their level is an in-text heading (a caption among a rule's lines: text).
 - List items and table rows join the passage before them (one line each; an item's depth and label kept as
   ``ListItems``, a row's cells joined by `` | ``); footnotes are passages of their own ("footnote 3"), and a mark in the
@@ -71,7 +72,7 @@ class Assembler:
         self.pending_rule = ""  # a paragraph that is only a rule number: the next paragraph's
         self.notes: dict[str, str] = {}  # footnote mark -> its text
         self.section_level = 0  # the highest level of a numbered heading ("1 Scope", "Annex A"): 0 before one
-        self.candidate: tuple[Block, str] | None = None  # a bold line that heads the rules after it, if one comes
+        self.candidate: tuple[Block, str] | None = None  # a short line that heads the rules after it, if one comes
 
     def path(self) -> tuple[str, ...]:
         heads = (self.doc.title,) + tuple(text for _, text in self.heads)
@@ -157,8 +158,9 @@ class Assembler:
             self._new(self.pending_rule, block, text)
             self.pending_rule = ""
             return
-        if self.numbered and block.strong and _in_text_heading(text):
-            self.candidate = (block, text)  # a heading if a rule comes next (:meth:`_settle`)
+        plain = not block.strong and not block.marks and text[:1].isupper() and not text.endswith(")")
+        if self.numbered and (block.strong or plain) and _in_text_heading(text):
+            self.candidate = (block, text)  # a heading if what comes next says so (:meth:`_settle`)
             return
         if self.numbered and self.current is not None:
             self._line(block, text)
@@ -166,10 +168,13 @@ class Assembler:
         self._new("", block, text)
 
     def _settle(self, block: Block, text: str) -> None:
-        """The bold line before ``block``: an in-text heading if ``block`` is a numbered rule or a heading, else a
-        line of the text (a caption, a table's title: "Table 1: ...")."""
+        """The short line before ``block``: an in-text heading if ``block`` is not a table row (a bold line) or is a
+        numbered rule or a heading (a plain one), else a line of the text (a table's title)."""
         line, self.candidate = self.candidate, None
-        heads = block.kind != ROW
+        if line[0].strong:
+            heads = block.kind != ROW
+        else:
+            heads = block.kind == HEADING or block.kind == PARAGRAPH and bool(split_rule(text)[0])
         if heads:
             self.subheading, self.current = line[1], None
         elif self.current is not None:
@@ -196,20 +201,18 @@ def _number(text: str) -> tuple[str, str]:
     return "", split_rule(text)[0].rstrip(".")
 
 
-#: Numbered headings that are a rule's own ("Article 277 ..."): inside a section at their level.
-RULE_HEADINGS = frozenset({"article", "rule", "regulation"})
 #: Named headings that divide a numbered chapter (an annex or appendix follows the chapters instead).
-PARTS = RULE_HEADINGS | {"section", "chapter"}
+PARTS = frozenset({"article", "rule", "regulation", "section", "chapter"})
 
 
 def _nests(outer: str, inner: str) -> bool:
     """Whether heading ``inner``, at the level of ``outer``, is a step inside it: an article, section or chapter in a
-    numbered chapter ("Article 277" in "3 Counterparty Credit Risk"), an article in a section, or a number that
-    extends the outer one's ("2.1" in "2")."""
+    numbered chapter ("Article 277" in "3 Counterparty Credit Risk"; an article after a section is the section's
+    sibling, as the PRA Rulebook's pages nest them), or a number that extends the outer one's ("2.1" in "2")."""
     (outer_kind, outer_n), (inner_kind, inner_n) = _number(outer), _number(inner)
     if not outer_n or not inner_n:
         return False
-    if inner_kind in PARTS and not outer_kind or inner_kind in RULE_HEADINGS and outer_kind == "section":
+    if inner_kind in PARTS and not outer_kind:
         return True
     return inner_kind == outer_kind and inner_n.startswith(outer_n + ".")
 

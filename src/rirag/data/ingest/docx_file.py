@@ -57,7 +57,7 @@ def read_docx_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[R
         assembler.add(block)
     passages = assembler.finish()
     if not passages:
-        raise DataError(f"{path}: no text")
+        raise DataError(f"{path}: no text" + (" beside its title" if doc.title != key else ""))
     doc.passages = []
     for p in passages:
         yield doc, p

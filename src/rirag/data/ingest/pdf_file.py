@@ -107,7 +107,7 @@ def read_pdf_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[Ra
         assembler.add(block)
     passages = assembler.finish()
     if not passages:
-        raise DataError(f"{path}: no text")
+        raise DataError(f"{path}: no text" + (" beside its title" if doc.title != key else ""))
     doc.passages = []
     for p in passages:
         yield doc, p
@@ -360,6 +360,8 @@ def _blocks(lines: list[Line]) -> Iterator[Block]:
     maker = _Blocks(body, min(sized or [ln.x0 for ln in lines]),
                     sorted({round(ln.size, 1) for ln in lines if ln.size >= HEADING_RATIO * body}, reverse=True))
     paras = _paragraphs(lines, body, maker.margin)
+    if len(paras) == 1 and all(ln.bold for ln in paras[0].lines):  # a page that is its title alone
+        paras[0].kind = HEADING
     words = _vocabulary(paras)
     for para in paras:
         text, marks = _joined(para.lines, words)
