@@ -184,7 +184,7 @@ def _bold(raw, i: int) -> bool:
 
 def _line(raw, text: str, start: int, end: int, page: int) -> Line | None:
     """Characters ``start:end`` of a page as a line: its box from its first and last characters, its font from its
-    first, and a tab at each gap wider than :data:`CELL_GAP` font sizes."""
+    start, middle and end (a superscript mark may open or close it), its text from :func:`_line_text`."""
     import pypdfium2.raw as pdfium_c
 
     while start < end and text[start].isspace():
@@ -193,26 +193,33 @@ def _line(raw, text: str, start: int, end: int, page: int) -> Line | None:
         end -= 1
     if start >= end:
         return None
-    # the line's size: the largest at its start, middle and end (a superscript mark may open or close it)
     size = max(pdfium_c.FPDFText_GetFontSize(raw, i) for i in (start, (start + end) // 2, end - 1)) or 1.0
     x0, _, bottom, top = _box(raw, start)
     _, x1, last_bottom, last_top = _box(raw, end - 1)
+    out, marks = _line_text(raw, text, start, end, size)
+    bold = _bold(raw, start) and _bold(raw, end - 1)
+    line, marks = _paired(out, marks)
+    return Line(line, x0, x1, max(top, last_top), min(bottom, last_bottom), size, bold, page, marks)
+
+
+def _line_text(raw, text: str, start: int, end: int, size: float) -> tuple[str, list[tuple[int, int]]]:
+    """A line's text: a tab at each gap wider than :data:`CELL_GAP` font sizes (never before a superscript), a
+    superscript number a word of its own (its place kept as a mark), a line-end hyphen PDFium marks as :data:`SOFT`."""
+    import pypdfium2.raw as pdfium_c
+
     out: list[str] = []
     marks: list[tuple[int, int]] = []
     i = start
     while i < end:
         c = text[i]
+        j = i + 1
         if c.isspace():
-            j = i
             while j < end and text[j].isspace():
                 j += 1
             gap = _box(raw, j)[0] - _box(raw, i - 1)[1]
             wide = gap > CELL_GAP * size and pdfium_c.FPDFText_GetFontSize(raw, j) >= SMALL_RATIO * size
-            out.append("\t" if wide else " ")  # (a gap before a superscript mark is never a cell's)
-            i = j
-            continue
-        if c.isdigit() and pdfium_c.FPDFText_GetFontSize(raw, i) < SMALL_RATIO * size:  # a superscript mark
-            j = i
+            out.append("\t" if wide else " ")
+        elif c.isdigit() and pdfium_c.FPDFText_GetFontSize(raw, i) < SMALL_RATIO * size:  # a superscript mark
             while j < end and text[j].isdigit():
                 j += 1
             if out and out[-1] not in " \t":
@@ -222,13 +229,10 @@ def _line(raw, text: str, start: int, end: int, page: int) -> Line | None:
             marks.append((at, at + j - i))
             if j < end and not text[j].isspace():
                 out.append(" ")
-            i = j
-            continue
-        out.append(SOFT if c in "\ufffe\x02\u00ad" else c)  # PDFium's mark of a hyphen at a line's end
-        i += 1
-    bold = _bold(raw, start) and _bold(raw, end - 1)
-    text, marks = _paired("".join(out), marks)
-    return Line(text, x0, x1, max(top, last_top), min(bottom, last_bottom), size, bold, page, marks)
+        else:
+            out.append(SOFT if c in "\ufffe\x02\u00ad" else c)  # PDFium's mark of a hyphen at a line's end
+        i = j
+    return "".join(out), marks
 
 
 def _paired(text: str, marks: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
