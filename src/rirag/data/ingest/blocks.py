@@ -22,9 +22,12 @@ the footnote marks in its text) and :class:`Assembler` makes the passages the HT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
 
 from rirag.constants import INGEST_SUBHEADING_MAX_WORDS
 from rirag.data.ingest.raw import HEADING_REF, RULE_NUMBER, Dropped, RawDocument, RawPassage, item_label
+from rirag.errors import DataError
 
 HEADING, PARAGRAPH, ITEM, ROW, FOOTNOTE = "heading", "paragraph", "item", "row", "footnote"
 #: What a row's cells are joined with (the HTML reader's table rows).
@@ -57,6 +60,21 @@ def split_rule(text: str) -> tuple[str, str]:
     if m.group(1).startswith("("):
         return "", text
     return m.group(1), text[m.end():]
+
+
+def document_passages(doc: RawDocument, blocks: Iterable[Block], dropped: Dropped,
+                      path: Path) -> Iterator[tuple[RawDocument, RawPassage]]:
+    """The passages ``blocks`` make of ``doc``, the one document of the file ``path``, once all are read (footnote
+    marks point at footnotes that may come after them); a file that gives none is refused naming it."""
+    assembler = Assembler(doc, dropped)
+    for block in blocks:
+        assembler.add(block)
+    passages = assembler.finish()
+    if not passages:
+        raise DataError(f"{path}: no text" + (" beside its title" if doc.title != doc.key else ""))
+    doc.passages = []
+    for p in passages:
+        yield doc, p
 
 
 class Assembler:

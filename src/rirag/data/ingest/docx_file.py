@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from rirag.data.ingest.blocks import CELL_SEPARATOR, FOOTNOTE, HEADING, ITEM, PARAGRAPH, ROW, Assembler, Block
+from rirag.data.ingest.blocks import CELL_SEPARATOR, FOOTNOTE, HEADING, ITEM, PARAGRAPH, ROW, Block, document_passages
 from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage, document_key
 from rirag.errors import DataError
 from rirag.io import check_input_size
@@ -51,16 +51,7 @@ def read_docx_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[R
     doc = RawDocument(key, (document.core_properties.title or "").strip() or key, path.relative_to(root).as_posix())
     if doc.title != key:
         doc.title = " ".join(doc.title.split())
-    reader = _Body(document, dropped, path.name)
-    assembler = Assembler(doc, dropped)
-    for block in reader.blocks():
-        assembler.add(block)
-    passages = assembler.finish()
-    if not passages:
-        raise DataError(f"{path}: no text" + (" beside its title" if doc.title != key else ""))
-    doc.passages = []
-    for p in passages:
-        yield doc, p
+    yield from document_passages(doc, _Body(document, dropped, path.name).blocks(), dropped, path)
 
 
 def _styles(document) -> dict[str, str]:

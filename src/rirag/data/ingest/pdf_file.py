@@ -36,8 +36,8 @@ from rirag.data.ingest.blocks import (
     ITEM,
     PARAGRAPH,
     ROW,
-    Assembler,
     Block,
+    document_passages,
     split_rule,
 )
 from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage, document_key, item_label
@@ -102,15 +102,7 @@ def read_pdf_file(path: Path, root: Path, dropped: Dropped) -> Iterator[tuple[Ra
     lines = _body(pages, dropped, path.name)
     key = document_key(path.stem)
     doc = RawDocument(key, key, path.relative_to(root).as_posix())
-    assembler = Assembler(doc, dropped)
-    for block in _blocks(lines):
-        assembler.add(block)
-    passages = assembler.finish()
-    if not passages:
-        raise DataError(f"{path}: no text" + (" beside its title" if doc.title != key else ""))
-    doc.passages = []
-    for p in passages:
-        yield doc, p
+    yield from document_passages(doc, _blocks(lines), dropped, path)
 
 
 # -- lines of a page ---------------------------------------------------------------------------------------------------
