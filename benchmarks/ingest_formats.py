@@ -23,7 +23,9 @@ HTML corpus, document by document (the same file stem):
   each corpus by text as ``rirag data ingest --questions`` maps it: R@10, Both@10.
 
 ``libraries``: pages/s of each candidate PDF library's text extraction on the same ``--sample`` files (the first N
-by name), in this process, one after another; a library that is not installed is listed as such.
+by name), each in a fresh process, one after another; a library that is not installed is listed as such
+(``--library-path DIR``: where one installed apart lies, ``pip install --target DIR docling-parse``;
+``--libraries-only`` times them again and keeps the rest of the results file).
 Writes benchmarks/results/ingest_formats.json.
 """
 
@@ -142,8 +144,9 @@ def retrieval(folder: Path, questions: Path, default: bool) -> dict:
         run = build_retriever(corpus.corpus, spec).search({q.id: q.text for q in qset.questions}, k=RUN_DEPTH)
         result = evaluate_run(qrels_of(qset.questions), run, k=EVAL_K)
         pairs = pair_metrics(qset.items, run, k=EVAL_K)
-        out[name] = {"recall@10": round(result["recall@10"], 4), "both@10": round(pairs["both@10"], 4),
-                     "pairs": pairs["pair_questions"]}
+        out[f"{name}_recall@10"] = round(result["recall@10"], 4)
+        out[f"{name}_both@10"] = round(pairs["both@10"], 4)
+        out["pairs"] = pairs["pair_questions"]
     return out
 
 
@@ -170,8 +173,12 @@ def _pdfium_text(f: Path) -> None:
 def _rirag_pdf(f: Path) -> None:
     from rirag.data.ingest.pdf_file import read_pdf_file
     from rirag.data.ingest.raw import Dropped
+    from rirag.errors import DataError
 
-    for _ in read_pdf_file(f, f.parent, Dropped()):
+    try:
+        for _ in read_pdf_file(f, f.parent, Dropped()):
+            pass
+    except DataError:  # a page that is its title alone: read whole, then refused
         pass
 
 
@@ -191,7 +198,13 @@ def _pypdf_text(f: Path) -> None:
 
 
 def _docling_parse_text(f: Path) -> None:
-    raise ImportError("docling-parse")  # not installed here (its wheels bundle models and a C++ build)
+    from docling_core.types.doc.page import TextCellUnit
+    from docling_parse.pdf_parser import DoclingPdfParser
+
+    doc = DoclingPdfParser().load(path_or_stream=str(f))
+    for _, page in doc.iterate_pages():
+        [cell.text for cell in page.iterate_cells(unit_type=TextCellUnit.LINE)]
+    doc.unload()
 
 
 LIBRARIES = {
@@ -199,26 +212,37 @@ LIBRARIES = {
     "rirag pdf reader (pypdfium2, layout and structure)": ("pypdfium2", _rirag_pdf),
     "pdfplumber (pdfminer.six)": ("pdfplumber", _pdfplumber_text),
     "pypdf": ("pypdf", _pypdf_text),
-    "docling-parse": ("docling_parse", _docling_parse_text),
+    "docling-parse": ("docling-parse", _docling_parse_text),
 }
 
 
-def libraries(files: list[Path]) -> dict:
+def time_library(name: str, files: list[Path]) -> dict | str:
+    """One library's text extraction over ``files``, in this process: its version, seconds, pages/s."""
     import importlib.metadata as md
 
+    dist, fn = LIBRARIES[name]
+    try:
+        version = md.version(dist)
+    except md.PackageNotFoundError:
+        return "not installed"
     pages = _pdf_pages(files)
-    out = {"files": len(files), "pages": pages}
-    for name, (dist, fn) in LIBRARIES.items():
-        try:
-            version = md.version(dist.replace("_", "-"))
-        except md.PackageNotFoundError:
-            out[name] = "not installed"
-            continue
-        start = time.perf_counter()
-        for f in files:
-            fn(f)
-        wall = time.perf_counter() - start
-        out[name] = {"version": version, "wall_s": round(wall, 1), "pages_per_s": round(pages / wall, 1)}
+    start = time.perf_counter()
+    for f in files:
+        fn(f)
+    wall = time.perf_counter() - start
+    return {"version": version, "wall_s": round(wall, 1), "pages_per_s": round(pages / wall, 1)}
+
+
+def libraries(files: list[Path], extra_path: str) -> dict:
+    """Each library timed in a fresh process of its own, one after another (``extra_path``: a folder put first on
+    the path of those processes, where a library installed apart lies: ``pip install --target DIR docling-parse``,
+    whose dependencies would change the project's environment)."""
+    out: dict = {"files": len(files), "pages": _pdf_pages(files), "extra_path": bool(extra_path)}
+    path = os.pathsep.join(x for x in (extra_path, str(REPO / "src")) if x)
+    for name in LIBRARIES:
+        proc = subprocess.run([sys.executable, __file__, "--time-library", name, "--files", *map(str, files)],
+                              env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True)
+        out[name] = json.loads(proc.stdout) if proc.returncode == 0 else f"failed: {proc.stderr.strip()[-300:]}"
     return out
 
 
@@ -231,10 +255,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--default", action="store_true", help="the default retriever too (embeds each corpus)")
     ap.add_argument("--sample", type=int, default=20, help="PDF files the libraries are timed on")
     ap.add_argument("--load", default="", help="what else ran on the machine meanwhile (recorded as said)")
+    ap.add_argument("--library-path", default="", help="a folder of libraries installed apart (docling-parse)")
+    ap.add_argument("--libraries-only", action="store_true", help="time the libraries again, keep the rest")
+    ap.add_argument("--time-library", help=argparse.SUPPRESS)
+    ap.add_argument("--files", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.time_library:  # the child process of libraries()
+        print(json.dumps(time_library(args.time_library, [Path(f) for f in args.files])))
+        return 0
+    sample = sorted((Path(args.docs) / "pdf").glob("*.pdf"))[: args.sample]
+    if args.libraries_only:
+        row = json.loads(RESULTS.read_text("utf-8"))
+        row["libraries"] = libraries(sample, args.library_path)
+        RESULTS.write_text(json.dumps(row, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        print(json.dumps(row["libraries"], indent=2))
+        return 0
     docs, work = Path(args.docs), Path(args.work)
     sources = {"html": Path(args.pages), "pdf": docs / "pdf", "docx": docs / "docx"}
-    row: dict = {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0], "other_load": args.load, "formats": {}}
+    row: dict = {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0], "other_load": args.load, "formats": {},
+                 "against_html": {}, "retrieval": {}, "dropped": {}, "layout_examples": {}}
     corpora = {}
     for fmt, src in sources.items():
         out = work / fmt
@@ -246,25 +285,27 @@ def main(argv: list[str] | None = None) -> int:
         summary = json.loads((out / "xref" / "summary.json").read_text("utf-8"))
         corpora[fmt] = _corpus(out)
         row["formats"][fmt] = {
-            "files": len(files), "pages": pages,
-            "ingest": {**ingest, "pages_per_s": round(pages / ingest["wall_s"], 1)},
-            "documents": report["documents"], "passages": report["passages"], "dropped": report["dropped"],
+            "files": len(files), "pages": pages, **{f"ingest_{k}": v for k, v in ingest.items()},
+            "ingest_pages_per_s": round(pages / ingest["wall_s"], 1),
+            "documents": report["documents"], "passages": report["passages"],
             "skipped": len(report.get("skipped", [])), "xref_resolved": summary["resolved"],
             "xref_references": summary["references"], "xref_wall_s": xref["wall_s"],
-            "retrieval": retrieval(out, Path(args.questions), args.default),
-            "layout_passages": layout_passages(corpora[fmt]),
+            "layout_passages": layout_passages(corpora[fmt])["count"],
         }
+        row["dropped"][fmt] = report["dropped"]
+        row["retrieval"][fmt] = retrieval(out, Path(args.questions), args.default)
+        row["layout_examples"][fmt] = layout_passages(corpora[fmt])["examples"]
     html = row["formats"]["html"]
     for fmt in ("pdf", "docx"):
-        this = row["formats"][fmt]
-        this["against_html"] = {
+        this, runs = row["formats"][fmt], row["retrieval"]
+        row["against_html"][fmt] = {
             **compare(corpora["html"], corpora[fmt]),
+            "layout_passages": this["layout_passages"],
             "xref_resolved_ratio": round(this["xref_resolved"] / html["xref_resolved"], 4),
-            **{f"{name}_both@10_minus_html": round(this["retrieval"][name]["both@10"]
-                                                   - html["retrieval"][name]["both@10"], 4)
-               for name in this["retrieval"] if isinstance(this["retrieval"][name], dict) and name != "gold_by"},
+            **{f"{name}_both@10_minus_html": round(runs[fmt][f"{name}_both@10"] - runs["html"][f"{name}_both@10"], 4)
+               for name in ("bm25", "default") if f"{name}_both@10" in runs[fmt]},
         }
-    row["libraries"] = libraries(sorted(sources["pdf"].glob("*.pdf"))[: args.sample])
+    row["libraries"] = libraries(sample, args.library_path)
     RESULTS.write_text(json.dumps(row, indent=2, ensure_ascii=False) + "\n", "utf-8")
     print(json.dumps(row, indent=2, ensure_ascii=False))
     return 0
