@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,17 +50,42 @@ PAGE_LINE = re.compile(r"^(?:page\s+)?\d{1,4}\s*(?:/|of)\s*\d{1,4}$", re.IGNOREC
 
 
 def _run(cmd: list[str]) -> dict:
-    """``cmd`` in a fresh process: wall seconds and that process's peak RSS (MiB)."""
+    """``cmd`` in a fresh process: wall and CPU seconds and its peak RSS (MiB): the largest ``VmHWM`` its
+    ``/proc/PID/status`` shows once it runs ``cmd`` (polled every 50 ms). Not ``ru_maxrss``: Linux keeps a process's
+    high-water mark across ``exec``, so a child of this process (which holds the corpora it read) would report this
+    process's size."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
+    peak = 0
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, _high_water_kib(proc.pid, cmd[-1]))
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read().decode('utf-8', 'replace')[-2000:]}")
     return {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+            "peak_rss_mib": round(peak / 1024, 1)}
+
+
+def _high_water_kib(pid: int, last_arg: str) -> int:
+    """A running process's ``VmHWM`` (KiB) once its command line is ours (before ``exec`` it is a copy of this
+    process); 0 before then or once it is gone."""
+    try:
+        if last_arg not in Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace"):
+            return 0
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _corpus(folder: Path) -> dict[str, list[dict]]:
