@@ -48,6 +48,7 @@ def _rulebook_pdf(path: Path) -> Path:
         Text(50, 795, "1. The regulation of the PRA is set out in FSMA.", 7),
     ]
     page2 = _running(2, 3) + [
+        Text(300, 60, "1 Application ........... 1"),  # a table of contents' line
         Text(100, 80, "Buffer", bold=True), Text(250, 80, "Rate", bold=True),  # the header printed again
         Text(100, 93, "Countercyclical"), Text(250, 93, "0%"),
         Text(50, 120, "2 Articles", 14, bold=True),
@@ -93,6 +94,7 @@ def test_a_pdf_rulebook_keeps_its_structure_and_drops_its_layout(tmp_path):
     assert lines == " ".join([f"Left column line {i} of the text." for i in range(6)]
                              + [f"Right column line {i} of the text." for i in range(6)])
     assert report["dropped"]["header or footer"] == 6  # a header and a footer line (its two runs joined) a page
+    assert report["dropped"]["table of contents"] == 1 and "......" not in texts
 
 
 def _rulebook_docx(path: Path) -> Path:

@@ -4,8 +4,8 @@ characters alone:
 
 - running headers and footers (a line in the top or bottom tenth of a page whose place and first words, digits
   aside, are there on at least half of the pages and on two; on a one-page file a line there in a smaller font than
-  the text; any line within 4 % of the page's top or bottom edge) and page numbers ("3", "3/27", "Page 3 of 27")
-  are dropped;
+  the text; any line within 4 % of the page's top or bottom edge), page numbers ("3", "3/27", "Page 3 of 27") and
+  a table of contents' lines (a dot leader and a page number) are dropped;
 - two columns are read column by column (lines wholly left and wholly right of the page's middle, between lines that
   cross it);
 - lines are joined into paragraphs (a new one at a wider gap than the line spacing, a change of font size, an outdent,
@@ -46,6 +46,8 @@ from rirag.io import check_input_size
 
 #: A line that is only a page number: "3", "- 3 -", "3/27", "3 of 27", "Page 3", "Page 3 of 27".
 PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—]?\s*\d{1,4}\s*(?:(?:/|of)\s*\d{1,4})?\s*[-–—]?$", re.IGNORECASE)
+#: A line of a table of contents: a dot leader and a page number ("1 Application ........ 3").
+TOC_LINE = re.compile(r"(?:\.\s?){4,}\s*\d{1,4}$|…\s*\d{1,4}$")
 #: The share of a page's height, at its top and at its bottom, where running headers and footers are looked for.
 MARGIN_BAND = 0.1
 #: A gap between two words wider than this many font sizes separates table cells (or a number from its text).
@@ -301,8 +303,10 @@ def _body(pages: list[tuple[list[Line], float, float]], dropped: Dropped, name: 
                     or (margin and (seen[_shape(line)] >= repeated or (len(pages) == 1 and line.size < body_size))) \
                     or (margin and PAGE_NUMBER.match(line.text.strip())):
                 dropped.add("header or footer", f"{name}: page {line.page + 1}")
-                continue
-            kept.append(line)
+            elif TOC_LINE.search(line.text):
+                dropped.add("table of contents", f"{name}: page {line.page + 1}")
+            else:
+                kept.append(line)
         out.extend(_columns(kept, width))
     return out
 
