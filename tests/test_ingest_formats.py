@@ -202,10 +202,12 @@ def test_hyphenated_and_lettered_article_numbers_are_kept_by_every_reader(tmp_pa
         f"<h2>Article {n}</h2><p>The provider reports ({n}).</p>" for n in numbers) + "</main></body></html>", "utf-8")
     (src / "rst_code.rst").write_text("Code\n====\n\n" + "".join(
         f"Article {n}\n{'-' * (8 + len(n))}\n\nThe provider informs ({n}).\n\n" for n in numbers), "utf-8")
+    records = [{"document": "REC", "rule": n, "text": f"The provider pays ({n})."} for n in numbers]
+    (src / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
     ingest(src, tmp_path / "out")
     ids: dict[str, set[str]] = {}
     for r in _passages(tmp_path / "out"):
         ids.setdefault(r["Source"], set()).add(r["PassageID"])
-    assert ids["txt_code.txt"] == set(numbers)
+    assert ids["txt_code.txt"] == ids["records.jsonl"] == set(numbers)
     for source in ("md_code.md", "html_code.html", "rst_code.rst"):
         assert ids[source] == {f"Article {n}" for n in numbers}, source
