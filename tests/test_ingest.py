@@ -206,7 +206,7 @@ def _bad(tmp_path: Path, source: Path, caplog) -> str:
 def test_bad_input_is_one_line_exit_2_and_out_untouched(tmp_path, caplog):
     empty = tmp_path / "nopages"
     empty.mkdir()
-    (empty / "readme.pdf").write_bytes(b"%PDF")
+    (empty / "readme.odt").write_bytes(b"PK")
     assert "no parsable page" in _bad(tmp_path, empty, caplog)
     blank = tmp_path / "blank"
     blank.mkdir()

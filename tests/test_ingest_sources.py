@@ -32,6 +32,7 @@ def test_a_mixed_folder_reads_every_format_and_lists_every_skipped_file(tmp_path
                                     "utf-8")
     (src / "table.csv").write_text("document,text\nCOB,A firm must treat customers fairly.\n", "utf-8")
     (src / "scan.pdf").write_bytes(b"%PDF-1.4")
+    (src / "slides.odp").write_bytes(b"PK\x03\x04")
     (src / ".DS_Store").write_bytes(b"\x00\x00")
     (src / "SOURCE.md").write_text("Captured from the web on 1 January.\n", "utf-8")
     report = ingest(src, tmp_path / "out")
@@ -40,8 +41,9 @@ def test_a_mixed_folder_reads_every_format_and_lists_every_skipped_file(tmp_path
                                         "A firm must treat customers fairly."}
     assert report["kind"] == "html+records+text"
     skipped = {s["file"]: s["reason"] for s in report["skipped"]}
-    assert set(skipped) == {"scan.pdf", ".DS_Store", "SOURCE.md"}
-    assert "no reader for .pdf" in skipped["scan.pdf"]
+    assert set(skipped) == {"scan.pdf", "slides.odp", ".DS_Store", "SOURCE.md"}
+    assert "no reader for .odp" in skipped["slides.odp"]
+    assert skipped["scan.pdf"].startswith("not a readable PDF")  # read by the PDF reader, refused in one line
     written = json.loads((tmp_path / "out" / "ingest_report.json").read_text("utf-8"))
     assert written["skipped"] == report["skipped"]
 
@@ -172,10 +174,10 @@ def test_a_single_file_of_another_format_is_read_by_its_reader(tmp_path):
     md.write_text("# Rules\n\n1.1 A firm must keep records.\n", "utf-8")
     ingest(md, tmp_path / "out")
     assert _texts(tmp_path / "out") == {"1.1 A firm must keep records."}
-    pdf = tmp_path / "scan.pdf"
-    pdf.write_bytes(b"%PDF-1.4")
-    with pytest.raises(DataError, match=r"scan.pdf: not a folder .* \(formats: .html, .htm"):
-        ingest(pdf, tmp_path / "out")
+    odp = tmp_path / "slides.odp"
+    odp.write_bytes(b"PK\x03\x04")
+    with pytest.raises(DataError, match=r"slides.odp: not a folder .* \(formats: .html, .htm"):
+        ingest(odp, tmp_path / "out")
 
 
 def test_a_page_too_large_to_serve_is_refused_at_ingest_in_one_line(tmp_path, monkeypatch, capsys):

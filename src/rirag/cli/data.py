@@ -162,8 +162,8 @@ def add_parsers(sub: Any) -> None:
     add_data_option(x)
     x.add_argument("--out", default=None, help="output folder (default: DATA/xref, beside the corpus)")
     x.set_defaults(func=cmd_data_xref)
-    i = data.add_parser("ingest", help="a rulebook (saved HTML pages, JSONL/CSV passages, .txt/.md/.rst files) "
-                                       "into a corpus folder for --data")
+    i = data.add_parser("ingest", help="a rulebook (saved HTML pages, PDF and Word .docx files, JSONL/CSV passages, "
+                                       ".txt/.md/.rst files) into a corpus folder for --data")
     i.add_argument("source", metavar="SOURCE",
                    help="a folder (each file read by the reader of its suffix, or listed with its reason under "
                         "'skipped' in ingest_report.json) or one file, e.g. a .jsonl/.csv of passages "

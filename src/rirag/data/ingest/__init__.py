@@ -1,6 +1,6 @@
-"""Corpus ingestion (``rirag data ingest``): a regulator's rulebook (saved HTML pages, JSONL/CSV passages, or
-text/Markdown files) into a corpus folder in the ObliQA layout, which :func:`rirag.data.obliqa.load_obliqa` reads
-like ObliQA itself.
+"""Corpus ingestion (``rirag data ingest``): a regulator's rulebook (saved HTML pages, PDF or Word files, JSONL/CSV
+passages, or text/Markdown/reST files) into a corpus folder in the ObliQA layout, which
+:func:`rirag.data.obliqa.load_obliqa` reads like ObliQA itself.
 
 Written to ``--out`` (atomically: a failure leaves it untouched)::
 
@@ -25,8 +25,12 @@ The package, one module a part:
 - :mod:`~rirag.data.ingest.readers`: the one table of source formats, file suffix -> reader;
 - one reader module a format: :mod:`~rirag.data.ingest.html_page` (``.html``, ``.htm``; the text of an element in
   :mod:`~rirag.data.ingest.html_text`, the walk as a page is parsed in :mod:`~rirag.data.ingest.html_walk`),
-  :mod:`~rirag.data.ingest.text_file` (``.txt``, ``.md``, ``.markdown``), :mod:`~rirag.data.ingest.records`
-  (``.jsonl``, ``.csv``), :mod:`~rirag.data.ingest.rst_file` (``.rst``; docutils reads a file whole);
+  :mod:`~rirag.data.ingest.pdf_file` (``.pdf``; PDFium), :mod:`~rirag.data.ingest.docx_file` (``.docx``;
+  python-docx), :mod:`~rirag.data.ingest.text_file` (``.txt``, ``.md``, ``.markdown``),
+  :mod:`~rirag.data.ingest.records` (``.jsonl``, ``.csv``), :mod:`~rirag.data.ingest.rst_file` (``.rst``; docutils
+  reads a file whole);
+- :mod:`~rirag.data.ingest.blocks`: the passages of a PDF's or Word file's blocks (headings, paragraphs, list items,
+  table rows, footnotes), as the HTML reader makes them;
 - :mod:`~rirag.data.ingest.raw`: the documents and passages every reader yields, and the decoding of a file as it
   is read (:class:`~rirag.data.ingest.raw.SourceText`);
 - :mod:`~rirag.data.ingest.labels`: each passage's PassageID, long passages cut into parts;

@@ -262,10 +262,14 @@ def read_text(path: Path, declared: Callable[[bytes], str | None] | None = None)
     return "".join(SourceText(path, declared).text_chunks())
 
 
-#: A leading rule or paragraph number in text (plain text, never markup): "1.2", "1.2.3A", "12.", "(3)".
-RULE_NUMBER = re.compile(r"^(\d+(?:\.\d+)*[A-Z]?\.?|\(\w{1,4}\))\s+(?=\S)")
+#: A leading rule or paragraph number in text (plain text, never markup): "1.2", "1.2.3A", "3A.1", "50.ZA", "12.",
+#: "(3)", and the
+#: hyphenated and lettered article numbers of civil-law codes: "313-1" (numbers of 1-3 digits either side of the
+#: hyphen, so a year range "2019-20" is never one), "4A", "10a".
+RULE_NUMBER = re.compile(
+    r"^((?:\d{1,3}(?:-\d{1,3})+|\d+[A-Z]{0,2}(?:\.(?:\d+[A-Z]{0,2}|[A-Z]{1,2}))*)[a-z]?\.?|\(\w{1,4}\))\s+(?=\S)")
 #: The short reference of a heading, used to qualify a rule number that repeats in a document ("Article 277a").
-HEADING_REF = re.compile(r"^((?:Article|Section|Chapter|Part|Annex|Schedule|Regulation|Rule|Appendix)\s+[\w.]+)",
-                         re.IGNORECASE)
+HEADING_REF = re.compile(
+    r"^((?:Article|Section|Chapter|Part|Annex|Schedule|Regulation|Rule|Appendix)\s+[\w.]+(?:-\w+)*)", re.IGNORECASE)
 #: A paragraph number that means something only inside its article or section: "2.", "3", "(4)", "(b)".
 BARE_NUMBER = re.compile(r"^\(?[0-9A-Za-z]{1,4}\)?\.?$")

@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from rirag.data.ingest.docx_file import read_docx_file
 from rirag.data.ingest.html_page import read_html_page
+from rirag.data.ingest.pdf_file import read_pdf_file
 from rirag.data.ingest.raw import Dropped, RawDocument, RawPassage
 from rirag.data.ingest.records import read_records
 from rirag.data.ingest.rst_file import read_rst_file
@@ -33,6 +35,8 @@ READERS: dict[str, Reader] = {
     ".jsonl": RECORDS,
     ".csv": RECORDS,
     ".rst": Reader("text", read_rst_file),
+    ".pdf": Reader("pdf", read_pdf_file),
+    ".docx": Reader("docx", read_docx_file),
 }
 
 
