@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
@@ -22,8 +22,9 @@ from rirag.generation.focused.footnotes import with_footnotes
 from rirag.generation.focused.referring import add_referring
 from rirag.generation.focused.whole_rules import whole_rules
 
-if TYPE_CHECKING:
-    from rirag.generation.focused.answerer import FocusedAnswerer
+#: What a pass reads of the answerer (:class:`~rirag.generation.focused.answerer.FocusedAnswerer`: its config, its
+#: reference graph and corpus, its splitter, its following); typed loosely so that this table needs nothing above it.
+FocusedAnswerer = Any
 
 
 @dataclass(frozen=True)
@@ -34,31 +35,31 @@ class Pass:
     name: str
     switch: str
     needs_graph: bool
-    run: Callable[["FocusedAnswerer", FocusedAnswer, AnswerRequest], FocusedAnswer]
+    run: Callable[[FocusedAnswerer, FocusedAnswer, AnswerRequest], FocusedAnswer]
 
-    def applies(self, answerer: "FocusedAnswerer", request: AnswerRequest) -> bool:
+    def applies(self, answerer: FocusedAnswerer, request: AnswerRequest) -> bool:
         """Whether the pass runs for ``request``: its switch is on, and the graph and ids are there if it needs them."""
         return bool(getattr(answerer.config, self.switch)) and (
             not self.needs_graph or (answerer.references is not None and request.ids is not None))
 
 
-def _follow(answerer: "FocusedAnswerer", answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+def _follow(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     return unsaid_where_cited(answerer._followed_notes(answer, answerer.follow(answer, request), request.passages))
 
 
-def _referring(answerer: "FocusedAnswerer", answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+def _referring(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     cfg = answerer.config
     return add_referring(answer, request.passages, request.ids, answerer.context_links(request.ids),
                          cfg.referring_min_score, cfg.referring_max_added)
 
 
-def _whole(answerer: "FocusedAnswerer", answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+def _whole(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     cfg = answerer.config
     return whole_rules(answer, request.passages, cfg.whole_rule_max_words, cfg.whole_answer_max_words,
                        answerer._split, cfg.whole_core_only)
 
 
-def _footnotes(answerer: "FocusedAnswerer", answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+def _footnotes(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     cfg = answerer.config
     return with_footnotes(answer, request.passages, request.ids, answerer.references, answerer.corpus_texts or {},
                           cfg.whole_rule_max_words, cfg.whole_answer_max_words, answerer._split)
@@ -73,7 +74,7 @@ PASSES: tuple[Pass, ...] = (
 )
 
 
-def run_passes(answerer: "FocusedAnswerer", answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+def run_passes(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     """``answer`` through every pass of :data:`PASSES` that applies to ``request``, in order."""
     for step in PASSES:
         if step.applies(answerer, request):
