@@ -5,9 +5,9 @@ mapped to the ingested PRA corpus by text), each the command a user types:
 
 * ``default``: ``rirag submit`` (the default retriever; the focused answerer with its default switches: each cited
   rule quoted whole where it fits, ``--whole-rules``; the rule referring to a cited one cited, ``--cite-referring``;
-  a rule with its footnotes, ``--footnotes``);
-* ``default-before``: the same with ``--no-whole-rules --no-cite-referring --no-footnotes`` (the answers before
-  issue 64);
+  a rule with its footnotes, ``--footnotes``; the lead's linked rules alone when it has one, ``--linked-only``);
+* ``default-before``: the same with ``--no-whole-rules --no-cite-referring --no-footnotes --no-linked-only`` (the
+  answers before issue 64);
 * ``bm25`` / ``bm25-before``: the same two over ``--retriever bm25``.
 
 Per row (:mod:`rirag.scoring.gold_text`, :mod:`rirag.scoring.answer_quality`): gold-rule coverage (per question, the
@@ -48,7 +48,7 @@ from rirag.io import atomic_write_json, portable_args, portable_path
 
 logger = logging.getLogger(__name__)
 
-BEFORE = ["--no-whole-rules", "--no-cite-referring", "--no-footnotes"]
+BEFORE = ["--no-whole-rules", "--no-cite-referring", "--no-footnotes", "--no-linked-only"]
 ROWS: dict[str, list[str]] = {"default": [], "default-before": BEFORE, "bm25": ["--retriever", "bm25"],
                               "bm25-before": ["--retriever", "bm25", *BEFORE]}
 KEYS = ("gold_rule_coverage_min", "gold_rule_coverage_mean", "gold_text_precision",

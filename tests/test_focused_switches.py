@@ -21,12 +21,12 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 #: Every switch that is on by default, turned off.
-OFF = ("--no-follow-references", "--no-cite-referring", "--no-footnotes", "--no-whole-rules")
+OFF = ("--no-follow-references", "--no-cite-referring", "--no-footnotes", "--no-linked-only", "--no-whole-rules")
 
 
 def test_the_switches_are_the_fields_that_carry_one():
-    assert SWITCHES == ("say_missing", "cite_referring", "footnotes", "whole_rules", "follow_references",
-                        "passage_set", "focus_lists")
+    assert SWITCHES == ("say_missing", "cite_referring", "footnotes", "whole_rules", "linked_only",
+                        "follow_references", "passage_set", "focus_lists")
     p = argparse.ArgumentParser()
     add_generator_options(p)
     by_dest = {a.dest: a for a in p._actions}
@@ -51,7 +51,8 @@ def test_the_spec_and_the_manifest_carry_a_switch_only_when_it_is_on():
     # the command's default follows references, cites referring rules and quotes rules whole: spec and manifest say so
     default = parse()
     assert generator_spec("focused", None, default).options == {
-        "device": None, "cite_referring": True, "footnotes": True, "whole_rules": True, "follow_references": True}
+        "device": None, "cite_referring": True, "footnotes": True, "linked_only": True, "whole_rules": True,
+        "follow_references": True}
     assert generator_manifest(default)["generator_options"]["follow_references"] is True
     # another kind never takes them
     assert generator_spec("extractive", None, parse("--focus-lists", "--follow-references")).options == {"device": None}
@@ -72,8 +73,9 @@ def test_a_switch_on_by_default_is_on_in_the_command_and_off_in_a_spec_without_i
     assert command_defaults(WithDefaultOn)["quote_titles"] is True
     # the field keeps off: a spec or manifest written without the switch (before it existed, or off) means off
     assert WithDefaultOn().quote_titles is False and FocusedConfig().follow_references is False
-    assert command_defaults() == {"say_missing": False, "cite_referring": True, "footnotes": True, "whole_rules": True,
-                                  "follow_references": True, "passage_set": False, "focus_lists": False}
+    assert command_defaults() == {"say_missing": False, "cite_referring": True, "footnotes": True, "linked_only": True,
+                                  "whole_rules": True, "follow_references": True, "passage_set": False,
+                                  "focus_lists": False}
 
 
 def test_adding_a_switch_is_one_field():
@@ -88,8 +90,8 @@ def test_adding_a_switch_is_one_field():
     args = p.parse_args(["--quote-titles", "--unrecorded"])
     assert args.quote_titles is True
     # the unrecorded switch stays out of the spec; follow_references is on by default
-    assert switches_on(args, WithAnother) == {"cite_referring": True, "footnotes": True, "whole_rules": True,
-                                              "follow_references": True, "quote_titles": True}
+    assert switches_on(args, WithAnother) == {"cite_referring": True, "footnotes": True, "linked_only": True,
+                                              "whole_rules": True, "follow_references": True, "quote_titles": True}
     assert switches_on(p.parse_args([*OFF]), WithAnother) == {}
 
 

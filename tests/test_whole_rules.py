@@ -129,3 +129,34 @@ def test_a_written_graph_answers_who_refers_to_a_passage(tmp_path):
     graph = ReferenceGraph(graph=path)
     assert sorted(s for s, _ in graph.referrers("b")) == ["a", "c"]
     assert [s for s, _ in graph.referrers("d")] == ["c"] and graph.referrers("a") == []
+
+
+def test_a_cited_footnote_before_its_cited_rule_moves_after_it():
+    from types import SimpleNamespace
+
+    from rirag.generation.focused.footnotes import with_footnotes
+
+    rule = "Important business services must be mapped by the firm 25 before the deadline."
+    note = "25. Important business services are those defined in the Operational Continuity Part."
+    start = rule.index("25")
+    corpus = {"r": SimpleNamespace(text=rule, marks=((start, start + 2),)), "n": SimpleNamespace(text=note, marks=())}
+    graph = _Graph({"r": [Link("25", start, start + 2, ("n",))]})
+    answer = _answer([note, rule], [(0, 0), (1, 0)])  # the footnote ranked and quoted first
+    out = with_footnotes(answer, [note, rule], ["n", "r"], graph, corpus, 100, 400)
+    assert [s.unit.passage for s in out.kept] == [1, 0]
+
+
+def test_an_answer_whose_lead_is_linked_keeps_its_linked_rules_alone():
+    from dataclasses import replace
+
+    from rirag.generation.focused.answer import Followed
+    from rirag.generation.focused.paired import linked_set
+
+    passages = [RULE, OTHER, TARGET]
+    answer = _answer(passages, [(0, 0), (1, 0), (2, 0)])
+    assert linked_set(answer) is answer  # no link: every cited rule stays
+    linked = replace(answer, followed=[Followed(1, "Rule 4.2", 3, "t")])
+    assert [s.unit.passage for s in linked_set(linked).kept] == [0, 2]
+    # a link between two rules other than the lead leaves the answer as it is
+    other = replace(answer, followed=[Followed(2, "x", 3, "t")])
+    assert linked_set(other) is other

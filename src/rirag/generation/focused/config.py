@@ -124,8 +124,14 @@ class FocusedConfig:
         SWITCH: Switch("--whole-rules", "quote each cited rule whole (its conditions, items and exceptions) where it "
                        "is short enough to read as one, a longer one through the parts that answer; on by default "
                        "(docs/research.md, issue 64)", default=True)})
-    whole_rule_max_words: int = field(default=170, metadata={
+    whole_rule_max_words: int = field(default=250, metadata={
         "help": "With whole_rules: a cited rule of at most this many words is quoted whole."})
+    linked_only: bool = field(default=False, metadata={
+        "help": "An answer whose lead rule is quoted with a rule it is linked to (followed, referring) keeps that "
+                "linked set alone (rirag.generation.focused.paired).",
+        SWITCH: Switch("--linked-only", "when the lead rule is quoted with a rule it refers to or that refers to "
+                       "it, leave out the other cited rules, linked to neither (graders marked such rules down as "
+                       "padding); on by default (docs/research.md, issue 64)", default=True)})
     whole_core_only: bool = field(default=False, metadata={
         "help": "With whole_rules: quote whole only the lead rule and the rules linked to a cited one (followed, "
                 "referring, footnotes); any other cited rule keeps the units the selection chose."})

@@ -146,6 +146,8 @@ class _Follower:
         limits = answerer.limits
         self.threshold = max(limits.option("min_score"), self.cfg.follow_ratio * answer.kept[0].score)
         self.max_words, self.extra_words = limits.option("max_words"), limits.extra_unit_words()
+        if self.cfg.whole_rules:  # a rule followed is quoted whole too: it may be as long as a whole cited rule
+            self.extra_words = max(self.extra_words, self.cfg.whole_rule_max_words)
         self.first_words = answer.kept[0].unit.words if answer.kept else 0
         self.words = sum(k.unit.words for k in answer.kept)
         self.cited = {n - 1 for k in answer.kept for n in k.numbers}

@@ -10,7 +10,8 @@ passage in the answer's order:
 * quotes right after it each footnote its marks lead to (a reference whose span is one of the passage's footnote
   marks), taken from the given passages or, when not retrieved, from the corpus (added after the given ones);
 * quotes right before a cited footnote the rule that carries its mark (from the written graph:
-  :meth:`rirag.xref.graph.ReferenceGraph.referrers`).
+  :meth:`rirag.xref.graph.ReferenceGraph.referrers`); when that rule is quoted already, after it, the footnote is
+  moved right after it.
 
 A footnote or rule is quoted whole when it has at most ``rule_max_words`` words, else through its unit holding the
 mark (the rule) or its first unit (the footnote); nothing is added past ``answer_max_words``. Each addition is
@@ -94,7 +95,7 @@ def with_footnotes(answer: FocusedAnswer, passages: Sequence[str], ids: Sequence
             if len(link.targets) == 1 and _is_mark(corpus, source, link):
                 _add(state, answer, p, source, link, corpus, rule_max_words, answer_max_words, split, after=False)
                 break
-    if len(state.kept) == len(answer.kept):
+    if state.kept == list(answer.kept):
         return answer
     return replace(answer, kept=state.kept, followed=state.followed, added=state.added)
 
@@ -104,7 +105,11 @@ def _add(state: _State, answer: FocusedAnswer, p: int, other: str, link: Link, c
     """Quote passage ``other`` next to the cited passage ``p`` (after it: ``p``'s footnote; before: its rule)."""
     known = other in state.number
     n = state.index(other, corpus)
-    if n is None or any(k.unit.passage == n for k in state.kept):
+    if n is None:
+        return
+    if any(k.unit.passage == n for k in state.kept):
+        if not after:  # the footnote's rule is quoted too: the footnote goes right after it, not before
+            _move_after(state, p, n)
         return
     units = _units(state, n, answer.scored, rule_max_words, None if after else link.start, split)
     words = sum(s.unit.words for s in units)
@@ -121,3 +126,15 @@ def _add(state: _State, answer: FocusedAnswer, p: int, other: str, link: Link, c
     state.words += words
     source, target = (p, n) if after else (n, p)
     state.followed.append(Followed(source + 1, link.surface, target + 1, state.ids[target]))
+
+
+def _move_after(state: _State, p: int, n: int) -> None:
+    """Move passage ``p``'s quoted units to right after passage ``n``'s when they come before them."""
+    first_p = next(i for i, k in enumerate(state.kept) if k.unit.passage == p)
+    last_n = max(i for i, k in enumerate(state.kept) if k.unit.passage == n)
+    if first_p > last_n:
+        return
+    moved = [k for k in state.kept if k.unit.passage == p]
+    rest = [k for k in state.kept if k.unit.passage != p]
+    at = max(i for i, k in enumerate(rest) if k.unit.passage == n) + 1
+    state.kept = rest[:at] + moved + rest[at:]

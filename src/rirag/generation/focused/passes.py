@@ -19,6 +19,7 @@ from typing import Any
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
 from rirag.generation.focused.footnotes import with_footnotes
+from rirag.generation.focused.paired import linked_set
 from rirag.generation.focused.referring import add_referring
 from rirag.generation.focused.whole_rules import whole_rules
 
@@ -65,10 +66,15 @@ def _footnotes(answerer: FocusedAnswerer, answer: FocusedAnswer, request: Answer
                           cfg.whole_rule_max_words, cfg.whole_answer_max_words, answerer._split)
 
 
+def _paired(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+    return linked_set(answer)
+
+
 #: The passes after the selection, in the order they run.
 PASSES: tuple[Pass, ...] = (
     Pass("follow the cited rules' references", "follow_references", True, _follow),
     Pass("cite the retrieved rule referring to a cited one", "cite_referring", True, _referring),
+    Pass("keep the lead's linked rules alone when it has one", "linked_only", False, _paired),
     Pass("quote each cited rule whole", "whole_rules", False, _whole),
     Pass("quote a rule with its footnotes, a footnote with its rule", "footnotes", True, _footnotes),
 )
