@@ -75,15 +75,17 @@ def test_answer_and_judge_blocks_print_the_stored_rows():
     b = _builder()
     generation = {"sample_size": 150, "rows": {
         "raft": {"repass": 0.72311, "citation_precision": 0.8021, "questions": 150, "complete": True},
-        "few-shot": {"repass": 0.29879, "questions": 24, "complete": False},
+        "focused-rirag": {"repass": 0.29879, "questions": 24, "complete": False},
+        "few-shot": {"repass": 0.31, "questions": 150, "complete": True},
         "focused": {"gold_citation_precision": 0.70333, "gold_citation_recall": 0.69667, "words_median": 73.5,
                     "words_p95": 156.0, "words_max": 216, "flag_rate": 0.02, "flag_rate_mismatched": 0.98667,
                     "questions": 150, "complete": True}}}
     table = b.render_answers_headline(generation)
     raft = next(line for line in table.splitlines() if "RAFT-LoRA" in line)
     assert "0.7231" in raft and "0.8021" in raft
-    assert "(24 of 150)" in next(line for line in table.splitlines() if "few-shot" in line)
-    focused = next(line for line in table.splitlines() if "focused" in line)
+    assert "(24 of 150)" in next(line for line in table.splitlines() if "context-filter rirag" in line)
+    assert "few-shot" not in table  # a row the README leaves to docs/results.md
+    focused = next(line for line in table.splitlines() if "focused answerer" in line)
     assert "0.7033" in focused and "0.6967" in focused and "73.5 / 156 / 216" in focused
     assert "0.0200 / 0.9867" in focused
     assert "extractive" not in table  # rows that were not measured are not invented
