@@ -34,6 +34,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import logging
@@ -94,16 +95,23 @@ def _pra_row(cfg: Config, row: str) -> dict:
             "retrieved_top10": _retrieved_holds(cfg, records, out / "retrieval.trec")}
 
 
+@functools.lru_cache(maxsize=1)
+def _pra(pra: str, questions: str):
+    """The PRA corpus and each question's gold passage ids, loaded once for every row."""
+    from rirag.data.obliqa import load_obliqa
+    from rirag.data.questions import load_questions
+
+    corpus = load_obliqa(pra)
+    return corpus, {q.id: list(q.gold) for q in load_questions(questions, corpus).questions if q.gold}
+
+
 def _retrieved_holds(cfg: Config, records: list[dict], run_path: Path) -> dict:
     """Coverage and precision over the questions whose retrieved top 10 (the run, before any rule the answerer
     followed into the context) held both gold rules: the population of the issue's targets."""
-    from rirag.data.obliqa import load_obliqa
-    from rirag.data.questions import load_questions
     from rirag.data.runs import read_trec
     from rirag.scoring.gold_text import gold_text_metrics
 
-    corpus = load_obliqa(cfg.pra)
-    gold = {q.id: list(q.gold) for q in load_questions(cfg.questions, corpus).questions}
+    corpus, gold = _pra(cfg.pra, cfg.questions)
     run = read_trec(str(run_path))
     top = [[pid for pid, _ in sorted(run.get(str(r["QuestionID"]), {}).items(), key=lambda kv: -kv[1])[:EVAL_K]]
            for r in records]
@@ -117,14 +125,11 @@ def _retrieved_holds(cfg: Config, records: list[dict], run_path: Path) -> dict:
 
 def _gold_quote(cfg: Config) -> dict:
     """The ceiling: each question's two gold rules quoted whole, as the blind grading's fourth answer."""
-    from rirag.data.obliqa import load_obliqa
-    from rirag.data.questions import load_questions
     from rirag.scoring.answer_quality import answer_quality
 
-    corpus = load_obliqa(cfg.pra)
-    questions = [q for q in load_questions(cfg.questions, corpus).questions if q.gold]
-    answers = [" ".join(f"{corpus.corpus[g].text} [{i}]" for i, g in enumerate(q.gold, 1)) for q in questions]
-    golds = [list(q.gold) for q in questions]
+    corpus, gold = _pra(cfg.pra, cfg.questions)
+    golds = list(gold.values())
+    answers = [" ".join(f"{corpus.corpus[g].text} [{i}]" for i, g in enumerate(gs, 1)) for gs in golds]
     text = {g: corpus.corpus[g].text for gs in golds for g in gs}
     return _metrics(answer_quality(answers, golds, golds, text))
 

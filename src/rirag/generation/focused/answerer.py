@@ -304,7 +304,7 @@ class FocusedAnswerer:
         cap = self.config.max_unit_words
         return rules_for_notes(kept, scored, passages, bound, cap, min(cap, self.limits.extra_unit_words()))
 
-    def _followed_notes(self, before: FocusedAnswer, after: FocusedAnswer, passages: Sequence[str]) -> FocusedAnswer:
+    def followed_notes(self, before: FocusedAnswer, after: FocusedAnswer, passages: Sequence[str]) -> FocusedAnswer:
         """``after`` (``before`` with references followed) with a followed unit that is a bare source note quoted
         through its rule, within the bound following grew (``extra_unit_words`` for each passage followed)."""
         new = len(after.kept) - len(before.kept)  # following only adds units, one a passage followed

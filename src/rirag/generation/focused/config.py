@@ -132,9 +132,6 @@ class FocusedConfig:
         SWITCH: Switch("--linked-only", "when the lead rule is quoted with a rule it refers to or that refers to "
                        "it, leave out the other cited rules, linked to neither (graders marked such rules down as "
                        "padding); on by default (docs/research.md, issue 64)", default=True)})
-    whole_core_only: bool = field(default=False, metadata={
-        "help": "With whole_rules: quote whole only the lead rule and the rules linked to a cited one (followed, "
-                "referring, footnotes); any other cited rule keeps the units the selection chose."})
     whole_max_passages: int = field(default=3, metadata={
         "help": "With whole_rules: the passage gate cites at most this many passages, each now quoted whole "
                 "(unless max_passages is given); a rule a cited one refers to, or that refers to one, may add to "

@@ -41,20 +41,27 @@ class _State:
     words: int
     number: dict[str, int] = field(default_factory=dict)
 
-    def index(self, pid: str, corpus: Mapping) -> int | None:
-        """The 0-based number of passage ``pid``: a given one's, else a corpus passage added after the others."""
+    def find(self, pid: str, corpus: Mapping) -> tuple[int, str] | None:
+        """Passage ``pid``'s number and text: a given or added one's, else the number a corpus passage would take
+        when added (:meth:`add`); ``None`` for a passage the corpus does not hold."""
         if pid in self.number:
-            return self.number[pid]
+            return self.number[pid], self.texts[self.number[pid]]
         entry = corpus.get(pid)
         if entry is None:
             return None
+        return len(self.ids), entry if isinstance(entry, str) else entry.text
+
+    def add(self, pid: str, corpus: Mapping) -> None:
+        """Number corpus passage ``pid`` after the others and record it as added (a no-op for a known one)."""
+        if pid in self.number:
+            return
+        entry = corpus[pid]
         text = entry if isinstance(entry, str) else entry.text
         self.added.append(Added(pid, text, getattr(entry, "document_id", None), getattr(entry, "passage_id", None),
                                 getattr(entry, "marks", ()), getattr(entry, "items", ())))
         self.number[pid] = len(self.ids)
         self.ids.append(pid)
         self.texts.append(text)
-        return self.number[pid]
 
 
 def _is_mark(corpus: Mapping, pid: str, link: Link) -> bool:
@@ -62,11 +69,12 @@ def _is_mark(corpus: Mapping, pid: str, link: Link) -> bool:
     return (link.start, link.end) in set(getattr(corpus.get(pid), "marks", ()) or ())
 
 
-def _units(state: _State, n: int, scored: Sequence[ScoredUnit], rule_max_words: int, at: int | None,
+def _units(n: int, text: str, scored: Sequence[ScoredUnit], rule_max_words: int, at: int | None,
            split: Callable[[str], Sequence[str]] | None) -> list[ScoredUnit]:
-    """The units quoting passage ``n``: whole when short, else the unit holding offset ``at`` (or the first)."""
+    """The units quoting passage ``n`` (``text``): whole when short, else the unit holding offset ``at`` (or the
+    first)."""
     units = sorted((s for s in scored if s.unit.passage == n), key=lambda s: s.unit.index) or \
-        [ScoredUnit(u, 0.0) for u in split_units(state.texts[n], n, split)]
+        [ScoredUnit(u, 0.0) for u in split_units(text, n, split)]
     if not units or sum(s.unit.words for s in units) <= rule_max_words:
         return units
     holding = [s for s in units if at is not None and s.unit.start <= at < s.unit.end]
@@ -103,23 +111,19 @@ def with_footnotes(answer: FocusedAnswer, passages: Sequence[str], ids: Sequence
 def _add(state: _State, answer: FocusedAnswer, p: int, other: str, link: Link, corpus: Mapping, rule_max_words: int,
          answer_max_words: int, split, after: bool) -> None:
     """Quote passage ``other`` next to the cited passage ``p`` (after it: ``p``'s footnote; before: its rule)."""
-    known = other in state.number
-    n = state.index(other, corpus)
-    if n is None:
+    found = state.find(other, corpus)
+    if found is None:
         return
+    n, text = found
     if any(k.unit.passage == n for k in state.kept):
         if not after:  # the footnote's rule is quoted too: the footnote goes right after it, not before
             _move_after(state, p, n)
         return
-    units = _units(state, n, answer.scored, rule_max_words, None if after else link.start, split)
+    units = _units(n, text, answer.scored, rule_max_words, None if after else link.start, split)
     words = sum(s.unit.words for s in units)
     if not units or state.words + words > answer_max_words:
-        if not known:  # added for nothing: take it back
-            state.added.pop()
-            state.ids.pop()
-            state.texts.pop()
-            del state.number[other]
         return
+    state.add(other, corpus)
     places = [i for i, k in enumerate(state.kept) if k.unit.passage == p]
     at = places[-1] + 1 if after else places[0]
     state.kept[at:at] = units

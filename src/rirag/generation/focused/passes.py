@@ -45,7 +45,7 @@ class Pass:
 
 
 def _follow(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
-    return unsaid_where_cited(answerer._followed_notes(answer, answerer.follow(answer, request), request.passages))
+    return unsaid_where_cited(answerer.followed_notes(answer, answerer.follow(answer, request), request.passages))
 
 
 def _referring(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
@@ -57,7 +57,7 @@ def _referring(answerer: FocusedAnswerer, answer: FocusedAnswer, request: Answer
 def _whole(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     cfg = answerer.config
     return whole_rules(answer, request.passages, cfg.whole_rule_max_words, cfg.whole_answer_max_words,
-                       answerer._split, cfg.whole_core_only)
+                       answerer._split)
 
 
 def _footnotes(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:

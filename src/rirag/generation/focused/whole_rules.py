@@ -53,7 +53,7 @@ def _whole(kept: Sequence[ScoredUnit], units: Sequence[ScoredUnit]) -> list[Scor
 
 
 def whole_rules(answer: FocusedAnswer, passages: Sequence[str], rule_max_words: int, answer_max_words: int,
-                split: Callable[[str], Sequence[str]] | None = None, core_only: bool = False) -> FocusedAnswer:
+                split: Callable[[str], Sequence[str]] | None = None) -> FocusedAnswer:
     """``answer`` with each cited rule quoted whole where it fits (see the module); unchanged when nothing is
     kept."""
     if not answer.kept:
@@ -63,10 +63,7 @@ def whole_rules(answer: FocusedAnswer, passages: Sequence[str], rule_max_words: 
     kept_of = {p: [k for k in answer.kept if k.unit.passage == p] for p in order}
     chosen: dict[int, list[ScoredUnit]] = {p: sorted(kept_of[p], key=lambda s: s.unit.index) for p in order}
     used = _words(answer.kept)
-    linked = {n - 1 for f in answer.followed for n in (f.source, f.target)}
     for p in order:  # the cited rules in the answer's order: the lead first
-        if core_only and p != order[0] and p not in linked:
-            continue
         units = _passage_units(answer, texts, p, split)
         whole = _whole(kept_of[p], units)
         extra = _words(whole) - _words(chosen[p])
