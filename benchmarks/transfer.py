@@ -8,15 +8,21 @@ is asked of two question sets:
   Rulebook ingested by ``rirag data ingest ../shared/data/pra_rulebook --out out/pra``: another regulator, another
   drafting style, nothing of it seen in training;
 * ``obliqa-mp``: ObliQA-MP validation (446 questions, 2-6 gold passages each, by passage id) over the ADGM corpus:
-  the same corpus the parts were tuned on, but multi-passage questions written by others.
+  the same corpus the parts were tuned on, but multi-passage questions written by others;
+* ``obliqa-validation``: ObliQA's leakage-free ``validation`` split (held out by document from the ``train`` split
+  the parts were tuned on).
 
 Rows (every one built by :func:`rirag.retrieval.registry.build_retriever`): BM25; dense with the zero-shot encoder
 and with the ADGM-tuned encoders ET, CT and ET+CT (leakage-free ``train`` split, built by ``make models``); hybrid
 (α = :data:`~rirag.constants.HYBRID_ALPHA`) and RRF with the zero-shot encoder and with the best tuned encoder (the
 tuned dense row with the highest All@10, then R@10, on the same questions: an optimistic choice, said in the
 results); rank fusion (BM25 passages + document BM25, the CLI's fallback default); learned fusion (the ranker
-trained on ADGM, applied as it is). A row whose artifact is not built (its marker and its ``make models`` stamp,
-:func:`rirag.training.plan.status` ``current``) is skipped with a note.
+trained on ADGM, applied as it is); the commands' default before cross-reference selection (``default-before``: the
+best CV row needing no trained model), the default without trained models (``default``: that row with
+cross-reference selection, :mod:`rirag.retrieval.xref_selection`, over the corpus's written graph; ObliQA's from
+``--obliqa_graph``) and the default after ``make models`` (``default-models``: learned fusion with selection). A row
+whose artifact is not built (its marker and its ``make models`` stamp, :func:`rirag.training.plan.status`
+``current``) is skipped with a note.
 
 Per row: R@10, MAP@10 (ranx) and All@10 (every gold passage in the top 10; on ukfin, where every question has two,
 this is Both@10, and one-only@10 / Neither@10 come from :func:`rirag.retrieval.metrics.pair_metrics`), each with its
@@ -36,8 +42,9 @@ question set and row: a later run with more artifacts built adds its rows and ke
 Usage:
 
     python benchmarks/transfer.py --pra out/pra [--data ../shared/data/obliqa] [--models-root .] \\
-        [--sets ukfin,obliqa-mp] [--rows bm25,zero-shot,et,ct,et-ct,hybrid,hybrid-tuned,rrf,rrf-tuned,rank-fusion,
-        learned-fusion] [--answers true] [--bootstrap 1000] [--seed 42] [--out benchmarks/results/transfer.json]
+        [--sets ukfin,obliqa-mp,obliqa-validation] [--rows bm25,zero-shot,et,ct,et-ct,hybrid,hybrid-tuned,rrf,
+        rrf-tuned,rank-fusion,learned-fusion,default-before,default,default-models] [--obliqa_graph FILE]
+        [--answers true] [--bootstrap 1000] [--seed 42] [--out benchmarks/results/transfer.json]
         [--note "why rows were left out of --rows"]
 """
 
@@ -74,8 +81,8 @@ LEARNED_FUSION = "artifacts/learned_fusion/minilm-lf-train"
 #: The ranker's encoders in the order it was trained with (rirag.models: ct, et-ct, zero-shot).
 LEARNED_FUSION_ENCODERS = ("ct", "et-ct", "zero-shot")
 ROWS = ("bm25", "zero-shot", "et", "ct", "et-ct", "hybrid", "hybrid-tuned", "rrf", "rrf-tuned", "rank-fusion",
-        "learned-fusion")
-SETS = ("ukfin", "obliqa-mp")
+        "learned-fusion", "default-before", "default", "default-models")
+SETS = ("ukfin", "obliqa-mp", "obliqa-validation")
 METRICS = ("recall@10", "map@10", "all@10")
 ANSWER_METRICS = ("gold_citation_precision", "gold_citation_recall", "cite_all")
 #: The passage-set metrics of every answers row (issue 45, point 3), beside their ceiling (context_all_share).
@@ -91,6 +98,9 @@ class TransferConfig:
     data: str | None = field(default=None, metadata={"help": "ObliQA (ADGM) corpus (default: $RIRAG_DATA_DIR)."})
     mp: str = field(default=str(REPO.parent / "shared/data/obliqa_mp"),
                     metadata={"help": "ObliQA-MP folder (ObliQA_MultiPassage_val.json, qrels_val.txt)."})
+    obliqa_graph: str | None = field(default=None, metadata={
+        "help": "ObliQA's references.jsonl for the default rows' cross-reference selection (default: "
+                "DATA/xref/references.jsonl; `rirag data xref --data DATA --out DIR` writes one elsewhere)."})
     models_root: str = field(default=".", metadata={
         "help": "The checkout whose artifacts/ hold the models `make models` built (and artifacts/.build stamps)."})
     sets: str = field(default=",".join(SETS), metadata={"help": "Comma-separated question sets."})
@@ -145,19 +155,31 @@ def row_spec(config: TransferConfig, row: str, tuned: str | None) -> tuple[str, 
         return f"{what}, {ENCODERS[key][0]}", RetrieverSpec(name, encoder_path(config, key), options), []
     if row == "rank-fusion":
         return "rank fusion (BM25 + document BM25)", RetrieverSpec("rank-fusion"), []
-    if row == "learned-fusion":
+    if row in ("learned-fusion", "default-models"):
         why = [w for w in [missing_artifact(config, LEARNED_FUSION)]
                + [missing_artifact(config, ENCODERS[k][1]) for k in LEARNED_FUSION_ENCODERS] if w]
         encoders = ",".join(encoder_path(config, k) for k in LEARNED_FUSION_ENCODERS)
         spec = RetrieverSpec("learned-fusion", None, {
             "ranker": portable_path((Path(config.models_root) / LEARNED_FUSION).resolve()), "encoders": encoders})
+        if row == "default-models":
+            spec.options["xref_select"] = "on"
+            return "the default after make models (learned fusion + cross-reference selection)", spec, why
         return "learned fusion (ADGM-trained ranker)", spec, why
+    if row in ("default-before", "default"):
+        from rirag.retrieval.defaults import default_retriever
+
+        base = default_retriever()
+        if row == "default-before":
+            return f"the default before cross-reference selection ({base.name})", base, []
+        spec = RetrieverSpec(base.name, base.model, {**base.options, "xref_select": "on"})
+        return f"the default without trained models ({base.name} + cross-reference selection)", spec, []
     raise ValueError(f"unknown row {row!r}; choose from {', '.join(ROWS)}")
 
 
 #: Row -> the row it is compared with (the same method without the ADGM tuning).
 BASELINE = {"et": "zero-shot", "ct": "zero-shot", "et-ct": "zero-shot", "hybrid-tuned": "hybrid",
-            "rrf-tuned": "rrf", "learned-fusion": "bm25"}
+            "rrf-tuned": "rrf", "learned-fusion": "bm25", "default": "default-before",
+            "default-models": "learned-fusion"}
 
 
 # -- question sets ----------------------------------------------------------------------------------------------
@@ -170,6 +192,7 @@ class QuestionSetData:
     questions: dict[str, str]  # qid -> text
     gold: dict[str, tuple[str | None, ...]]  # qid -> gold items (None: a gold text that maps to no passage)
     report: dict
+    root: Path | str | None = None  # the corpus folder (its xref/ graph)
 
 
 def load_set(config: TransferConfig, name: str) -> QuestionSetData:
@@ -196,10 +219,18 @@ def load_set(config: TransferConfig, name: str) -> QuestionSetData:
         report = {k: v for k, v in qset.report().items() if k not in ("unmapped", "fuzzy")}
         report |= {"corpus": portable_path(obliqa.root), "passages": len(obliqa.corpus),
                    "questions_disagreeing_with_qrels_val": disagree}
+    elif name == "obliqa-validation":
+        from rirag.data.splits import split_questions
+
+        obliqa = load_obliqa(config.data)
+        qs = [q for q in split_questions(obliqa, "validation") if q.gold]
+        items = {q.id: tuple(q.gold) for q in qs}
+        report = {"corpus": portable_path(obliqa.root), "passages": len(obliqa.corpus), "split": "validation"}
+        return QuestionSetData(name, obliqa.corpus, {q.id: q.text for q in qs}, items, report, obliqa.root)
     else:
         raise ValueError(f"unknown question set {name!r}; choose from {', '.join(SETS)}")
     questions = {q.id: q.text for q in qset.questions if any(i is not None for i in items[q.id])}
-    return QuestionSetData(name, obliqa.corpus, questions, {q: items[q] for q in questions}, report)
+    return QuestionSetData(name, obliqa.corpus, questions, {q: items[q] for q in questions}, report, obliqa.root)
 
 
 # -- metrics ----------------------------------------------------------------------------------------------------
@@ -312,7 +343,9 @@ def run_set(config: TransferConfig, name: str, rows: list[str]) -> tuple[list[di
             logger.warning("%s / %s skipped: %s", name, row, "; ".join(why))
             continue
         start = time.perf_counter()
-        retriever = build_retriever(data.corpus, spec)
+        if spec.options.get("xref_select") and name != "ukfin" and config.obliqa_graph:
+            spec.options["xref_graph"] = config.obliqa_graph
+        retriever = build_retriever(data.corpus, spec, root=data.root)
         run = retriever.search(data.questions, k=RUN_DEPTH)
         seconds = time.perf_counter() - start
         runs[row], values[row] = run, per_question(run, data.gold)

@@ -541,6 +541,8 @@ RENDERERS: dict[str, tuple[str, Callable[[str, Any], str]]] = {
     "xref.json": ("Cross-reference resolver on the labelled sample (ADGM and PRA)", render_generic),
     "xref_expansion.json": ("Cross-reference links between needed passages, and expansion of BM25 runs",
                             render_generic),
+    "xref_selection.json": ("Cross-reference selection: linked rules ranked in by a small model (5-fold CV)",
+                            render_generic),
     "transfer.json": ("Transfer: ADGM-tuned parts on the PRA Rulebook and on ObliQA-MP", render_transfer),
     "context_filter.json": ("The answerer's context: which of the top 10 it sees (validation data only)",
                             render_context_filter),

@@ -93,10 +93,12 @@ def tiny_data_dir(tmp_path) -> Path:
 @pytest.fixture(autouse=True)
 def _fallback_default_retriever(monkeypatch):
     """Commands given no ``--retriever`` use rirag's documented fallback default, not the committed CV table's
-    choice (which may need a dense encoder and a corpus embedding); the tests of that choice pass their own table."""
-    from rirag.retrieval.defaults import CV_RESULTS_ENV_VAR
+    choice (which may need a dense encoder and a corpus embedding), and no trained ranker of the checkout's
+    artifacts/; the tests of that choice pass their own table and ranker."""
+    from rirag.retrieval.defaults import CV_RESULTS_ENV_VAR, RANKER_ENV_VAR
 
     monkeypatch.setenv(CV_RESULTS_ENV_VAR, "/nonexistent/retrieval_cv.json")
+    monkeypatch.setenv(RANKER_ENV_VAR, "/nonexistent/ranker")
 
 
 @pytest.fixture

@@ -14,9 +14,11 @@ from rirag.retrieval.defaults import (
     CV_RESULTS_ENV_VAR,
     CV_ROWS,
     FALLBACK_RETRIEVER,
+    RANKER_ENV_VAR,
     cv_row_spec,
     default_retriever,
-    trained_ranker_hint,
+    default_spec,
+    trained_ranker,
     with_default_retriever,
 )
 from rirag.retrieval.registry import RETRIEVERS
@@ -85,7 +87,7 @@ def test_commands_without_retriever_take_the_default_and_keep_their_own_options(
     args = Namespace(retriever=None, model=None, option=[("k1", 1.2)])
     with caplog.at_level(logging.INFO, logger="rirag.retrieval.defaults"):
         spec = retriever_spec_from_args(args)
-    assert (spec.name, spec.options) == ("bm25", {"k1": 1.2})
+    assert (spec.name, spec.options) == ("bm25", {"k1": 1.2, "xref_select": "auto"})
     assert args.retriever is None and args.option == [("k1", 1.2)]  # resolved once into a spec: args unchanged
     assert "retriever: bm25" in caplog.text and "learned-fusion" not in caplog.text
     explicit = Namespace(retriever="rank-fusion", model=None, option=[])
@@ -94,16 +96,28 @@ def test_commands_without_retriever_take_the_default_and_keep_their_own_options(
     assert with_default_retriever(None, [("alpha", 0.5)])[2][-1] == ("alpha", 0.5)
 
 
-def test_a_trained_ranker_is_suggested(tmp_path, monkeypatch, caplog):
+def _ranker(folder: Path, encoders: list[str]) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "ranker.txt").write_text("tree", encoding="utf-8")
+    (folder / "learned_fusion.json").write_text(json.dumps({"encoders": encoders, "candidate_depth": 100,
+                                                            "vote_depth": 10, "feature_names": []}))
+    return folder
+
+
+def test_a_trained_ranker_is_the_default_and_the_log_says_why(tmp_path, monkeypatch, caplog):
     monkeypatch.chdir(tmp_path)
-    assert trained_ranker_hint() is None
-    (tmp_path / LEARNED_FUSION_RANKER).mkdir(parents=True)
-    (tmp_path / LEARNED_FUSION_RANKER / "ranker.txt").write_text("tree", encoding="utf-8")
-    hint = trained_ranker_hint()
-    assert "--retriever learned-fusion" in hint and f"ranker={LEARNED_FUSION_RANKER}" in hint
+    monkeypatch.delenv(RANKER_ENV_VAR)
+    assert trained_ranker() == (None, f"no trained ranker in {LEARNED_FUSION_RANKER}; `make models` builds it")
+    _ranker(tmp_path / LEARNED_FUSION_RANKER, [OFFLINE_ENCODER])
     with caplog.at_level(logging.INFO, logger="rirag.retrieval.defaults"):
-        with_default_retriever(None, [])
-    assert "--retriever learned-fusion" in caplog.text
+        name, model, options = with_default_retriever(None, [])
+    assert (name, model, dict(options)) == ("learned-fusion", None, {"ranker": LEARNED_FUSION_RANKER,
+                                                                    "xref_select": "auto"})
+    assert f"the trained ranker in {LEARNED_FUSION_RANKER}" in caplog.text
+    # a ranker whose encoder is not at hand is not the default, and the line says why
+    monkeypatch.setenv(RANKER_ENV_VAR, str(_ranker(tmp_path / "other", ["artifacts/missing-encoder"])))
+    spec, why = default_spec()
+    assert spec.name != "learned-fusion" and "cannot run" in why and "missing-encoder" in why
 
 
 def test_the_demo_defaults_to_the_same_choice(tmp_path, monkeypatch):
@@ -114,8 +128,8 @@ def test_the_demo_defaults_to_the_same_choice(tmp_path, monkeypatch):
         sys.path.remove(str(REPO / "spaces" / "demo"))
     monkeypatch.setenv(CV_RESULTS_ENV_VAR, str(_table(tmp_path, _row("hybrid-tuned", 0.82, alpha=0.2))))
     s = DemoSettings.from_env({})
-    assert (s.retriever, s.model, s.options) == ("hybrid", "org/encoder", {"alpha": 0.2})
+    assert (s.retriever, s.model, s.options) == ("hybrid", "org/encoder", {"alpha": 0.2, "xref_select": "auto"})
     s = DemoSettings.from_env({"RIRAG_DEMO_MODEL": "mine", "RIRAG_DEMO_RETRIEVER_OPTIONS": "depth=50"})
-    assert (s.model, s.options) == ("mine", {"alpha": 0.2, "depth": "50"})
+    assert (s.model, s.options) == ("mine", {"alpha": 0.2, "xref_select": "auto", "depth": "50"})
     assert DemoSettings.from_env({"RIRAG_DEMO_RETRIEVER": "bm25"}).retriever == "bm25"
 

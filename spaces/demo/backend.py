@@ -110,9 +110,9 @@ class DemoSettings:
             raise ValueError(f"RIRAG_DEMO_FOLLOW_REFERENCES must be true or false, got {follow!r}")
         retriever, model = get["RIRAG_DEMO_RETRIEVER"], get["RIRAG_DEMO_MODEL"] or None
         if not retriever:
-            from rirag.retrieval.defaults import default_retriever
+            from rirag.retrieval.defaults import default_spec
 
-            spec = default_retriever()
+            spec, _ = default_spec()
             retriever, model, options = spec.name, model or spec.model, {**spec.options, **options}
         return cls(retriever=retriever, model=model, options=options,
                    generator=get["RIRAG_DEMO_GENERATOR"], generator_model=get["RIRAG_DEMO_GENERATOR_MODEL"] or None,

@@ -91,6 +91,21 @@ RRF_K = 60
 #: defaults are among that grid's best cells on the ukfin questions, read on the same questions.
 XREF_WEIGHT = 0.95
 XREF_MAX_TARGETS = 1
+#: Cross-reference selection (rirag.retrieval.xref_selection): the base run's top XREF_SELECT_POOL passages and the
+#: passages linked to its top XREF_SELECT_SOURCES (through references resolving to at most XREF_SELECT_MAX_TARGETS
+#: passages) are ranked by a logistic model (inverse L2 strength XREF_SELECT_C) trained by train/xref_selector.py.
+XREF_SELECT_POOL = 20
+XREF_SELECT_SOURCES = 5
+XREF_SELECT_MAX_TARGETS = 5
+XREF_SELECT_C = 1.0
+#: Values of the retriever option xref_select; the default retriever's is XREF_SELECT_DEFAULT (on where the corpus
+#: folder has its written graph).
+XREF_SELECT_MODES = ("off", "on", "auto")
+#: Pseudo-questions of an ingested rulebook (rirag.data.pseudo_queries, unlabelled encoder adaptation): a heading of
+#: at least PSEUDO_QUERY_MIN_WORDS words is a question; its first PSEUDO_QUERY_MAX_GOLD passages are its gold.
+PSEUDO_QUERY_MIN_WORDS = 2
+PSEUDO_QUERY_MAX_GOLD = 8
+XREF_SELECT_DEFAULT = "auto"
 
 #: Post-retrieval score filtering (RIRAG / second seed paper): keep normalised scores >= min, cut the ranked list
 #: at the first consecutive drop > max_drop, always keep at least one passage.

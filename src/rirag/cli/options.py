@@ -141,9 +141,11 @@ def add_system_option(p: argparse.ArgumentParser) -> None:
 
 
 #: What ``--retriever`` defaults to in every command that retrieves (said in each one's help): one default,
-#: :func:`rirag.retrieval.defaults.default_retriever`.
-WHY_DEFAULT_RETRIEVER = ("the best row of the cross-validation that needs no trained model, "
-                         "benchmarks/results/retrieval_cv.json; the same for retrieve, ask, answer, submit and serve")
+#: :func:`rirag.retrieval.defaults.default_spec`.
+WHY_DEFAULT_RETRIEVER = ("learned fusion where `make models` built its ranker, else the best row of the "
+                         "cross-validation that needs no trained model (benchmarks/results/retrieval_cv.json); either "
+                         "ranks in the rules linked to its top passages where the corpus has its reference graph "
+                         "(rirag data xref); the same for retrieve, ask, answer, submit and serve")
 
 
 def add_retriever_options(p: argparse.ArgumentParser, default: str | None, why: str | None = None,

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from rirag.constants import HYBRID_ALPHA, LEARNED_FUSION_RANKER, OFFLINE_ENCODER
-from rirag.errors import DataError
+from rirag.constants import HYBRID_ALPHA, LEARNED_FUSION_RANKER, OFFLINE_ENCODER, XREF_SELECT_DEFAULT
+from rirag.errors import DataError, UsageError
 from rirag.io import read_json
 from rirag.retrieval.registry import RetrieverSpec
 
@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 #: Environment variable naming the CV results file read by :func:`default_retriever`.
 CV_RESULTS_ENV_VAR = "RIRAG_CV_RESULTS"
+#: Environment variable naming the trained learned-fusion ranker folder the default uses (:func:`trained_ranker`).
+RANKER_ENV_VAR = "RIRAG_RANKER"
 #: The committed CV table of a checkout (absent from an installed wheel).
 CV_RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "retrieval_cv.json"
 #: The default when the CV table is missing or has no usable row: RIRAG rank fusion of BM25 passages with document
@@ -99,26 +101,49 @@ def default_retriever(path: str | Path | None = None) -> RetrieverSpec:
     return spec or RetrieverSpec(FALLBACK_RETRIEVER)
 
 
+def trained_ranker(folder: str | Path | None = None) -> tuple[str | None, str]:
+    """``(folder, why)``: the trained learned-fusion ranker the default uses (``folder``, else ``$RIRAG_RANKER``,
+    else :data:`~rirag.constants.LEARNED_FUSION_RANKER`, what ``make models`` builds) with every encoder it was
+    trained with at hand, or ``(None, why not)``. Cheap: reads the ranker's config, loads nothing."""
+    from rirag.models import model_available
+    from rirag.retrieval.learned_fusion import RANKER_FILE, load_ranker_config
+
+    folder = str(folder or os.environ.get(RANKER_ENV_VAR) or LEARNED_FUSION_RANKER)
+    if not (Path(folder) / RANKER_FILE).is_file():
+        return None, f"no trained ranker in {folder}; `make models` builds it"
+    try:
+        encoders = load_ranker_config(folder)["encoders"]
+        for encoder in encoders:
+            model_available(str(encoder), f"encoder of the ranker in {folder}")
+    except (DataError, UsageError) as err:
+        return None, f"the trained ranker in {folder} cannot run ({err})"
+    return folder, f"the trained ranker in {folder} (the strongest row measured, benchmarks/results/transfer.json)"
+
+
+def default_spec(path: str | Path | None = None) -> tuple[RetrieverSpec, str]:
+    """The retriever the commands, the demo and ``rirag serve`` run without ``--retriever``, and why: the learned
+    fusion where a trained ranker is at hand (:func:`trained_ranker`), else :func:`default_retriever`; either with
+    cross-reference selection (:data:`~rirag.constants.XREF_SELECT_DEFAULT`: on where the corpus folder has its
+    reference graph; :mod:`rirag.retrieval.xref_selection`)."""
+    ranker, why = trained_ranker()
+    if ranker is not None:
+        return RetrieverSpec("learned-fusion", None, {"ranker": ranker, "xref_select": XREF_SELECT_DEFAULT}), why
+    spec = default_retriever(path)
+    return (RetrieverSpec(spec.name, spec.model, {**spec.options, "xref_select": XREF_SELECT_DEFAULT}),
+            f"{why}: the best CV row needing no trained artifact")
+
+
 def with_default_retriever(model: str | None, options: Iterable[tuple[str, Any]]) -> tuple[str, str | None, list]:
     """``(retriever, model, options)`` for a command given no ``--retriever``: the default spec, with the command's
     own ``--model`` and ``--option`` values taking precedence. Logs which retriever it chose, and suggests
     ``--retriever learned-fusion`` when a trained ranker is at :data:`LEARNED_FUSION_RANKER`."""
-    spec = default_retriever()
+    spec, why = default_spec()
     own = list(options)
-    logger.info("retriever: %s%s%s (the best CV row needing no trained artifact; --retriever to change)", spec.name,
+    given = {k for k, _ in own}
+    if "xref_expand" in given:  # the user's own way of following references replaces selection
+        spec.options.pop("xref_select", None)
+    settings = {**spec.options, **dict(own)}
+    logger.info("retriever: %s%s%s (%s; --retriever to change)", spec.name,
                 f" ({model or spec.model})" if model or spec.model else "",
-                "".join(f" {k}={v}" for k, v in [*spec.options.items(), *own]))
-    hint = trained_ranker_hint()
-    if hint:
-        logger.info(hint)
-    return spec.name, model or spec.model, [*spec.options.items(), *own]
-
-
-def trained_ranker_hint(folder: str | Path = LEARNED_FUSION_RANKER) -> str | None:
-    """One line suggesting the learned fusion when a trained ranker is in ``folder``, else None."""
-    from rirag.retrieval.learned_fusion import RANKER_FILE  # inside: that module imports numpy at its top
-
-    if not (Path(folder) / RANKER_FILE).is_file():
-        return None
-    return (f"a trained learned-fusion ranker is in {folder}: try --retriever learned-fusion --option ranker={folder} "
-            "(benchmarks/results/retrieval.json has its numbers)")
+                "".join(f" {k}={v}" for k, v in settings.items()), why)
+    return spec.name, model or spec.model, list(settings.items())

@@ -33,6 +33,7 @@ from rirag.constants import (
     RRF_K,
     RUN_DEPTH,
     XREF_MAX_TARGETS,
+    XREF_SELECT_MODES,
     XREF_WEIGHT,
 )
 from rirag.data.obliqa import Passage
@@ -113,7 +114,15 @@ XREF_OPTIONS = {
     "xref_expand": Option(check.int_between(0, "depth"), "add what the top N passages refer to (0: off, the default)"),
     "xref_weight": Option(check.weight, "a referred passage's score: this times the citing one's, in (0, 1]"),
     "xref_max_targets": Option(check.int_at_least(1), "follow a reference resolving to at most N passages, ≥ 1"),
+    "xref_select": Option(check.choice(*XREF_SELECT_MODES), "rank the top passages with the passages linked to "
+                          "them by the cross-reference selector: on, off, or auto (on where the corpus folder has its "
+                          "graph, xref/references.jsonl; the default retriever's setting)"),
+    "xref_selector": Option(check.word, "the selector model (JSON; default: the one rirag ships)"),
+    "xref_graph": Option(check.existing_path, "the corpus's references.jsonl where it is not DIR/xref/ "
+                                              "(`rirag data xref --out`)"),
 }
+#: Options that only mean something with cross-reference expansion on (``xref_expand`` above 0).
+_EXPANSION_ONLY = ("xref_weight", "xref_max_targets")
 
 
 def _dense_options(spec: RetrieverSpec) -> dict:
@@ -293,7 +302,16 @@ def retriever_options(name: str, options: Mapping[str, Any] | Iterable[tuple[str
     unknown = sorted(set(out) - set(known))
     if unknown:
         raise UsageError(f"retriever {name!r}: unknown option(s) {unknown}; known: {known}")
-    idle = [k for k in list(XREF_OPTIONS)[1:] if k in out]
+    if out.get("xref_expand") and out.get("xref_select", "off") != "off":
+        raise UsageError("--option xref_expand and xref_select are two ways of following cross-references; "
+                         "give one (xref_select=off with xref_expand)")
+    if "xref_graph" in out and not out.get("xref_expand") and out.get("xref_select", "off") == "off":
+        raise UsageError("--option xref_graph: no cross-references are followed; it needs --option xref_select=on "
+                         "or auto, or xref_expand=N")
+    if "xref_selector" in out and out.get("xref_select", "off") == "off":
+        raise UsageError("--option xref_selector: cross-reference selection is off; it needs --option "
+                         "xref_select=on or auto")
+    idle = [k for k in _EXPANSION_ONLY if k in out]
     if idle and not out.get("xref_expand"):
         raise UsageError(f"--option {idle[0]}: cross-reference expansion is off; it needs --option xref_expand=N "
                          "(the top N passages whose references are followed)")
@@ -327,9 +345,19 @@ def build_retriever(corpus: Mapping[str, Passage], spec: RetrieverSpec,
     if top:
         from rirag.xref.expansion import corpus_graph
 
-        graph = corpus_graph(root)
+        graph = corpus_graph(root, graph_file=spec.options.get("xref_graph"))
+    selection = None
+    if spec.options.get("xref_select", "off") != "off":
+        from rirag.retrieval.xref_selection import selection_parts
+
+        selection = selection_parts(root, corpus, spec.options["xref_select"], spec.options.get("xref_selector"),
+                                    spec.options.get("xref_graph"))
     base = RETRIEVERS[spec.name].factory(corpus, replace(spec, options={k: v for k, v in spec.options.items()
                                                                         if k not in XREF_OPTIONS}))
+    if selection is not None:
+        from rirag.retrieval.xref_selection import XrefSelection
+
+        return XrefSelection(base, *selection, corpus)
     if graph is None:
         return base
     from rirag.xref.expansion import XrefExpansion

@@ -23,17 +23,19 @@ from rirag.xref.graph import GRAPH_CONFIG, GRAPH_FILE, ReferenceGraph
 logger = logging.getLogger(__name__)
 
 
-def corpus_graph(root: str | Path | None) -> ReferenceGraph:
+def corpus_graph(root: str | Path | None, option: str = "xref_expand",
+                 graph_file: str | Path | None = None) -> ReferenceGraph:
     """The reference graph of the corpus folder ``root`` for :class:`XrefExpansion`: its ``xref/references.jsonl``
     when ``rirag data xref`` wrote it, else resolved on the fly from its passages. Without a folder, or in a folder
-    with neither, a :class:`DataError` saying so."""
+    with neither, a :class:`DataError` saying so (naming the retriever ``option`` that needs it). ``graph_file``: a
+    ``references.jsonl`` written elsewhere (``rirag data xref --out``), read in place of the folder's."""
     if root is None:
-        raise DataError("retriever option xref_expand: no corpus folder was given to read its cross-reference graph "
+        raise DataError(f"retriever option {option}: no corpus folder was given to read its cross-reference graph "
                         "from (DIR/xref/references.jsonl, written by `rirag data xref --data DIR`)")
     root = Path(root)
-    graph = ReferenceGraph(root)
+    graph = ReferenceGraph(root, graph=graph_file)
     if graph.graph is None and not (root / "documents").is_dir():
-        raise DataError(f"retriever option xref_expand: {root} has no cross-reference graph "
+        raise DataError(f"retriever option {option}: {root} has no cross-reference graph "
                         f"({root / GRAPH_CONFIG / GRAPH_FILE}) and no documents/ to resolve "
                         f"one from: run `rirag data xref --data {root}`")
     logger.info("cross-reference expansion: references %s", graph.source if graph.graph is not None
