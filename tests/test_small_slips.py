@@ -133,19 +133,38 @@ def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monk
                for r in caplog.records)
 
 
-def test_ask_says_which_numbers_its_sources_leave_out():
-    """`rirag ask` listed sources [1] [3] [4]: [n] numbers the passages given to the answerer (the record's
-    RetrievedIDs), and the ones not cited are now named, so the list does not seem to skip."""
+def test_ask_numbers_its_sources_consecutively_and_the_answers_file_keeps_the_places():
+    """`rirag ask` listed sources [1] [3] [4]: the answer's markers and its sources are now numbered as shown, the
+    cited passages 1, 2, 3 in order; the answer record (RetrievedIDs, the shared task's file, RePASs) keeps ``[n]`` as
+    the passage's place among those given to the answerer."""
     from rirag.cli.answers import format_answer
     from rirag.generation.extractive import ExtractiveComposer
     from rirag.generation.pipeline import RetrievedPassage, answer_items
 
     passages = [RetrievedPassage("p1", "A firm must keep records for six years.", 3.0, 1, "1.1"),
                 RetrievedPassage("p2", "This chapter applies to banks.", 2.0, 1, "1.2"),
-                RetrievedPassage("p3", "A firm must report the records yearly.", 1.0, 1, "1.3")]
+                RetrievedPassage("p3", "A firm must report the records [2] yearly.", 1.0, 1, "1.3")]
     composer = ExtractiveComposer(is_obligation=lambda sentences: ["must" in s for s in sentences])
     [answer] = answer_items([("q1", "What must a firm keep and report?", passages)], composer)
     assert [p.id for p in answer.cited] == ["p1", "p3"], answer.text
+    record = answer.to_record()
+    assert "[3]" in record["Answer"] and record["RetrievedIDs"] == ["p1", "p2", "p3"]
     shown = format_answer(answer, {1: "Rulebook"})
-    assert "[1] Rulebook · 1.1" in shown and "[3] Rulebook · 1.3" in shown
-    assert "(given to the answerer, not cited: [2] 1.2)" in shown
+    assert "[1] Rulebook · 1.1" in shown and "[2] Rulebook · 1.3" in shown and "[3]" not in shown, shown
+    # the quoted "[2]" of passage p3 is its text, not a marker: left as it is
+    assert "six years [1]." in shown and "the records [2] yearly [2]." in shown, shown
+    assert "(1 more passage given to the answerer, not cited)" in shown
+
+
+def test_a_language_models_markers_are_shown_renumbered_too():
+    from rirag.generation.pipeline import Answer, RetrievedPassage
+    from rirag.text.citations import parse_citations, renumbered
+
+    passages = [RetrievedPassage(f"p{i}", f"text {i}", 1.0, 1, f"1.{i}") for i in range(1, 5)]
+    answer = Answer("q", "q?", passages, text="Keep records [3]. Report them [1; 4]. See [9].")
+    answer.parsed = parse_citations(answer.text, [p.id for p in passages])
+    assert answer.shown_numbers() == {1: 2, 2: 4, 3: 1, 4: 3}
+    assert answer.shown_text() == "Keep records [1]. Report them [2, 3]. See [9]."  # [9] is invalid: as written
+    assert renumbered("a [1] b [2].", {1: 2, 2: 1}, markers=[(8, 2)]) == "a [1] b [1]."
+
+
