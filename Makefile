@@ -71,13 +71,16 @@ rulebook-data: install
 
 # Assemble every artifact's Hub upload folder (artifacts/hub/<repo>/), load each as its card says and print the
 # table; DRY_RUN=0 pushes (token: HF_TOKEN or `hf auth login`; the Hub is reachable for that command only).
-# NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries.
+# NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries; CLEAN_ENV=1 runs each card's snippet and
+# the demo's local run in a clean environment of what the card installs (no rirag unless it installs it).
 DRY_RUN ?= 1
 NAMESPACE ?=
 ONLY ?=
+CLEAN_ENV ?=
 publish: install
 	$(if $(filter 1,$(DRY_RUN)),,HF_HUB_OFFLINE=0) $(BIN)/python hub_push/push.py --manifest hub_push/manifest.yaml \
-		$(if $(filter 1,$(DRY_RUN)),--dry-run) $(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(ONLY),--only $(ONLY))
+		$(if $(filter 1,$(DRY_RUN)),--dry-run) $(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(ONLY),--only $(ONLY)) \
+		$(if $(filter 1,$(CLEAN_ENV)),--clean-env)
 
 clean:
 	rm -rf $(VENV) $(ARTIFACTS) .pytest_cache

@@ -10,10 +10,12 @@ The manifest maps each artifact (the folder a trainer or builder wrote) to a kin
 metric-space, app-space) and a repo under one namespace ($RIRAG_HUB_NAMESPACE or --namespace override it). Upload
 folders are written to ``artifacts/hub/<repo>/`` (copies: editing them never edits the repository); each is then loaded
 exactly as its card's usage snippet says, the repo id replaced by the folder (``load`` column; ``--no-load-check`` skips
-it). A dry run stops there and prints the table (repo, kind, files, bytes, card status, load); otherwise each folder
-whose card parses and that loads is uploaded with huggingface_hub (token: $HF_TOKEN or ``hf auth login``, checked with
-the Hub before anything is assembled). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not
-errors. No token, no network, a bad manifest: one line on stderr, exit 2.
+it; ``--clean-env`` runs each card's Python snippet and the demo's local run in a clean environment of what the card
+installs, without rirag unless it installs it: :mod:`rirag.hub.clean_env`). A dry run stops there and prints the
+table (repo, kind, files, bytes, card status, load); otherwise each folder whose card parses and that loads is
+uploaded with huggingface_hub (token: $HF_TOKEN or ``hf auth login``, checked with the Hub before anything is
+assembled). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not errors. No token, no
+network, a bad manifest: one line on stderr, exit 2.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class PushConfig:
     create_pr: bool | None = None
     root: str = "."
     load_check: bool = True
+    clean_env: bool = False  # each card's snippet, the demo's local run: in a clean environment (rirag.hub.clean_env)
 
 
 def main(config: PushConfig) -> list:
@@ -55,7 +58,7 @@ def main(config: PushConfig) -> list:
         logging.getLogger("hub_push").info("pushing as %s", user)
     rows = assemble_all(manifest, Path(config.root), only)
     if config.load_check:
-        rows = check_loads(manifest, rows, Path(config.root))
+        rows = check_loads(manifest, rows, Path(config.root), clean=config.clean_env)
     if not config.dry_run:
         rows = push_all(manifest, rows, private=config.private, create_pr=config.create_pr)
     table = [r.as_dict() for r in rows]
@@ -85,9 +88,14 @@ def parse_args(argv=None) -> PushConfig:
     parser.add_argument("--root", default=".", help="repository root the manifest's paths are relative to")
     parser.add_argument("--load-check", action=argparse.BooleanOptionalAction, default=True,
                         help="load each upload folder as its card's usage snippet says (default: on)")
+    parser.add_argument("--clean-env", action="store_true",
+                        help="run each card's Python snippet and the demo's local run in a clean environment of what "
+                             "the card installs (no rirag unless it installs it; offline, symlinks to this "
+                             "interpreter's packages)")
     args = parser.parse_args(argv)
     return PushConfig(manifest=args.manifest, only=args.only, dry_run=args.dry_run, namespace=args.namespace,
-                      private=args.private, create_pr=args.create_pr, root=args.root, load_check=args.load_check)
+                      private=args.private, create_pr=args.create_pr, root=args.root, load_check=args.load_check,
+                      clean_env=args.clean_env)
 
 
 def run(argv=None) -> int:

@@ -25,6 +25,8 @@ from typing import Iterable, Mapping
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from rirag.hub.clean_env import clean_venv
+
 COMMIT = "0" * 40
 
 
@@ -251,53 +253,9 @@ class HubServer:
         return [f"{m} {p}" for m, p, status in self.requests if status == 404]
 
 
-def requirement_closure_with_extras(requirements: Iterable[str]) -> dict[str, metadata.Distribution]:
-    """:func:`requirement_closure` of requirement strings, their extras included (``rirag[train]``); a requirement
-    asked for by name whose installed version is outside its range (``gradio==3.19.1``) is a ValueError: the
-    environment would not be what was asked for."""
-    found: dict[str, metadata.Distribution] = {}
-    todo = [Requirement(r) for r in requirements]
-    roots = list(todo)
-    while todo:
-        req = todo.pop()
-        name = canonicalize_name(req.name)
-        key = name + "[" + ",".join(sorted(req.extras)) + "]"
-        if key in found:
-            continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        if req in roots and req.specifier and not req.specifier.contains(dist.version, prereleases=True):
-            raise ValueError(f"{req} is asked for, but {name} {dist.version} is what is installed here")
-        found[key] = dist
-        for line in dist.requires or []:
-            dep = Requirement(line)
-            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in ("", *req.extras)):
-                todo.append(dep)
-    return {k.split("[")[0]: d for k, d in found.items()}
-
-
-def venv_from_requirements(dest: Path, requirements: Iterable[str], rirag_src: Path | None = None) -> Path:
-    """A virtual environment at ``dest`` (no system site-packages) holding what ``pip install REQUIREMENTS`` would
-    give, from this interpreter's installed distributions (symlinks, no download); ``rirag`` (on no package index:
-    ``rirag @ git+URL``) as this checkout's ``rirag_src``. Its python."""
-    venv.EnvBuilder(with_pip=False, symlinks=True, system_site_packages=False).create(dest)
-    site = next(dest.glob("lib/python3*/site-packages"))
-    for name, dist in requirement_closure_with_extras(requirements).items():
-        if name == "rirag":
-            continue
-        base = Path(dist.locate_file(""))
-        for top in sorted({f.parts[0] for f in dist.files or []}):
-            if top in ("..", "__pycache__") or top.endswith(".pth") or not (base / top).exists():
-                continue
-            if not (site / top).exists():
-                (site / top).symlink_to(base / top)
-    if any(canonicalize_name(Requirement(r).name) == "rirag" for r in requirements):
-        if rirag_src is None:
-            raise ValueError("rirag is required: give its source folder")
-        (site / "rirag").symlink_to(rirag_src)
-    return dest / "bin" / "python"
+#: What ``pip install REQUIREMENTS`` would give, made offline from this interpreter's distributions: the library's
+#: (what ``hub_push/push.py --clean-env`` runs each card in), named as these tests use it.
+venv_from_requirements = clean_venv
 
 
 #: Runs each snippet file named on its command line in a fresh namespace (a ``>>>`` block as a doctest) and prints

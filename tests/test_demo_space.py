@@ -87,6 +87,25 @@ def test_an_injected_generator_writes_the_answer_and_its_citations_are_checked()
     assert any("outside the passage list" in w for w in out["warnings"])
 
 
+def test_the_answer_and_its_sources_are_numbered_as_shown_without_gaps():
+    """An answer citing the 3rd and the 1st passage given is shown citing [1] and [2], its sources listed as [1] and
+    [2] (not [3] and [1], which skipped [2])."""
+    from app import render
+
+    from rirag.generation.base import PromptedAnswerer
+
+    class Echo(PromptedAnswerer):
+        def generate(self, batch):
+            return ["Custody is separate [3]. Records are kept [1]."]
+
+    out = tiny_backend(Echo()).answer("customer due diligence records Eligible Custodian")
+    assert out["answer"] == "Custody is separate [1]. Records are kept [2]."
+    assert [c["number"] for c in out["citations"]] == [1, 2]
+    assert sorted(p["number"] for p in out["passages"]) == [1, 2, 3]
+    _, cited, _ = render(out)
+    assert cited.index("<b>[1] ") < cited.index("<b>[2] ") and "<b>[3] " not in cited
+
+
 @pytest.mark.parametrize("question, message", [("", "question box is empty"), ("   \n", "question box is empty"),
                                                ("x" * 20_000, "20,000 characters long")])
 def test_bad_questions_get_a_readable_message(question, message):

@@ -24,6 +24,7 @@ from _hub_project import MANIFEST, REPO, build_tiny_project
 from _scoring_fixtures import tiny_models
 from _standalone import HubServer, snippet_driver, venv_from_requirements
 from conftest import write_tiny_obliqa
+from rirag.hub.clean_env import card_installs
 from tiny_encoder import tiny_sentence_transformer
 
 #: Runs each snippet file in a fresh namespace (a ``>>>`` block as a doctest); prints what each bound or failed.
@@ -89,22 +90,6 @@ def _user_env(server: HubServer, home: Path, python: Path) -> dict:
     return {**keep, "PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(home), "HF_HOME": str(home / "hf"),
             "HF_ENDPOINT": server.url, "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1",
             "HF_UPDATE_DOWNLOAD_COUNTS": "0", "TOKENIZERS_PARALLELISM": "false", "GRADIO_ANALYTICS_ENABLED": "False"}
-
-
-def card_installs(card: str) -> list[str]:
-    """The requirements of the card's ``pip install`` lines (``-r FILE`` left out), as pip reads them."""
-    found = []
-    for line in card.splitlines():
-        if "pip install" not in line:
-            continue
-        words = shlex.split(line.split("pip install", 1)[1].split("&&")[0].strip().strip("`"))
-        skip = False
-        for word in words:
-            if skip or word.startswith("-"):
-                skip = word == "-r"
-                continue
-            found.append(word.split(" @ ")[0] if " @ " in word else word)
-    return found
 
 
 def _card(row) -> str:

@@ -7,6 +7,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
+from rirag.errors import DataError
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -101,9 +105,9 @@ def test_the_classifier_card_writes_no_empty_datasets_list():
 
 
 def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monkeypatch, caplog):
-    """Issue 68, item 5: a page over the input limit and over what a corpus file may hold was parsed (85 s) after
-    the user raised --max-input-bytes as told, then refused; now its size alone decides, and the hint says to split
-    it. A file the raised limit lets in, though over a corpus file's size, is said at once."""
+    """Issue 68, item 5: a page over the input limit is refused by its size alone, before any reader parses it, with
+    the --max-input-bytes that reads it. A file the raised limit lets in, though over a corpus file's size, is said
+    at once."""
     import logging
 
     from rirag.data.ingest import corpus
@@ -119,9 +123,10 @@ def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monk
     original = corpus._read_file
     monkeypatch.setattr(corpus, "_read_file", lambda reader, path, *a: parsed.append(path.name) or original(
         reader, path, *a))
-    with input_limit(500):
+    with input_limit(500):  # over a corpus file's size too: the N that reads it, and when its passages are kept
         (why,) = [s["reason"] for s in corpus.ingest(source, tmp_path / "o1")["skipped"] if s["file"] == "big.md"]
-    assert parsed == ["small.md"] and "--max-input-bytes" not in why and "split it into smaller files" in why, why
+    assert parsed == ["small.md"] and f"--max-input-bytes N to read a larger file (N ≥ {size})" in why, why
+    assert "kept only if their JSON comes to at most 1000 bytes" in why and "split it into smaller files" in why, why
     monkeypatch.setattr(corpus, "CORPUS_FILE_LIMIT", size + 100)
     with input_limit(500):  # a corpus file may hold it: raising the limit helps, and the hint says by how much
         (why,) = [s["reason"] for s in corpus.ingest(source, tmp_path / "o2")["skipped"] if s["file"] == "big.md"]
@@ -133,19 +138,62 @@ def test_ingest_tells_a_file_too_large_by_its_size_before_parsing(tmp_path, monk
                for r in caplog.records)
 
 
-def test_ask_says_which_numbers_its_sources_leave_out():
-    """`rirag ask` listed sources [1] [3] [4]: [n] numbers the passages given to the answerer (the record's
-    RetrievedIDs), and the ones not cited are now named, so the list does not seem to skip."""
+def test_the_raised_input_limit_holds_where_the_html_page_is_parsed(tmp_path, monkeypatch):
+    """Issue 68, item 5: "--max-input-bytes is a dead end". A page over the default limit, refused with "pass
+    --max-input-bytes N", was read with that N, parsed once (85 s), then refused by the thread the page is parsed in
+    ("... this command reads no larger file"): a new thread's context had the default limit, not the command's. Here
+    with a tiny default limit (a 300 MB page over the 256 MiB default, scaled down)."""
+    import contextvars
+
+    from rirag import io as rio
+    from rirag.data.ingest import corpus
+
+    monkeypatch.setattr(rio, "_INPUT_LIMIT", contextvars.ContextVar("tiny_default_limit", default=200))
+    source = tmp_path / "src"
+    source.mkdir()
+    rules = "".join(f"<h2>Rule {i}</h2><p>A firm must keep record {i} for {i} years.</p>" for i in range(1, 30))
+    (source / "page.html").write_text(f"<html><head><title>T</title></head><body><h1>Records</h1>{rules}"
+                                      "</body></html>", "utf-8")
+    size = (source / "page.html").stat().st_size
+    with pytest.raises(DataError, match=rf"N ≥ {size}\)"):  # refused by its size, with the N that reads it
+        corpus.ingest(source, tmp_path / "o1")
+    with rio.input_limit(size):  # the hint followed
+        report = corpus.ingest(source, tmp_path / "o2")
+    assert report["passages"] >= 29 and "skipped" not in report, report
+
+
+def test_ask_numbers_its_sources_consecutively_and_the_answers_file_keeps_the_places():
+    """`rirag ask` listed sources [1] [3] [4]: the answer's markers and its sources are now numbered as shown, the
+    cited passages 1, 2, 3 in order; the answer record (RetrievedIDs, the shared task's file, RePASs) keeps ``[n]`` as
+    the passage's place among those given to the answerer."""
     from rirag.cli.answers import format_answer
     from rirag.generation.extractive import ExtractiveComposer
     from rirag.generation.pipeline import RetrievedPassage, answer_items
 
     passages = [RetrievedPassage("p1", "A firm must keep records for six years.", 3.0, 1, "1.1"),
                 RetrievedPassage("p2", "This chapter applies to banks.", 2.0, 1, "1.2"),
-                RetrievedPassage("p3", "A firm must report the records yearly.", 1.0, 1, "1.3")]
+                RetrievedPassage("p3", "A firm must report the records [2] yearly.", 1.0, 1, "1.3")]
     composer = ExtractiveComposer(is_obligation=lambda sentences: ["must" in s for s in sentences])
     [answer] = answer_items([("q1", "What must a firm keep and report?", passages)], composer)
     assert [p.id for p in answer.cited] == ["p1", "p3"], answer.text
+    record = answer.to_record()
+    assert "[3]" in record["Answer"] and record["RetrievedIDs"] == ["p1", "p2", "p3"]
     shown = format_answer(answer, {1: "Rulebook"})
-    assert "[1] Rulebook · 1.1" in shown and "[3] Rulebook · 1.3" in shown
-    assert "(given to the answerer, not cited: [2] 1.2)" in shown
+    assert "[1] Rulebook · 1.1" in shown and "[2] Rulebook · 1.3" in shown and "[3]" not in shown, shown
+    # the quoted "[2]" of passage p3 is its text, not a marker: left as it is
+    assert "six years [1]." in shown and "the records [2] yearly [2]." in shown, shown
+    assert "(1 more passage given to the answerer, not cited)" in shown
+
+
+def test_a_language_models_markers_are_shown_renumbered_too():
+    from rirag.generation.pipeline import Answer, RetrievedPassage
+    from rirag.text.citations import parse_citations, renumbered
+
+    passages = [RetrievedPassage(f"p{i}", f"text {i}", 1.0, 1, f"1.{i}") for i in range(1, 5)]
+    answer = Answer("q", "q?", passages, text="Keep records [3]. Report them [1; 4]. See [9].")
+    answer.parsed = parse_citations(answer.text, [p.id for p in passages])
+    assert answer.shown_numbers() == {1: 2, 2: 4, 3: 1, 4: 3}
+    assert answer.shown_text() == "Keep records [1]. Report them [2, 3]. See [9]."  # [9] is invalid: as written
+    assert renumbered("a [1] b [2].", {1: 2, 2: 1}, markers=[(8, 2)]) == "a [1] b [1]."
+
+

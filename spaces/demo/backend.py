@@ -201,13 +201,17 @@ class Backend:
         text = check_question(question)
         session = self.session
         result = session.ask(text)
-        passages = [{"number": n, "id": p.id, "document_id": p.document_id, "title": session.title(p.document_id),
-                     "passage_id": p.passage_id, "score": p.score, "text": p.text}
-                    for n, p in enumerate(result.passages, start=1)]
+        # numbered as shown (rirag ask's numbers: the cited passages 1, 2, 3, never skipping), in the answer too
+        shown, numbers = result.shown_numbers(), result.shown_ids()
+        passages = [{"number": numbers[p.id], "id": p.id, "document_id": p.document_id,
+                     "title": session.title(p.document_id), "passage_id": p.passage_id, "score": p.score,
+                     "text": p.text} for p in result.passages]
         by_id = {p["id"]: p for p in passages}
-        out = {"answer": result.text, "citations": [by_id[p.id] for p in result.cited], "passages": passages,
-               "retriever": self.settings.retriever_label(), "generator": self.settings.generator_label(),
-               "followed": [f.as_dict() for f in (result.draft.followed if result.draft is not None else [])],
+        followed = [{**f.as_dict(), "source": shown.get(f.source, f.source), "target": shown.get(f.target, f.target)}
+                    for f in (result.draft.followed if result.draft is not None else [])]
+        out = {"answer": result.shown_text(), "citations": [by_id[p.id] for p in result.cited],
+               "passages": passages, "retriever": self.settings.retriever_label(),
+               "generator": self.settings.generator_label(), "followed": followed,
                "warnings": list(result.warnings), "message": ""}
         if not passages:
             out["message"] = "No passage matches the words of this question; try rephrasing it."

@@ -110,9 +110,11 @@ def cmd_ask(args: Any) -> int:
 
 def format_answer(answer, titles: dict[int, str]) -> str:
     """The answer, then each cited passage: [n] title · PassageID (score) and a snippet; control characters escaped
-    (:func:`rirag.validation.printable`)."""
-    lines = [textwrap.fill(answer.text or "(no answer)", 100), ""]
-    numbers = {p.id: i for i, p in enumerate(answer.passages, start=1)}
+    (:func:`rirag.validation.printable`). [n] is the number shown to the reader (:meth:`Answer.shown_numbers
+    <rirag.generation.pipeline.Answer.shown_numbers>`: the cited passages 1, 2, 3 in order, never skipping), in the
+    answer's text as in its sources; the answers file of ``rirag answer`` keeps the passages' places."""
+    shown, numbers = answer.shown_numbers(), answer.shown_ids()
+    lines = [textwrap.fill(answer.shown_text() or "(no answer)", 100), ""]
     cited = answer.cited
     if cited:
         lines.append("Sources:")
@@ -123,18 +125,14 @@ def format_answer(answer, titles: dict[int, str]) -> str:
         title = titles.get(p.document_id, f"Document {p.document_id}")
         lines.append(f"  [{numbers[p.id]}] {title} · {p.passage_id} · id {p.id} · score {p.score:.3f}")
         lines.append(textwrap.indent(textwrap.fill(textwrap.shorten(p.text, 400, placeholder=" …"), 96), "      "))
-    # [n] numbers the passages given to the answerer (the answer record's RetrievedIDs): where it cites [1] [3] [4],
-    # the numbers left out are said, so that the sources do not seem to skip
-    shown = {p.id for p in cited}
-    uncited = [p for p in answer.passages if p.id not in shown and numbers[p.id] < max(
-        (numbers[c.id] for c in cited), default=0)] if answer.cited else []
+    uncited = len({p.id for p in answer.passages} - {p.id for p in cited})
     if uncited:
-        lines.append("  (given to the answerer, not cited: " + ", ".join(
-            f"[{numbers[p.id]}] {p.passage_id}" for p in uncited) + ")")
+        lines.append(f"  ({uncited} more passage{'s' if uncited > 1 else ''} given to the answerer, not cited)")
     for c in (answer.parsed.invalid if answer.parsed else []):
         lines.append(f"  [{c.number}] (invalid: there are only {len(answer.passages)} passages)")
     for f in (answer.draft.followed if answer.draft is not None else []):
-        lines.append(f"followed: {f.reference} -> [{f.target}] (referred to by [{f.source}])")
+        lines.append(f"followed: {f.reference} -> [{shown.get(f.target, f.target)}] (referred to by "
+                     f"[{shown.get(f.source, f.source)}])")
     for w in answer.warnings:
         lines.append(f"note: {w}")
     # the question, the passages and what the generator made of them: escape sequences are shown, never obeyed

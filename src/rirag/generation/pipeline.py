@@ -34,7 +34,7 @@ from rirag.generation.prompts import GROUNDED_STRATEGIES, NO_ANSWER, STRATEGIES,
 from rirag.generation.render import check_strategy, written
 from rirag.retrieval.filtering import ContextFilter, context_filter
 from rirag.retrieval.registry import RetrieverSpec
-from rirag.text.citations import ParsedAnswer, citation_records, parse_citations, placed_citations
+from rirag.text.citations import ParsedAnswer, citation_records, parse_citations, placed_citations, renumbered
 from rirag.validation import without_controls
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,9 @@ class Answer:
     #: What the answerer returned (:class:`~rirag.generation.base.Draft`: its parts with the cited passages and
     #: spans, answerability, the parts of the question not covered).
     draft: Draft | None = None
+    #: Where the answer's markers are (offset in :attr:`text`, number) when it was written from its draft's parts;
+    #: ``None`` for a language model's answer, whose markers are read from its text.
+    markers: list[tuple[int, int]] | None = None
 
     @property
     def cited(self) -> list[RetrievedPassage]:
@@ -116,6 +119,24 @@ class Answer:
             own = [self.passages[i].id for part in self.draft.parts for i in part.cited if 0 <= i < len(self.passages)]
             ids = list(dict.fromkeys([*(i for i in own if i in valid), *ids]))
         return [by_id[i] for i in ids]
+
+    def shown_numbers(self) -> dict[int, int]:
+        """Each passage's citation number (``n``: its 1-based place in :attr:`passages`, the record's ``[n]`` and the
+        order of its RetrievedIDs, which files and scorers read) -> the number a reader is shown: the cited
+        passages 1, 2, ... in the order :attr:`cited` lists them, then the others in retrieval order, so that the
+        sources shown never skip (an answer citing [1] [3] [4] is shown citing [1] [2] [3])."""
+        shown = self.shown_ids()
+        return {n: shown[p.id] for n, p in enumerate(self.passages, start=1)}
+
+    def shown_ids(self) -> dict[str, int]:
+        """:meth:`shown_numbers` by passage id."""
+        order = dict.fromkeys([*(p.id for p in self.cited), *(p.id for p in self.passages)])
+        return {pid: i for i, pid in enumerate(order, start=1)}
+
+    def shown_text(self) -> str:
+        """:attr:`text` with its markers numbered as :meth:`shown_numbers` says (what ``rirag ask``, the demo and
+        ``rirag serve`` show; the answers file keeps :attr:`text`)."""
+        return renumbered(self.text, self.shown_numbers(), self.markers)
 
     def to_record(self) -> dict:
         """The shared-task answer record (:data:`rirag.data.answers.SHARED_TASK_FIELDS`) plus ``Citations`` (and
@@ -231,6 +252,7 @@ def _write(answer: Answer, draft: Draft, grounded: bool) -> None:
     for p in draft.added:  # passages a followed cross-reference added, numbered after the retrieved ones
         answer.passages.append(RetrievedPassage(p.id, p.text, 0.0, p.document_id, p.passage_id, *_structure(p)))
     answer.text, markers = written(draft, answer.passages)
+    answer.markers = markers
     answer.raw = draft.raw if draft.raw is not None else answer.text
     if not draft.answer_line:
         answer.warnings.append(WARN_NO_ANSWER_LINE)

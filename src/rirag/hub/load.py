@@ -18,6 +18,9 @@ in the round-trip tests on tiny artifacts. Per card:
   (:func:`local_run_variables`; Hub ids mapped to local copies), answers one question over HTTP, the metric scores
   one answer over HTTP when its models are here. Nothing is written into the upload folder.
 
+With ``clean`` (``hub_push/push.py --clean-env``), each Python snippet and the demo's local run are run in a clean
+environment of what the card installs (:mod:`rirag.hub.clean_env`: no rirag unless the card installs it), not here.
+
 Each check runs in a fresh ``datasets`` cache and gives ``ok (...)``, ``failed: ...`` or ``skipped: ...``
 (something it needs is neither assembled nor on this machine, e.g. a base model only the Hub has).
 """
@@ -38,6 +41,7 @@ from typing import Iterator, Mapping
 
 from rirag.data.obliqa import Passage
 from rirag.hub.cards import code_blocks
+from rirag.hub.clean_env import CleanRun
 from rirag.hub.manifest import builder_only_extras
 from rirag.models import resolve_model
 from rirag.retrieval.registry import RetrieverSpec, build_retriever
@@ -103,8 +107,9 @@ def _up_to_last_load(code: str, repo_id: str) -> str:
     return "\n".join(lines[:last.end_lineno]) + "\n"
 
 
-def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
-    """Run a card's Python snippet up to its load, ids replaced; the type of what the load returned."""
+def prepared_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> tuple[str, str | None]:
+    """A card's Python snippet up to its load, ids replaced, and the name its load binds (``None``: none); a Hub id
+    without a local copy skips it (:class:`SnippetSkipped`)."""
     code = _up_to_last_load(code, repo_id)
     tree = ast.parse(code)
     target = None  # what the first statement naming the repo binds: the dataset, the model, the metric
@@ -115,6 +120,15 @@ def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
     remote = [m for m in _HUB_ID.findall(code) if not Path(m).exists()]
     if remote:
         raise SnippetSkipped(f"needs {', '.join(sorted(set(remote)))} from the Hub (no local copy)")
+    return code, target
+
+
+def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str], clean: CleanRun | None = None) -> str:
+    """Run a card's Python snippet up to its load, ids replaced; the type of what the load returned. ``clean``: in
+    a clean environment of what the card installs (:mod:`rirag.hub.clean_env`), else in this process."""
+    code, target = prepared_snippet(code, repo_id, ids)
+    if clean is not None:
+        return f"{clean.run_snippet(code, target)}, in a clean environment"
     namespace: dict = {"__name__": "__rirag_card_snippet__"}
     exec(compile(code, f"<usage snippet of {repo_id}>", "exec"), namespace)  # noqa: S102 (our own cards' code)
     value = namespace.get(target) if target else None
@@ -422,34 +436,39 @@ def check_builder_card(card: str, folder: str | Path) -> str:
     return f"{OK} (builder only: the card alone, no data; builds with {'; '.join(c.split(' --')[0] for c in commands)})"
 
 
-def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> str:
+def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str], clean: bool = False) -> str:
     """``ok (...)``, ``failed: ...`` or ``skipped: ...`` for one upload folder (see the module docstring), loaded in
-    a fresh ``datasets`` cache (:func:`fresh_datasets_cache`)."""
-    with fresh_datasets_cache():
-        return _check_load(entry, manifest, folder, ids)
+    a fresh ``datasets`` cache (:func:`fresh_datasets_cache`); ``clean``: each Python snippet and the demo's local
+    run in a clean environment of what the card installs (:class:`CleanRun`), not in this process."""
+    with fresh_datasets_cache(), tempfile.TemporaryDirectory(prefix="rirag-clean-") as work:
+        return _check_load(entry, manifest, folder, ids, Path(work) if clean else None)
 
 
-def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> str:
+def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str], work: Path | None = None) -> str:
     folder = Path(folder)
     repo_id = manifest.repo_id(entry)
-    ids = {**ids, repo_id: str(folder)}
+    ids = {**ids, repo_id: str(folder.resolve())}  # absolute: a clean run's snippet runs in a folder of its own
     try:
         card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+        clean = CleanRun.for_card(card, folder, work) if work is not None else None
         if entry.kind == "app-space":  # started as the card's local run says, with the variables it sets there
             variables = space_environment(local_run_variables(card), ids)
+            if clean is not None:
+                said = run_space(entry.kind, folder, variables, str(clean.python), environ=clean.environ())
+                return f"{OK} ({said}, in a clean environment)"
             return f"{OK} ({run_space(entry.kind, folder, variables)})"
         if getattr(entry, "builder_only", False):
             return check_builder_card(card, folder)
         blocks = [(lang, code) for lang, code in code_blocks(card) if repo_id in code]
         for lang, code in blocks:
             if lang == "python" and entry.kind == "metric-space":
-                loaded = run_python_snippet(code, repo_id, ids)
+                loaded = run_python_snippet(code, repo_id, ids, clean)
                 variables, absent = metric_space_variables(ids)
                 started = run_space(entry.kind, folder, variables, ask=not absent)
                 why = f"; no score: {', '.join(absent)} neither assembled nor cached" if absent else ""
                 return f"{OK} ({loaded}; Space: {started}{why})"
             if lang == "python":
-                return f"{OK} ({run_python_snippet(code, repo_id, ids)})"
+                return f"{OK} ({run_python_snippet(code, repo_id, ids, clean)})"
             if lang in ("bash", "sh", "shell") and "rirag retrieve" in code:
                 return f"{OK} ({run_retrieve_snippet(code, repo_id, ids)})"
         return f"{FAILED}: the card has no usage snippet that loads {repo_id}"
@@ -461,14 +480,15 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str]) -> 
         return f"{FAILED}: {type(err).__name__}: {message[:300]}"
 
 
-def check_loads(manifest, rows: list, root: str | Path = ".") -> list:
-    """Fill each assembled row's ``load``; a missing or broken row gets ``skipped: not assembled``."""
+def check_loads(manifest, rows: list, root: str | Path = ".", clean: bool = False) -> list:
+    """Fill each assembled row's ``load``; a missing or broken row gets ``skipped: not assembled``; ``clean``: each
+    card's steps in a clean environment (:func:`check_load`)."""
     ids = local_ids(manifest, root)
     entries = {e.name: e for e in manifest.entries}
     for row in rows:
         if row.status != "assembled" or not row.folder:
             row.load = NOT_ASSEMBLED
             continue
-        row.load = check_load(entries[row.name], manifest, row.folder, ids)
+        row.load = check_load(entries[row.name], manifest, row.folder, ids, clean)
         logger.info("%s: load %s", row.name, row.load)
     return rows

@@ -259,10 +259,10 @@ class RulebookTools:
         session = self._session(k, retriever)
         with self._compute:
             answer = session.ask(question, question_id="mcp")
-        numbers = {p.id: i for i, p in enumerate(answer.passages, start=1)}
+        numbers = answer.shown_ids()  # as rirag ask shows them: the cited passages 1, 2, 3, never skipping
         sources = [{"n": numbers[p.id], **self.describe(p.id), "score": round(float(p.score), 4), "text": p.text}
                    for p in answer.cited if p.id in self.corpus]
-        return {"answer": answer.text, "sources": sources, "warnings": list(answer.warnings), "retriever": used}
+        return {"answer": answer.shown_text(), "sources": sources, "warnings": list(answer.warnings), "retriever": used}
 
     # -- resources -----------------------------------------------------------------------------------------------
     def corpus_card(self) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from rirag.text.sentences import punkt_split
 
@@ -98,6 +98,24 @@ def placed_citation(sentence: str, number: int | Sequence[int]) -> tuple[str, in
     return f"{sentence} {marker}", len(sentence) + 1
 
 
+def renumbered(text: str, numbers: Mapping[int, int], markers: Sequence[tuple[int, int]] | None = None) -> str:
+    """``text`` with each cited number ``n`` written as ``numbers[n]`` (one not in ``numbers``, such as an invalid
+    citation, as it was): how an answer is shown to a reader whose sources are numbered otherwise than the passages
+    it was given. ``markers``: where the text's writer put its markers (offset, number), as
+    :func:`placed_citations` reads them, so that a bracketed number quoted from a passage is left alone; without
+    them, every marker :data:`CITATION_PATTERN` finds (a group ``[1; 3]`` is written ``[1, 3]``)."""
+    if markers is None:
+        return CITATION_PATTERN.sub(
+            lambda m: "[" + ", ".join(str(numbers.get(n, n)) for n in numbers_in(m.group(0))) + "]", text)
+    out, last = [], 0
+    for at, n in sorted(markers):
+        marker = f"[{n}]"
+        if at >= last and text.startswith(marker, at):
+            out += [text[last:at], f"[{numbers.get(n, n)}]"]
+            last = at + len(marker)
+    return "".join(out) + text[last:]
+
+
 def _default_splitter() -> Callable[[str], Sequence[str]]:
     return punkt_split
 
@@ -174,4 +192,4 @@ def citation_records(parsed: ParsedAnswer) -> list[dict]:
 
 
 __all__ = ["CITATION_PATTERN", "NO_ANSWER", "Citation", "ParsedAnswer", "citation_records",
-           "numbers_in", "parse_citations", "strip_citations"]
+           "numbers_in", "parse_citations", "renumbered", "strip_citations"]

@@ -164,19 +164,20 @@ def read_source(source: Path, spool: Spool, out: Path | None = None) -> Source:
 
 def _size_reason(path: Path) -> str:
     """Why a file is skipped by its size alone, told by ``stat`` before any reader parses it ("" when it is read):
-    over the input limit (:func:`rirag.io.max_input_bytes`), with the ``--max-input-bytes`` that reads it when that
-    can help, else (over :data:`CORPUS_FILE_LIMIT`, what a corpus file every command reads may hold) to split it.
-    A file read though over that size is said at once: its passages are kept only if their JSON fits."""
+    over the input limit (:func:`rirag.io.max_input_bytes`), with the ``--max-input-bytes`` that reads it, and, for
+    a file over :data:`CORPUS_FILE_LIMIT` (what a corpus file every command reads may hold), that its passages are
+    kept only if their JSON fits, else to split it. A file read though over that size is said at once."""
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         return ""  # the reader names what is wrong with it
     limit = max_input_bytes()
     if size > limit:
-        if size <= CORPUS_FILE_LIMIT:
-            return f"{size} bytes, larger than the {limit}-byte input limit; {RAISE_LIMIT_HINT} (N ≥ {size})"
-        return (f"{size} bytes, larger than the {limit}-byte input limit and than the {CORPUS_FILE_LIMIT}-byte "
-                "corpus file every command reads: split it into smaller files")
+        hint = f"{RAISE_LIMIT_HINT} (N ≥ {size})"
+        if size > CORPUS_FILE_LIMIT:
+            hint += (f"; its passages are kept only if their JSON comes to at most {CORPUS_FILE_LIMIT} bytes, the "
+                     "corpus file every command reads (a page's markup is not kept), else split it into smaller files")
+        return f"{size} bytes, larger than the {limit}-byte input limit; {hint}"
     if size > CORPUS_FILE_LIMIT:
         logger.warning("%s: %d bytes, over the %d-byte corpus file every command reads: read, but its passages are "
                        "kept only if their JSON comes to less (else: split it into smaller files)", path, size,

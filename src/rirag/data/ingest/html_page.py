@@ -14,6 +14,7 @@ libxml2 parses in pull mode here (``etree.parse`` over a reader of the decoded t
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from pathlib import Path
@@ -193,7 +194,8 @@ BATCH, QUEUED = 256, 8
 def _produced(produce: Callable[[Callable], None]) -> Iterator:
     """What ``produce(emit)`` emits, as an iterator: it runs in a thread (libxml2's pull-mode parse cannot pause for
     a generator), handing items over in batches through a bounded queue, so memory holds a few batches whatever
-    the page's size. An error in it is raised here; closing the iterator stops it at its next item."""
+    the page's size; it sees the caller's context variables (the input limit in force). An error in it is raised
+    here; closing the iterator stops it at its next item."""
     items: queue.Queue = queue.Queue(maxsize=QUEUED)
     stop = threading.Event()
     batch: list = []
@@ -227,7 +229,11 @@ def _produced(produce: Callable[[Callable], None]) -> Iterator:
             except _Finished:
                 pass
 
-    thread = threading.Thread(target=work, name="rirag-html-page", daemon=True)
+    # the thread runs in the caller's context: the input limit a command's --max-input-bytes set (rirag.io.input_limit,
+    # a context variable) holds there too; a new thread's own context has the default, which refused a page the
+    # raised limit let in, after parsing it once
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(work,), name="rirag-html-page",
+                              daemon=True)
     thread.start()
     try:
         while True:
