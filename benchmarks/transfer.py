@@ -349,8 +349,9 @@ def run_set(config: TransferConfig, name: str, rows: list[str]) -> tuple[list[di
         run = retriever.search(data.questions, k=RUN_DEPTH)
         seconds = time.perf_counter() - start
         runs[row], values[row] = run, per_question(run, data.gold)
-        res = {**base, "status": "ok", "retriever": spec.name, "model": spec.model,
-               "options": dict(spec.options) or None, **summarise(values[row], config)}
+        options = {k: portable_path(v) if k == "xref_graph" else v for k, v in spec.options.items()}
+        res = {**base, "status": "ok", "retriever": spec.name, "model": spec.model, "options": options or None,
+               **summarise(values[row], config)}
         if name == "ukfin":
             pairs = pair_metrics(data.gold, run, k=EVAL_K)
             assert abs(pairs["both@10"] - res["all@10"]) < 1e-9, (pairs, res["all@10"])  # the same measure

@@ -66,6 +66,9 @@ class ContrastiveTuningArguments(RunArguments):
     negatives_retriever: str = field(default="bm25", metadata={
         "help": "Registry retriever whose top ranks give the mined negatives."})
     negatives_depth: int = field(default=30, metadata={"help": "Mined negatives come from this many top ranks."})
+    pseudo_queries: bool = field(default=False, metadata={
+        "help": "Train on the corpus's own headings as questions (rirag.data.pseudo_queries: no labels; an ingested "
+                "rulebook, --data DIR), selecting the epoch on held-out headings (eval_split must be empty)."})
     results_path: str | None = field(default=None, metadata={
         "help": "Write per-epoch selection Recall@10 and the chosen epoch here (JSON)."})
 
@@ -76,7 +79,15 @@ def selection_sets(args: ContrastiveTuningArguments, obliqa):
     from rirag.data.splits import split_questions
     from rirag.training.runner import check_parts
 
-    train = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
+    if args.pseudo_queries:
+        from rirag.data.pseudo_queries import pseudo_questions
+        from rirag.errors import UsageError
+
+        if args.eval_split:
+            raise UsageError("--pseudo_queries selects on held-out headings: give --eval_split ''")
+        train = [q for q in pseudo_questions(obliqa.root, obliqa.corpus) if q.gold]
+    else:
+        train = [q for q in split_questions(obliqa, args.train_split, args.split_seed) if q.gold]
     if args.eval_split:
         select = [q for q in split_questions(obliqa, args.eval_split, args.split_seed) if q.gold]
         where = f"{obliqa.root} splits {args.train_split} / {args.eval_split}"
@@ -85,7 +96,8 @@ def selection_sets(args: ContrastiveTuningArguments, obliqa):
         random.Random(args.split_seed).shuffle(order)
         held = set(order[:max(1, round(args.eval_holdout_fraction * len(train)))])
         train, select = [q for i, q in enumerate(train) if i not in held], [q for i, q in enumerate(train) if i in held]
-        where = f"{obliqa.root} split {args.train_split} (held out: {args.eval_holdout_fraction:g})"
+        source = "headings (pseudo-questions)" if args.pseudo_queries else f"split {args.train_split}"
+        where = f"{obliqa.root} {source} (held out: {args.eval_holdout_fraction:g})"
     check_parts("contrastive tuning", where, {"training questions": len(train), "selection questions": len(select)})
     return train, select
 
@@ -134,16 +146,19 @@ def encoder_card(script_args: ContrastiveTuningArguments, training_args, summary
 
     repo_id = training_args.hub_model_id or training_args.output_dir
     best = summary["best"]
-    selection = script_args.eval_split or (f"held-out {script_args.eval_holdout_fraction:.0%} of "
-                                           f"{script_args.train_split}")
+    source = "the corpus's headings" if script_args.pseudo_queries else script_args.train_split
+    selection = script_args.eval_split or f"held-out {script_args.eval_holdout_fraction:.0%} of {source}"
+    train_data = (f"{summary['pairs']} (heading, passage under it) pairs of the corpus `{script_args.data}` "
+                  "(pseudo-questions, no labels)" if script_args.pseudo_queries else
+                  f"ObliQA split `{script_args.train_split}`: {summary['pairs']} (question, gold passage) pairs")
     return EncoderCard(
         name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
-        datasets=["RegNLP/ObliQA"], tags=["contrastive-tuning"],
+        datasets=[] if script_args.pseudo_queries else ["RegNLP/ObliQA"], tags=["contrastive-tuning"],
         description="Bi-encoder after contrastive tuning (stage 2 of the domain-adapted retriever): "
                     "MultipleNegativesRankingLoss over the in-batch negatives of the global batch (gathered across "
                     "devices), no duplicate question or passage in a batch, epoch chosen by selection Recall@10.",
         command=training_command("train/contrastive_tuning.py", sys.argv[1:], training_args),
-        train_data=f"ObliQA split `{script_args.train_split}`: {summary['pairs']} (question, gold passage) pairs",
+        train_data=train_data,
         settings={"epochs (max)": training_args.num_train_epochs, "best epoch": best and best["epoch"],
                   f"selection Recall@{EVAL_K} (best epoch)": best and round(best["recall@10"], 4),
                   "selection questions": f"{summary['selection_questions']} ({selection})",

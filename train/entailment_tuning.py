@@ -52,6 +52,9 @@ class EntailmentTuningArguments(RunArguments):
         "help": "Tokens per '<passage> entails that <claim>' input; the passage is truncated first."})
     max_train_samples: int | None = field(default=None, metadata={
         "help": "Train on a seeded random subset of this many (question, gold passage) pairs (None: all)."})
+    pseudo_queries: bool = field(default=False, metadata={
+        "help": "No labels: each passage entails its heading (rirag.data.pseudo_queries; an ingested rulebook, "
+                "--data DIR), the heading masked as the claim."})
 
 
 def build_dataset(args: EntailmentTuningArguments, tokenizer, obliqa=None):
@@ -64,11 +67,17 @@ def build_dataset(args: EntailmentTuningArguments, tokenizer, obliqa=None):
     from rirag.training.collators import encode_entailment_example
 
     obliqa = obliqa or load_obliqa(args.data)
-    questions = split_questions(obliqa, args.train_split, args.split_seed)
+    if args.pseudo_queries:  # a heading is already a claim about the passages under it
+        from rirag.data.pseudo_queries import pseudo_questions
+
+        questions, claim, source = pseudo_questions(obliqa.root, obliqa.corpus), str, "the corpus's headings"
+    else:
+        questions = split_questions(obliqa, args.train_split, args.split_seed)
+        claim, source = question_to_claim, args.train_split
     pairs = question_passage_pairs(questions, obliqa.corpus, args.max_train_samples, seed=args.split_seed)
-    rows = [encode_entailment_example(tokenizer, passage, question_to_claim(text), args.max_length)
+    rows = [encode_entailment_example(tokenizer, passage, claim(text), args.max_length)
             for _, text, _, passage in pairs]
-    logger.info("entailment tuning: %d (question, gold passage) pairs from %s", len(rows), args.train_split)
+    logger.info("entailment tuning: %d (claim, passage) pairs from %s", len(rows), source)
     return Dataset.from_list(rows)
 
 
@@ -96,11 +105,13 @@ def encoder_card(script_args: EntailmentTuningArguments, training_args, facts: d
     repo_id = training_args.hub_model_id or training_args.output_dir
     return EncoderCard(
         name=os.path.basename(os.path.normpath(repo_id)), repo_id=repo_id, base_model=script_args.model_name_or_path,
-        datasets=["RegNLP/ObliQA"], tags=["entailment-tuning"],
+        datasets=[] if script_args.pseudo_queries else ["RegNLP/ObliQA"], tags=["entailment-tuning"],
         description="Bi-encoder after entailment tuning (stage 1 of the domain-adapted retriever): masked-LM "
                     "reconstruction of question-derived claims from their gold ObliQA passages, mean pooling.",
         command=training_command("train/entailment_tuning.py", sys.argv[1:], training_args),
-        train_data=f"ObliQA split `{script_args.train_split}`: {facts['examples']} (claim, gold passage) examples",
+        train_data=(f"{facts['examples']} (heading, passage under it) examples of the corpus `{script_args.data}` "
+                    "(no labels)" if script_args.pseudo_queries else
+                    f"ObliQA split `{script_args.train_split}`: {facts['examples']} (claim, gold passage) examples"),
         settings={"β (hypothesis mask probability)": script_args.mask_probability,
                   "max length": script_args.max_length, "epochs": training_args.num_train_epochs,
                   "learning rate": training_args.learning_rate, "train loss": round(facts["train_loss"], 4),

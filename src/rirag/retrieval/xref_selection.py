@@ -123,7 +123,8 @@ def candidate_features(query: str, results: Mapping[str, float], graph, corpus: 
     rank = {pid: i for i, (pid, _) in enumerate(order, 1)}
     links = _link_table(order, graph, corpus, sources, max_targets, scaled)
     ids = [pid for pid, _ in order[:pool]]
-    ids += [pid for pid in links if pid not in set(ids)]
+    pooled = set(ids)
+    ids += [pid for pid in links if pid not in pooled]
     q_terms = _terms(query)
     rows = []
     for pid in ids:
