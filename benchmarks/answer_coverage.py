@@ -25,7 +25,7 @@ Usage:
 
     python benchmarks/answer_coverage.py --pra out/pra \\
         [--questions ../shared/data/ukfin_xref/ukfin_dev_questions.json]
-        [--rows default,default-before,bm25,bm25-before]
+        [--rows default,default-before,bm25,bm25-before,default-no-selection]
         [--work out/answer_coverage] [--obliqa-answers before=a.json.gz after=b.json.gz]
         [--out benchmarks/results/answer_coverage.json]
 
@@ -51,7 +51,9 @@ logger = logging.getLogger(__name__)
 
 BEFORE = ["--no-whole-rules", "--no-cite-referring", "--no-footnotes", "--no-linked-only"]
 ROWS: dict[str, list[str]] = {"default": [], "default-before": BEFORE, "bm25": ["--retriever", "bm25"],
-                              "bm25-before": ["--retriever", "bm25", *BEFORE]}
+                              "bm25-before": ["--retriever", "bm25", *BEFORE],
+                              # issue 65: the default retriever without its cross-reference selection
+                              "default-no-selection": ["--option", "xref_select=off"]}
 KEYS = ("gold_rule_coverage_min", "gold_rule_coverage_mean", "gold_text_precision",
         "gold_rule_coverage_min_context_holds", "gold_rule_coverage_mean_context_holds",
         "gold_text_precision_context_holds", "questions_context_holds", "cite_all_share", "context_all_share",
@@ -144,11 +146,13 @@ def main() -> None:
     cfg = Config(**vars(parser.parse_args()))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    rows = {row: _pra_row(cfg, row) for row in cfg.rows.split(",") if row}
+    # rows not rerun are kept (each row records its own command); the ObliQA part likewise unless given again
+    old = _read(cfg.out) if Path(cfg.out).is_file() else {}
+    rows = {**old.get("rows", {}), **{row: _pra_row(cfg, row) for row in cfg.rows.split(",") if row}}
     rows["gold-quote"] = _gold_quote(cfg)
     result = {"benchmark": "answer_coverage", "issue": 64, "questions": portable_path(cfg.questions),
               "corpus": portable_path(cfg.pra), "cores": os.cpu_count(), "machine": platform.machine(),
-              "rows": rows}
+              "rows": rows, **({"obliqa": old["obliqa"]} if "obliqa" in old else {})}
     if cfg.obliqa_answers:
         from rirag.scoring.answers import answer_quality_of
 

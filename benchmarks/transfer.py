@@ -20,7 +20,9 @@ results); rank fusion (BM25 passages + document BM25, the CLI's fallback default
 trained on ADGM, applied as it is); the commands' default before cross-reference selection (``default-before``: the
 best CV row needing no trained model), the default without trained models (``default``: that row with
 cross-reference selection, :mod:`rirag.retrieval.xref_selection`, over the corpus's written graph; ObliQA's from
-``--obliqa_graph``) and the default after ``make models`` (``default-models``: learned fusion with selection). A row
+``--obliqa_graph``) and the default after ``make models`` (``default-models``: learned fusion with selection); with
+``--adapted``, an encoder adapted to the PRA corpus from its own headings (no labels; ``adapted``: dense, against
+the zero-shot encoder; ``default-adapted``: the default with it, against ``default``). A row
 whose artifact is not built (its marker and its ``make models`` stamp, :func:`rirag.training.plan.status`
 ``current``) is skipped with a note.
 
@@ -43,7 +45,8 @@ Usage:
 
     python benchmarks/transfer.py --pra out/pra [--data ../shared/data/obliqa] [--models-root .] \\
         [--sets ukfin,obliqa-mp,obliqa-validation] [--rows bm25,zero-shot,et,ct,et-ct,hybrid,hybrid-tuned,rrf,
-        rrf-tuned,rank-fusion,learned-fusion,default-before,default,default-models] [--obliqa_graph FILE]
+        rrf-tuned,rank-fusion,learned-fusion,default-before,default,default-models,adapted,default-adapted]
+        [--obliqa_graph FILE] [--adapted DIR]
         [--answers true] [--bootstrap 1000] [--seed 42] [--out benchmarks/results/transfer.json]
         [--note "why rows were left out of --rows"]
 """
@@ -81,7 +84,7 @@ LEARNED_FUSION = "artifacts/learned_fusion/minilm-lf-train"
 #: The ranker's encoders in the order it was trained with (rirag.models: ct, et-ct, zero-shot).
 LEARNED_FUSION_ENCODERS = ("ct", "et-ct", "zero-shot")
 ROWS = ("bm25", "zero-shot", "et", "ct", "et-ct", "hybrid", "hybrid-tuned", "rrf", "rrf-tuned", "rank-fusion",
-        "learned-fusion", "default-before", "default", "default-models")
+        "learned-fusion", "default-before", "default", "default-models", "adapted", "default-adapted")
 SETS = ("ukfin", "obliqa-mp", "obliqa-validation")
 METRICS = ("recall@10", "map@10", "all@10")
 ANSWER_METRICS = ("gold_citation_precision", "gold_citation_recall", "cite_all")
@@ -98,6 +101,9 @@ class TransferConfig:
     data: str | None = field(default=None, metadata={"help": "ObliQA (ADGM) corpus (default: $RIRAG_DATA_DIR)."})
     mp: str = field(default=str(REPO.parent / "shared/data/obliqa_mp"),
                     metadata={"help": "ObliQA-MP folder (ObliQA_MultiPassage_val.json, qrels_val.txt)."})
+    adapted: str | None = field(default=None, metadata={
+        "help": "An encoder adapted to the PRA corpus without labels (recipes/adaptation/offline.yaml) for the rows "
+                "adapted (dense) and default-adapted (the default with it; PRA questions only)."})
     obliqa_graph: str | None = field(default=None, metadata={
         "help": "ObliQA's references.jsonl for the default rows' cross-reference selection (default: "
                 "DATA/xref/references.jsonl; `rirag data xref --data DATA --out DIR` writes one elsewhere)."})
@@ -165,6 +171,16 @@ def row_spec(config: TransferConfig, row: str, tuned: str | None) -> tuple[str, 
             spec.options["xref_select"] = "on"
             return "the default after make models (learned fusion + cross-reference selection)", spec, why
         return "learned fusion (ADGM-trained ranker)", spec, why
+    if row in ("adapted", "default-adapted"):
+        if not config.adapted:
+            return f"{row}: no adapted encoder", None, ["no --adapted encoder given"]
+        if row == "adapted":
+            return "dense, adapted to the corpus without labels", RetrieverSpec("dense", config.adapted), []
+        from rirag.retrieval.defaults import default_retriever
+
+        base = default_retriever()
+        spec = RetrieverSpec(base.name, config.adapted, {**base.options, "xref_select": "on"})
+        return f"the default with the adapted encoder ({base.name} + cross-reference selection)", spec, []
     if row in ("default-before", "default"):
         from rirag.retrieval.defaults import default_retriever
 
@@ -179,7 +195,7 @@ def row_spec(config: TransferConfig, row: str, tuned: str | None) -> tuple[str, 
 #: Row -> the row it is compared with (the same method without the ADGM tuning).
 BASELINE = {"et": "zero-shot", "ct": "zero-shot", "et-ct": "zero-shot", "hybrid-tuned": "hybrid",
             "rrf-tuned": "rrf", "learned-fusion": "bm25", "default": "default-before",
-            "default-models": "learned-fusion"}
+            "default-models": "learned-fusion", "adapted": "zero-shot", "default-adapted": "default"}
 
 
 # -- question sets ----------------------------------------------------------------------------------------------
@@ -409,8 +425,12 @@ def main(config: TransferConfig) -> dict:
               "BM25+E5 RRF": {"recall@10": 0.887, "both@10": 0.800}}
     prov = provenance() | facts
 
+    kept = {(r.get("questions"), r.get("row")) for r in (_old_file(config.out).get("rows") or [])}
+
     def write(rows_now: list[dict]) -> dict:
         done = {name: {k: v for k, v in s.items() if not callable(v)} for name, s in summaries.items()}
+        for name, summary in done.items():  # a row an earlier run measured is in the file: not "not measured"
+            summary["rows_not_run"] = [r for r in summary.get("rows_not_run", []) if (name, r) not in kept]
         return merge_results_file(config.out, rows_now, ("questions", "row"), prov,
                                   new_file={"benchmark": "benchmarks/transfer.py"},
                                   summaries={**_old_summaries(config.out), **done}, regnlp_ukfin=regnlp)
@@ -430,10 +450,14 @@ def main(config: TransferConfig) -> dict:
     return result
 
 
-def _old_summaries(path: str) -> dict:
+def _old_file(path: str) -> dict:
     from rirag.io import read_json
 
-    return (read_json(path) or {}).get("summaries", {}) if Path(path).exists() else {}
+    return (read_json(path) or {}) if Path(path).exists() else {}
+
+
+def _old_summaries(path: str) -> dict:
+    return _old_file(path).get("summaries", {})
 
 
 if __name__ == "__main__":
