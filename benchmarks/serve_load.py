@@ -8,7 +8,9 @@ Usage:
 Each (tool, clients) level runs ``--seconds`` (the largest level ``--seconds-max``); every client is one MCP session
 that calls the tool in a loop with the next question of ``--questions`` (a JSON list of {Question}), measured from
 the call to its result. A row: calls, errors (tool errors and exceptions), throughput (calls per second), latency
-p50/p95/p99 (ms) and the server's peak RSS so far (``VmHWM``, MB). The SIGTERM row: 8 clients calling both tools,
+p50/p95/p99 (ms), the server's peak RSS so far (``VmHWM``, MB) and the CPU time the server and the clients spent a
+call answered (ms: what a call costs whatever else the machine runs; on a shared machine the latencies are not the
+server's alone). The SIGTERM row: 8 clients calling both tools,
 SIGTERM after ``--sigterm-after`` seconds: the calls that finished, those that failed and how (they must fail
 cleanly, not hang), the server's exit status and seconds to exit, and any temporary file left in the cache folder.
 The server and the clients share the machine's cores (recorded, with the 1-minute load average before and after).
@@ -129,14 +131,33 @@ async def _load(url: str, tools: list[str], clients: int, seconds: float, questi
     return out, time.monotonic() - start
 
 
-def _row(tool: str, clients: int, calls: list, wall: float, server: subprocess.Popen) -> dict:
+def _cpu_seconds(pid: int | None = None) -> float | None:
+    """User and system CPU seconds of process ``pid`` (/proc), or of this process and its threads (None)."""
+    if pid is None:
+        used = os.times()
+        return used.user + used.system
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ms_per_call(before: float | None, after: float | None, calls: int) -> float | None:
+    return round((after - before) * 1000 / calls, 1) if before is not None and after is not None and calls else None
+
+
+def _row(tool: str, clients: int, calls: list, wall: float, server: subprocess.Popen,
+         cpu_before: tuple[float | None, float | None] = (None, None)) -> dict:
     ok = np.array([c[1] for c in calls if c[2]]) * 1000
     errors = [c[3] for c in calls if not c[2]]
     pct = {f"p{p}_ms": round(float(np.percentile(ok, p)), 1) if len(ok) else None for p in (50, 95, 99)}
     return {"tool": tool, "clients": clients, "load_average_1min_after": round(os.getloadavg()[0], 2),
             "seconds": round(wall, 1), "calls": len(calls), "errors": len(errors),
             "error_examples": sorted(set(errors))[:3], "throughput_per_s": round(len(ok) / wall, 2), **pct,
-            "server_peak_rss_mb": _peak_rss_mb(server.pid)}
+            "server_peak_rss_mb": _peak_rss_mb(server.pid),
+            "server_cpu_ms_per_call": _cpu_ms_per_call(cpu_before[0], _cpu_seconds(server.pid), len(ok)),
+            "clients_cpu_ms_per_call": _cpu_ms_per_call(cpu_before[1], _cpu_seconds(), len(ok))}
 
 
 def sigterm_row(args, questions: list[str]) -> dict:
@@ -209,8 +230,9 @@ def load_rows(args, questions: list[str]) -> tuple[list[dict], float]:
         for clients in args.clients:
             for tool in args.tools:
                 seconds = args.seconds_max if clients == max(args.clients) else args.seconds
+                cpu = (_cpu_seconds(server.pid), _cpu_seconds())
                 calls, wall = asyncio.run(_load(url, [tool], clients, seconds, questions))
-                rows.append(_row(tool, clients, calls, wall, server))
+                rows.append(_row(tool, clients, calls, wall, server, cpu))
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         server.send_signal(signal.SIGTERM)

@@ -172,3 +172,19 @@ def test_a_tokenizer_config_that_the_file_alone_does_not_follow_is_left_to_trans
     path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
     assert fast_tokenizer(folder, 32) is None
     assert isinstance(shared_encoder(str(folder), "cpu"), PlainEncoder)
+
+
+def test_concurrent_calls_share_the_cores_in_threads_that_do_not_spin(tiny_model, monkeypatch):
+    """rirag serve runs a call per core at once: each ONNX Runtime session opened after share_cores runs its share of
+    the cores (not ONNX Runtime's thread per core), without spinning; the embeddings are the same."""
+    monkeypatch.setattr(ox, "_shared_threads", None)
+    default = OnnxPlainEncoder(tiny_model, 16)
+    assert default.session.get_session_options().intra_op_num_threads == 0  # ONNX Runtime's own choice
+    monkeypatch.setattr(ox, "cpu_cores", lambda: 4)
+    assert ox.share_cores(2) == 2 and ox.shared_threads() == 2
+    assert ox.share_cores(8) == 1  # never fewer than one
+    shared = OnnxPlainEncoder(tiny_model, 16)
+    options = shared.session.get_session_options()
+    assert options.intra_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert np.array_equal(shared.encode(TEXTS), default.encode(TEXTS))

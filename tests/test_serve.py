@@ -148,3 +148,48 @@ def test_bm25_answers_until_the_dense_index_is_prepared_and_says_so(tiny_data_di
     assert tools.answer("How long must capital adequacy records be kept?")["retriever"].startswith("bm25")
     tools.prepare(background=False)  # what the server runs in a thread at start
     assert tools.search("capital adequacy records", 2)["retriever"] == "dense"
+
+
+def test_searches_and_answers_compute_at_most_calls_at_once_at_a_time(tiny_data_dir, monkeypatch):
+    """The server computes a call per core at once (here 2), the others wait their turn; each model call then runs
+    its share of the cores (rirag.onnx_inference.share_cores)."""
+    import threading
+
+    from rirag import onnx_inference as ox
+    from rirag.generation.pipeline import AnswerOptions
+    from rirag.generation.session import AnsweringSession
+    from rirag.retrieval.registry import retriever_spec
+    from rirag.serve.tools import RulebookTools
+
+    monkeypatch.setattr(ox, "_shared_threads", None)
+    monkeypatch.setattr(ox, "cpu_cores", lambda: 2)
+    tools = RulebookTools(AnsweringSession(AnswerOptions(retriever=retriever_spec("bm25", None, [])),
+                                           str(tiny_data_dir)))
+    assert tools.calls_at_once == 2 and ox.shared_threads() == 1
+    retriever = tools.session.retriever
+    search, inside, most, two_in, release = retriever.search, [0], [0], threading.Event(), threading.Event()
+    guard = threading.Lock()
+
+    def blocking_search(*args, **kwargs):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            if inside[0] == 2:
+                two_in.set()
+        assert release.wait(60)
+        with guard:
+            inside[0] -= 1
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(retriever, "search", blocking_search)
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(tools.search("capital adequacy records", 1)))
+               for _ in range(5)]
+    for t in threads:
+        t.start()
+    assert two_in.wait(60)
+    assert not tools._compute.acquire(blocking=False)  # two calls inside: a third waits its turn
+    release.set()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 5 and most[0] == 2

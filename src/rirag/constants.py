@@ -185,6 +185,12 @@ ONNX_ENV_VAR = "RIRAG_ONNX"
 #: MiniLM in 1.23 s at 4 against 3.20 s at 64 with ONNX Runtime, and 1.32 against 4.11 s with torch; the 16 texts of
 #: a PRA question (9 of them cut at 256 tokens) in 0.44 s at 4 against 0.56 s at 8 (2 cores; the same embeddings).
 QUESTION_BATCH_SIZE = 4
+#: Texts per forward pass of the focused answerer's encoder (a question's answer units and the question): one, so
+#: that no text is padded. Its embeddings are bitwise those of batches of 4 (ONNX Runtime, MiniLM: max difference 0.0
+#: at 1, 2, 8 and 32), and one text at a time costs less: the texts of 40 PRA questions (24.7 a question, 57 tokens)
+#: take 385 ms CPU a question at 1 against 472 ms at 4 (396 at 2; one thread, as ``rirag serve`` runs it); with ONNX
+#: Runtime's default threads (``rirag ask``) the same wall time, 1,081 against 1,087 ms (2 cores, under load).
+UNIT_ENCODE_BATCH_SIZE = 1
 #: Tokens of a text the answerers' obligation classifier reads (it was trained on 128; its position table allows 512).
 #: At 256, the encoder's own limit, no label changed against 512 on the 600 longest units of 1,500 PRA passages nor
 #: on 1,006 ObliQA units, and the 15 long units of a PRA question at 967k passages classify in 0.42 s against 0.83 s.

@@ -12,6 +12,8 @@ about 0.3 s, and give the same embeddings (float32; they differ from torch's by 
   ``onnx`` (the TorchScript exporter), written to a temporary folder and renamed into place.
 * :func:`session` and :func:`fast_tokenizer`: the ONNX Runtime session and the folder's ``tokenizer.json``, padded and
   truncated as transformers' fast tokenizer pads and truncates.
+* :func:`share_cores`: a process that runs several model calls at once (``rirag serve``) gives each the cores' share,
+  in threads that do not spin (ONNX Runtime's default is a thread per core, each spinning while it waits).
 
 Callers fall back to torch (with a log line) when any of this is missing or fails: the ONNX path is a faster way to
 the same numbers, never the only way.
@@ -139,13 +141,45 @@ def input_names(path: Path) -> list[str]:
     return json.loads((path.parent / "inputs.json").read_text(encoding="utf-8"))
 
 
+def cpu_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as ``taskset`` sets it; else the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+#: Intra-op threads of a model call when the process runs several at once (:func:`share_cores`); None: the libraries'
+#: own defaults (a thread per core).
+_shared_threads: int | None = None
+
+
+def share_cores(calls_at_once: int) -> int:
+    """Give each of ``calls_at_once`` concurrent model calls its share of :func:`cpu_cores` (at least one thread): the
+    ONNX Runtime sessions opened from now on (:func:`session`) and a torch model loaded from now on
+    (:func:`shared_threads`) use that many intra-op threads, and ONNX Runtime's do not spin while they wait. Without
+    it, each of two calls on two cores runs two threads that spin: four busy threads on two cores, which take the
+    cores from one another and from the process's other threads. Returns the threads per call."""
+    global _shared_threads
+    _shared_threads = max(1, cpu_cores() // max(1, int(calls_at_once)))
+    return _shared_threads
+
+
+def shared_threads() -> int | None:
+    """The intra-op threads per model call that :func:`share_cores` set; None when it was not called."""
+    return _shared_threads
+
+
 def session(path: Path, threads: int | None = None) -> Any:
-    """An ONNX Runtime CPU session of ``path`` (``threads``: intra-op threads; default ONNX Runtime's, one per
-    physical core, as torch's)."""
+    """An ONNX Runtime CPU session of ``path`` (``threads``: intra-op threads; default the share
+    :func:`share_cores` set, not spinning, else ONNX Runtime's, one per physical core, as torch's)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    threads = threads or _shared_threads
+    if _shared_threads is not None:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads:
         options.intra_op_num_threads = threads
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

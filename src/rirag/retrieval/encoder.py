@@ -99,10 +99,14 @@ class PlainEncoder:
             raise ValueError(f"{folder}: not a plain Transformer → mean Pooling sentence-transformers folder")
         self.normalize = pipeline["normalize"]
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        if device is None:  # as sentence-transformers: a GPU when there is one
-            import torch
+        import torch
 
+        from rirag.onnx_inference import shared_threads
+
+        if device is None:  # as sentence-transformers: a GPU when there is one
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        if shared_threads():  # a process of concurrent calls (rirag serve): each call its share of the cores
+            torch.set_num_threads(shared_threads())
         self.model = AutoModel.from_pretrained(str(folder)).to(device).eval()
         self.device = self.model.device
         # as sentence-transformers: the folder's length, else the tokenizer's, within the position embeddings;

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections import deque
 from dataclasses import replace
@@ -33,6 +32,7 @@ from rirag.data.obliqa import PASSAGE_FIELDS, records_in
 from rirag.errors import DataError
 from rirag.generation.pipeline import MAX_QUESTION_CHARS
 from rirag.generation.session import AnsweringSession
+from rirag.onnx_inference import cpu_cores, share_cores
 from rirag.retrieval.registry import build_retriever, retriever_spec
 
 logger = logging.getLogger(__name__)
@@ -68,18 +68,24 @@ def check_int(value: Any, what: str, low: int, high: int) -> int:
 class RulebookTools:
     """The tools over one opened session (its corpus, retriever and generator); thread-safe for concurrent calls.
     ``bm25_until_ready``: a retriever other than BM25 answers only once :meth:`prepare` has built its index, BM25
-    before (else it is built at the first call that needs it)."""
+    before (else it is built at the first call that needs it). ``calls_at_once``: the searches and answers that
+    compute at a time (default: one per core, :func:`~rirag.onnx_inference.cpu_cores`), the others waiting their turn;
+    the process's model calls then share the cores (:func:`~rirag.onnx_inference.share_cores`: one thread each on
+    two cores, not spinning)."""
 
-    def __init__(self, session: AnsweringSession, bm25_until_ready: bool = True):
+    def __init__(self, session: AnsweringSession, bm25_until_ready: bool = True, calls_at_once: int | None = None):
+        # calls that compute (a search, an answer) run this many at a time, the others wait their turn: more threads
+        # than cores only thrash (the encoders' own threads, the interpreter's lock); each model call gets its share of
+        # the cores, set before the session opens (a model loads with it)
+        self.calls_at_once = calls_at_once or cpu_cores()
+        self._compute = threading.BoundedSemaphore(self.calls_at_once)
+        share_cores(self.calls_at_once)
         self.session = session.open()
         self.corpus: Mapping = session.corpus
         self.root: Path | None = Path(session.root) if session.root is not None else None
         self._graph = None
         self._received: dict[str, list[str]] | None = None
         self._lock = threading.Lock()
-        # calls that compute (a search, an answer) run this many at a time, the others wait their turn: more threads
-        # than cores only thrash (the encoders' own threads, the interpreter's lock)
-        self._compute = threading.BoundedSemaphore(os.cpu_count() or 1)
         self._sessions: dict[tuple[int, int], AnsweringSession] = {}
         spec = session.options.retriever
         self._ready = threading.Event()

@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER, QUESTION_BATCH_SIZE
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER, UNIT_ENCODE_BATCH_SIZE
 from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
@@ -130,7 +130,7 @@ class FocusedAnswerer:
         if self._encode is None:
             model = shared_encoder(self.encoder, self.device, DENSE_MAX_SEQ_LENGTH)
             self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
-                                             show_progress_bar=False, batch_size=QUESTION_BATCH_SIZE)
+                                             show_progress_bar=False, batch_size=UNIT_ENCODE_BATCH_SIZE)
         return np.asarray(self._encode(texts))
 
     def is_obligation(self, texts: list[str]) -> list[bool]:
