@@ -87,8 +87,8 @@ RRF_K = 60
 #: unless ``xref_expand=N`` is given: each of the top N passages adds the targets of its references resolving to at
 #: most XREF_MAX_TARGETS passages, scored XREF_WEIGHT times the citing passage's score (kept if higher). Off by
 #: default because benchmarks/xref_expansion.py measured no clear gain (docs/results.md: on the 80 ukfin questions
-#: Both@10 0.7375 -> 0.75 at best, one question; on ObliQA-MP R@10 +0.0024 at best, MAP@10 up in no cell); these two
-#: defaults are among that grid's best cells on the ukfin questions, read on the same questions.
+#: Both@10 0.7375 -> 0.8125 at best, read on those same questions; on ObliQA-MP R@10 +0.0024 at best, MAP@10 up in no
+#: cell); the default retriever follows references by selection instead (XREF_SELECT_* below).
 XREF_WEIGHT = 0.95
 XREF_MAX_TARGETS = 1
 #: Cross-reference selection (rirag.retrieval.xref_selection): the base run's top XREF_SELECT_POOL passages and the
