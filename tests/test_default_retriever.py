@@ -114,6 +114,10 @@ def test_a_trained_ranker_is_the_default_and_the_log_says_why(tmp_path, monkeypa
     assert (name, model, dict(options)) == ("learned-fusion", None, {"ranker": LEARNED_FUSION_RANKER,
                                                                     "xref_select": "auto"})
     assert f"the trained ranker in {LEARNED_FUSION_RANKER}" in caplog.text
+    # a dense model asked for is not silently ignored by the ranker: the CV row runs with it
+    name, model, _ = with_default_retriever("my-encoder", [])
+    assert (name, model) != ("learned-fusion", "my-encoder") and model == "my-encoder"
+    assert "--model my-encoder given" in default_spec(model="my-encoder")[1]
     # a ranker whose encoder is not at hand is not the default, and the line says why
     monkeypatch.setenv(RANKER_ENV_VAR, str(_ranker(tmp_path / "other", ["artifacts/missing-encoder"])))
     spec, why = default_spec()

@@ -8,6 +8,10 @@ missing (an installed wheel), unreadable or has no such row, the default is :dat
 ``$RIRAG_CV_RESULTS`` names another results file (the tests point it away from the committed table).
 
 The CV row labels live here (:data:`CV_ROWS`), and the benchmark writes them, so the two cannot drift apart.
+
+What the commands run without ``--retriever`` is :func:`default_spec`: the learned fusion where ``make models`` built
+its ranker (:func:`trained_ranker`), else that CV row; either with cross-reference selection where the corpus has
+its graph.
 """
 
 from __future__ import annotations
@@ -120,12 +124,14 @@ def trained_ranker(folder: str | Path | None = None) -> tuple[str | None, str]:
     return folder, f"the trained ranker in {folder} (the strongest row measured, benchmarks/results/transfer.json)"
 
 
-def default_spec(path: str | Path | None = None) -> tuple[RetrieverSpec, str]:
+def default_spec(path: str | Path | None = None, model: str | None = None) -> tuple[RetrieverSpec, str]:
     """The retriever the commands, the demo and ``rirag serve`` run without ``--retriever``, and why: the learned
-    fusion where a trained ranker is at hand (:func:`trained_ranker`), else :func:`default_retriever`; either with
-    cross-reference selection (:data:`~rirag.constants.XREF_SELECT_DEFAULT`: on where the corpus folder has its
-    reference graph; :mod:`rirag.retrieval.xref_selection`)."""
+    fusion where a trained ranker is at hand (:func:`trained_ranker`) and no dense ``model`` is asked for, else
+    :func:`default_retriever`; either with cross-reference selection (:data:`~rirag.constants.XREF_SELECT_DEFAULT`:
+    on where the corpus folder has its reference graph; :mod:`rirag.retrieval.xref_selection`)."""
     ranker, why = trained_ranker()
+    if ranker is not None and model:  # the ranker runs its own encoders: a model asked for means the CV row's
+        ranker, why = None, f"--model {model} given (the trained ranker runs its own encoders)"
     if ranker is not None:
         return RetrieverSpec("learned-fusion", None, {"ranker": ranker, "xref_select": XREF_SELECT_DEFAULT}), why
     spec = default_retriever(path)
@@ -135,12 +141,10 @@ def default_spec(path: str | Path | None = None) -> tuple[RetrieverSpec, str]:
 
 def with_default_retriever(model: str | None, options: Iterable[tuple[str, Any]]) -> tuple[str, str | None, list]:
     """``(retriever, model, options)`` for a command given no ``--retriever``: the default spec, with the command's
-    own ``--model`` and ``--option`` values taking precedence. Logs which retriever it chose, and suggests
-    ``--retriever learned-fusion`` when a trained ranker is at :data:`LEARNED_FUSION_RANKER`."""
-    spec, why = default_spec()
+    own ``--model`` and ``--option`` values taking precedence. Logs which retriever it chose and why."""
+    spec, why = default_spec(model=model)
     own = list(options)
-    given = {k for k, _ in own}
-    if "xref_expand" in given:  # the user's own way of following references replaces selection
+    if any(k == "xref_expand" for k, _ in own):  # the user's own way of following references replaces selection
         spec.options.pop("xref_select", None)
     settings = {**spec.options, **dict(own)}
     logger.info("retriever: %s%s%s (%s; --retriever to change)", spec.name,
