@@ -14,7 +14,9 @@ server's alone). The SIGTERM row: 8 clients calling both tools,
 SIGTERM after ``--sigterm-after`` seconds: the calls that finished, those that failed and how (they must fail
 cleanly, not hang), the server's exit status and seconds to exit, and any temporary file left in the cache folder.
 The server and the clients share the machine's cores (recorded, with the 1-minute load average before and after).
-Rows merge into benchmarks/results/serve_load.json by (retriever, tool, clients).
+Rows merge into benchmarks/results/serve_load.json by (retriever, obligations, tool, clients): ``obligations`` is
+what the answerer reads obligations with (``--generator-model``; by default the trained classifier where
+``make models`` put it, which costs about as much CPU per answer as all the rest, else deontic cues).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rirag.constants import LOCAL_OBLIGATION_CLASSIFIER
+from rirag.generation.extractive import MODAL_CUES
 from rirag.io import merge_results_file, portable_path, provenance
 
 RESULTS = Path(__file__).parent / "results" / "serve_load.json"
@@ -39,6 +43,15 @@ RESULTS = Path(__file__).parent / "results" / "serve_load.json"
 CALL_TIMEOUT_S = 60
 FALLBACK_QUESTIONS = ["What must a firm report to the PRA?", "How is the capital requirement calculated?",
                       "What records must an institution keep?", "When does the deposit guarantee scheme apply?"]
+
+
+def obligation_source(generator_model: str | None) -> str:
+    """What the server's answerer reads obligations with (a row's ``obligations``): the classifier costs about as
+    much CPU per answer as the rest of the answer; the deontic cues cost nothing."""
+    model = generator_model or LOCAL_OBLIGATION_CLASSIFIER
+    if model == MODAL_CUES or (model == LOCAL_OBLIGATION_CLASSIFIER and not Path(model).is_dir()):
+        return MODAL_CUES
+    return f"classifier {portable_path(model) if Path(model).is_dir() else model}"
 
 
 def _questions(path: str | None) -> list[str]:
@@ -68,6 +81,8 @@ def start_server(args, port: int) -> subprocess.Popen:
            args.data]
     if args.retriever:
         cmd += ["--retriever", args.retriever]
+    if args.generator_model:
+        cmd += ["--generator-model", args.generator_model]
     log = open(args.server_log, "w") if args.server_log else subprocess.DEVNULL  # noqa: SIM115 - kept for the run
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 600
@@ -197,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=20, help="seconds of each level but the largest")
     p.add_argument("--seconds-max", type=float, default=60, help="seconds of the largest level")
     p.add_argument("--sigterm-after", type=float, default=5)
+    p.add_argument("--generator-model", default=None,
+                   help="the server's --generator-model: the answerer's obligation classifier folder, or "
+                        f"'{MODAL_CUES}' (its deontic cues); default: the server's own ({LOCAL_OBLIGATION_CLASSIFIER} "
+                        "where it exists, else the cues)")
     p.add_argument("--no-sigterm", action="store_true")
     p.add_argument("--sigterm-only", action="store_true", help="only the SIGTERM row")
     p.add_argument("--server-log", default=None, help="write the server's log here")
@@ -209,10 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(sigterm_row(args, questions))
         print(json.dumps(rows[-1]), flush=True)
     retriever = args.retriever or "default"
+    obligations = obligation_source(args.generator_model)
     for r in rows:
-        r["retriever"], r["load_average_1min_before"] = retriever, load_before
+        r["retriever"], r["obligations"], r["load_average_1min_before"] = retriever, obligations, load_before
     top = {} if started is None else {f"server_start_to_first_calls_s_{retriever}": started}
-    merge_results_file(args.out, rows, ("retriever", "tool", "clients"), provenance(),
+    merge_results_file(args.out, rows, ("retriever", "obligations", "tool", "clients"), provenance(),
                        new_file={"corpus": Path(args.data).name, "questions": len(questions)}, **top)
     return 0
 
