@@ -1,5 +1,6 @@
 """benchmarks/serve_load.py's CPU accounting: the CPU the server (another process, read from /proc) and the clients
-(this process) spent per call answered, the figure that holds whatever else a shared machine runs."""
+(this process) spent per call answered, the figure that holds whatever else a shared machine runs; what a row says
+the answerer read obligations with."""
 
 from __future__ import annotations
 
@@ -32,3 +33,12 @@ def test_the_cpu_time_of_another_process_and_of_this_one():
 def test_cpu_per_call_in_milliseconds():
     assert serve_load._cpu_ms_per_call(1.0, 3.0, 4) == 500.0
     assert serve_load._cpu_ms_per_call(None, 3.0, 4) is None and serve_load._cpu_ms_per_call(1.0, 3.0, 0) is None
+
+
+def test_a_row_says_what_the_answerer_read_obligations_with(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no artifacts/obligation_classifier here: the server's answerer uses the cues
+    assert serve_load.obligation_source(None) == "modal-cues"
+    assert serve_load.obligation_source("modal-cues") == "modal-cues"
+    (tmp_path / "artifacts" / "obligation_classifier").mkdir(parents=True)
+    assert serve_load.obligation_source(None) == "classifier artifacts/obligation_classifier"
+    assert serve_load.obligation_source("org/classifier") == "classifier org/classifier"  # a Hub id
