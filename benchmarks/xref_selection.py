@@ -9,7 +9,9 @@ Question sets (gold passages by id):
 * ``obliqa-validation``: ObliQA's leakage-free ``validation`` split (held out by document);
 * ``obliqa-train``: ObliQA's leakage-free ``train`` split, training only.
 
-The base is the default retriever (:func:`rirag.retrieval.defaults.default_retriever`). Training rows are the
+The base is the default retriever without trained models (:func:`rirag.retrieval.defaults.default_retriever`), or
+with ``--base ranker`` the default after ``make models`` (learned fusion with the trained ranker; ``--no_train``
+then leaves out ``obliqa-train``, the ranker's own training questions). Training rows are the
 candidates of :func:`rirag.retrieval.xref_selection.candidate_features` (label: gold). Each evaluation set is
 scored by 5-fold cross-validation over its questions: the model of fold f is trained on ``obliqa-train`` and every
 other set's questions, plus the set's other folds (never the questions it ranks). ObliQA's ``test`` and the PRA
@@ -39,8 +41,8 @@ from transformers import HfArgumentParser
 
 from rirag.constants import EVAL_K, RUN_DEPTH, SEED, XREF_SELECT_C
 from rirag.io import atomic_write_json, portable_args, portable_path
-from rirag.retrieval.defaults import default_retriever
-from rirag.retrieval.registry import build_retriever
+from rirag.retrieval.defaults import default_retriever, trained_ranker
+from rirag.retrieval.registry import RetrieverSpec, build_retriever
 from rirag.retrieval.xref_selection import SelectorModel, candidate_features, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -60,6 +62,14 @@ class Config:
         "help": "ObliQA's references.jsonl (default: DATA/xref/references.jsonl, `rirag data xref`)."})
     data: str | None = field(default=None, metadata={"help": "ObliQA folder (default: $RIRAG_DATA_DIR)."})
     train_max: int = field(default=0, metadata={"help": "Use at most N obliqa-train questions (0: all)."})
+    base: str = field(default="cv", metadata={
+        "help": "The base run: 'cv' (the default without trained models, the best cross-validated row) or 'ranker' "
+                "(the default after make models: learned fusion with the trained ranker, $RIRAG_RANKER or "
+                "artifacts/)."})
+    no_train: bool = field(default=False, metadata={
+        "help": "Fit on the evaluation sets' other folds alone, without obliqa-train: for a base trained on "
+                "obliqa-train (learned fusion), whose runs on its own training questions are not what it does on "
+                "new ones."})
     bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples."})
     seed: int = field(default=SEED, metadata={"help": "Fold and bootstrap seed."})
     save: str | None = field(default=None, metadata={"help": "Save the model fitted on every training question."})
@@ -88,6 +98,18 @@ def graph_of(name: str, config: Config, corpus):
     return ReferenceGraph(root, graph=config.obliqa_graph, corpus=corpus)
 
 
+def base_spec(base: str) -> RetrieverSpec:
+    """The base run's retriever (``Config.base``)."""
+    if base == "cv":
+        return default_retriever()
+    if base != "ranker":
+        raise SystemExit(f"--base must be 'cv' or 'ranker', got {base!r}")
+    ranker, why = trained_ranker()
+    if ranker is None:
+        raise SystemExit(f"--base ranker: {why}")
+    return RetrieverSpec("learned-fusion", None, {"ranker": ranker})
+
+
 @dataclass
 class Prepared:
     data: QuestionSetData
@@ -104,7 +126,7 @@ def prepare(name: str, config: Config) -> Prepared:
     else:
         data = obliqa_split(config, name.removeprefix("obliqa-"))
     graph = graph_of(name, config, data.corpus)
-    spec = default_retriever()
+    spec = base_spec(config.base)
     started = time.perf_counter()
     run = build_retriever(data.corpus, spec).search(data.questions, k=RUN_DEPTH, show_progress=True)
     ids, X = {}, {}
@@ -143,7 +165,7 @@ def summary(values: dict[str, np.ndarray], base: dict[str, np.ndarray] | None, c
 
 
 def main(config: Config) -> dict:
-    prepared = {name: prepare(name, config) for name in (*EVAL_SETS, "obliqa-train")}
+    prepared = {name: prepare(name, config) for name in (*EVAL_SETS, *(() if config.no_train else ("obliqa-train",)))}
     everything = [(p, list(p.run)) for p in prepared.values()]
     rows = []
     for name in EVAL_SETS:
@@ -157,7 +179,7 @@ def main(config: Config) -> dict:
                 selected[q] = select(p.run[q], p.ids[q], model.score(p.X[q]), EVAL_K * 10)
         base = per_question(p.run, p.data.gold)
         new = per_question(selected, p.data.gold)
-        rows.append({"questions": name, "row": "default", "label": f"default ({default_retriever()})",
+        rows.append({"questions": name, "row": "default", "label": f"default ({base_spec(config.base)})",
                      **summary(base, None, config)})
         rows.append({"questions": name, "row": "default + xref selection",
                      "label": "default + cross-reference selection (5-fold CV)", **summary(new, base, config)})
@@ -168,7 +190,7 @@ def main(config: Config) -> dict:
         model.save(config.save)
     result = {"benchmark": "benchmarks/xref_selection.py", "command": "python " + " ".join(portable_args(sys.argv)),
               "date": time.strftime("%Y-%m-%d"), "cpu_cores": __import__("os").cpu_count(),
-              "machine": platform.machine(), "base": str(default_retriever()),
+              "machine": platform.machine(), "base": str(base_spec(config.base)),
               "pra": portable_path(config.pra), "trained_on": trained_on, "folds": FOLDS,
               "model": {"features": model.features, "weights": [round(w, 4) for w in model.weights]},
               "rows": rows}
