@@ -5,9 +5,12 @@ mapped to the ingested PRA corpus by text), each the command a user types:
 
 * ``default``: ``rirag submit`` (the default retriever; the focused answerer with its default switches: each cited
   rule quoted whole where it fits, ``--whole-rules``; the rule referring to a cited one cited, ``--cite-referring``;
-  a rule with its footnotes, ``--footnotes``; the lead's linked rules alone when it has one, ``--linked-only``);
-* ``default-before``: the same with ``--no-whole-rules --no-cite-referring --no-footnotes --no-linked-only`` (the
-  answers before issue 64);
+  a rule with its footnotes, ``--footnotes``; the lead's linked rules alone when it has one, ``--linked-only``; a
+  line saying how a quoted rule connects to one before it, ``--connect``);
+* ``default-before``: the same with ``--no-whole-rules --no-cite-referring --no-footnotes --no-linked-only
+  --no-connect`` (the answers before issue 64);
+* ``default-no-selection`` / ``default-no-connect``: the default without its cross-reference selection (issue 65) /
+  without its connecting lines;
 * ``bm25`` / ``bm25-before``: the same two over ``--retriever bm25``.
 
 Per row (:mod:`rirag.scoring.gold_text`, :mod:`rirag.scoring.answer_quality`): gold-rule coverage (per question, the
@@ -25,7 +28,7 @@ Usage:
 
     python benchmarks/answer_coverage.py --pra out/pra \\
         [--questions ../shared/data/ukfin_xref/ukfin_dev_questions.json]
-        [--rows default,default-before,bm25,bm25-before,default-no-selection]
+        [--rows default,default-before,bm25,bm25-before,default-no-selection,default-no-connect]
         [--work out/answer_coverage] [--obliqa-answers before=a.json.gz after=b.json.gz]
         [--out benchmarks/results/answer_coverage.json]
 
@@ -49,11 +52,13 @@ from rirag.io import atomic_write_json, portable_args, portable_path
 
 logger = logging.getLogger(__name__)
 
-BEFORE = ["--no-whole-rules", "--no-cite-referring", "--no-footnotes", "--no-linked-only"]
+BEFORE = ["--no-whole-rules", "--no-cite-referring", "--no-footnotes", "--no-linked-only", "--no-connect"]
 ROWS: dict[str, list[str]] = {"default": [], "default-before": BEFORE, "bm25": ["--retriever", "bm25"],
                               "bm25-before": ["--retriever", "bm25", *BEFORE],
                               # issue 65: the default retriever without its cross-reference selection
-                              "default-no-selection": ["--option", "xref_select=off"]}
+                              "default-no-selection": ["--option", "xref_select=off"],
+                              # issue 64, point 3: the default without its connecting lines
+                              "default-no-connect": ["--no-connect"]}
 KEYS = ("gold_rule_coverage_min", "gold_rule_coverage_mean", "gold_text_precision",
         "gold_rule_coverage_min_context_holds", "gold_rule_coverage_mean_context_holds",
         "gold_text_precision_context_holds", "questions_context_holds", "cite_all_share", "context_all_share",

@@ -21,11 +21,12 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 #: Every switch that is on by default, turned off.
-OFF = ("--no-follow-references", "--no-cite-referring", "--no-footnotes", "--no-linked-only", "--no-whole-rules")
+OFF = ("--no-follow-references", "--no-cite-referring", "--no-footnotes", "--no-linked-only", "--no-whole-rules",
+       "--no-connect")
 
 
 def test_the_switches_are_the_fields_that_carry_one():
-    assert SWITCHES == ("say_missing", "cite_referring", "footnotes", "whole_rules", "linked_only",
+    assert SWITCHES == ("say_missing", "cite_referring", "footnotes", "whole_rules", "linked_only", "connect",
                         "follow_references", "passage_set", "focus_lists")
     p = argparse.ArgumentParser()
     add_generator_options(p)
@@ -52,7 +53,7 @@ def test_the_spec_and_the_manifest_carry_a_switch_only_when_it_is_on():
     default = parse()
     assert generator_spec("focused", None, default).options == {
         "device": None, "cite_referring": True, "footnotes": True, "linked_only": True, "whole_rules": True,
-        "follow_references": True}
+        "connect": True, "follow_references": True}
     assert generator_manifest(default)["generator_options"]["follow_references"] is True
     # another kind never takes them
     assert generator_spec("extractive", None, parse("--focus-lists", "--follow-references")).options == {"device": None}
@@ -74,8 +75,8 @@ def test_a_switch_on_by_default_is_on_in_the_command_and_off_in_a_spec_without_i
     # the field keeps off: a spec or manifest written without the switch (before it existed, or off) means off
     assert WithDefaultOn().quote_titles is False and FocusedConfig().follow_references is False
     assert command_defaults() == {"say_missing": False, "cite_referring": True, "footnotes": True, "linked_only": True,
-                                  "whole_rules": True, "follow_references": True, "passage_set": False,
-                                  "focus_lists": False}
+                                  "whole_rules": True, "connect": True, "follow_references": True,
+                                  "passage_set": False, "focus_lists": False}
 
 
 def test_adding_a_switch_is_one_field():
@@ -91,7 +92,8 @@ def test_adding_a_switch_is_one_field():
     assert args.quote_titles is True
     # the unrecorded switch stays out of the spec; follow_references is on by default
     assert switches_on(args, WithAnother) == {"cite_referring": True, "footnotes": True, "linked_only": True,
-                                              "whole_rules": True, "follow_references": True, "quote_titles": True}
+                                              "whole_rules": True, "connect": True, "follow_references": True,
+                                              "quote_titles": True}
     assert switches_on(p.parse_args([*OFF]), WithAnother) == {}
 
 

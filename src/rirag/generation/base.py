@@ -110,6 +110,9 @@ class DraftPart:
     inline: tuple[tuple[int, int], ...] = ()
     #: The span is the start of a longer unit cut to the word limit: written with an elision mark after it.
     clipped: bool = False
+    #: A line written before the part, not a quotation: how the rule it quotes connects to one quoted before it
+    #: (:mod:`rirag.generation.focused.connect`); empty for none.
+    lead: str = ""
 
 
 @dataclass

@@ -15,6 +15,8 @@ the answer text and refuses closed-book for the answerers that compose from the 
   quotes nothing either is :data:`rirag.text.citations.NO_ANSWER`;
 * a part quoting a passage that carries its structure (an ingested page's footnote marks and list levels) shows
   no footnote mark, and a nested list's items each on a line of its own, indented by level (:func:`structured`);
+* a part that opens with a connecting line (:attr:`DraftPart.lead`: how its rule connects to one quoted before it,
+  :mod:`rirag.generation.focused.connect`) has that line on a line of its own before its quote;
 * a language model's answer is kept as it wrote it (its markers number the passages as its prompt did).
 """
 
@@ -49,14 +51,16 @@ def written(draft: Draft, passages: Sequence | None = None) -> tuple[str, list[t
         return draft.written, None
     if not draft.parts and not draft.missing:
         return ("" if draft.addressed else NO_ANSWER), []
-    pieces, markers = [], []
+    text, markers = "", []
     at = 0 if draft.addressed else len(NOT_ADDRESSED) + 1
-    for p in draft.parts:
+    for i, p in enumerate(draft.parts):
         piece, offsets = structured(*placed(p), p, passages)
+        if p.lead:  # a connecting line, on a line of its own before the quote (the separator: a line break)
+            piece, offsets = f"{p.lead}\n{piece}", [(offset + len(p.lead) + 1, n) for offset, n in offsets]
         markers.extend((at + offset, n) for offset, n in offsets)
-        pieces.append(piece)
+        text += ("" if i == 0 else "\n" if p.lead else " ") + piece
         at += len(piece) + 1
-    body = " ".join([" ".join(pieces), *(statement(m) for m in draft.missing)])
+    body = " ".join([text, *(statement(m) for m in draft.missing)])
     return (body if draft.addressed else f"{NOT_ADDRESSED} {body}".strip()), markers
 
 

@@ -58,11 +58,19 @@ class FocusedAnswer:
     #: The cross-references followed and the passages added for them (:mod:`rirag.generation.focused.follow`).
     followed: list[Followed] = field(default_factory=list)
     added: list[Added] = field(default_factory=list)
+    #: The line opening a quoted rule's first unit, by the rule's 0-based passage number: how it connects to a rule
+    #: quoted before it (:mod:`rirag.generation.focused.connect`).
+    leads: dict[int, str] = field(default_factory=dict)
 
     @property
     def draft(self) -> Draft:
         """The answer as the answerer interface returns it."""
-        return Draft([part(s) for s in self.kept], self.addressed, self.answerability, list(self.missing),
+        parts, opened = [], set()
+        for s in self.kept:
+            first = s.unit.passage not in opened
+            opened.add(s.unit.passage)
+            parts.append(part(s, self.leads.get(s.unit.passage, "") if first else ""))
+        return Draft(parts, self.addressed, self.answerability, list(self.missing),
                      followed=list(self.followed), added=list(self.added))
 
     @property
@@ -73,11 +81,11 @@ class FocusedAnswer:
         return render(self.draft)
 
 
-def part(s: ScoredUnit) -> DraftPart:
+def part(s: ScoredUnit, lead: str = "") -> DraftPart:
     """A kept unit as a draft part: its text and offsets in its passage, citing its passage and its twins' (and,
-    inline, the passages its followed references lead to)."""
+    inline, the passages its followed references lead to); ``lead``: the line written before it."""
     return DraftPart(s.unit.text, tuple(n - 1 for n in s.numbers), s.unit.passage, s.unit.start, s.unit.end,
-                     inline=s.inline, clipped=s.unit.clipped)
+                     inline=s.inline, clipped=s.unit.clipped, lead=lead)
 
 
 def unsaid_where_cited(answer: FocusedAnswer) -> FocusedAnswer:

@@ -132,6 +132,12 @@ class FocusedConfig:
         SWITCH: Switch("--linked-only", "when the lead rule is quoted with a rule it refers to or that refers to "
                        "it, leave out the other cited rules, linked to neither (graders marked such rules down as "
                        "padding); on by default (docs/research.md, issue 64)", default=True)})
+    connect: bool = field(default=False, metadata={
+        "help": "Open the quote of each rule that a followed link joins to a rule quoted before it with one line "
+                "saying how, from the reference as written (rirag.generation.focused.connect).",
+        SWITCH: Switch("--connect", "open a quoted rule that a quoted rule refers to (or that refers to one, or a "
+                       "footnote) with one line saying so, in the reference's own words; on by default "
+                       "(docs/research.md, issue 64)", default=True)})
     whole_max_passages: int = field(default=3, metadata={
         "help": "With whole_rules: the passage gate cites at most this many passages, each now quoted whole "
                 "(unless max_passages is given); a rule a cited one refers to, or that refers to one, may add to "

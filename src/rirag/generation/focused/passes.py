@@ -5,7 +5,8 @@ the units that answer; each row of :data:`PASSES` then reshapes the answer, in o
 references (:mod:`~rirag.generation.focused.follow`), cite the retrieved rule that refers to a cited one
 (:mod:`~rirag.generation.focused.referring`), quote each cited rule whole
 (:mod:`~rirag.generation.focused.whole_rules`), quote a rule with its footnotes
-(:mod:`~rirag.generation.focused.footnotes`). A row names the
+(:mod:`~rirag.generation.focused.footnotes`), open each rule reached by a link with a line saying so
+(:mod:`~rirag.generation.focused.connect`). A row names the
 :class:`~rirag.generation.focused.config.FocusedConfig` switch that turns it on and whether it needs the corpus's
 reference graph (and the passages' ids); a new pass is one module and one row.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from rirag.generation.base import AnswerRequest
 from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
+from rirag.generation.focused.connect import connected
 from rirag.generation.focused.footnotes import with_footnotes
 from rirag.generation.focused.paired import linked_set
 from rirag.generation.focused.referring import add_referring
@@ -66,6 +68,10 @@ def _footnotes(answerer: FocusedAnswerer, answer: FocusedAnswer, request: Answer
                           cfg.whole_rule_max_words, cfg.whole_answer_max_words, answerer._split)
 
 
+def _connect(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+    return connected(answer)
+
+
 def _paired(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     return linked_set(answer)
 
@@ -77,6 +83,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("keep the lead's linked rules alone when it has one", "linked_only", False, _paired),
     Pass("quote each cited rule whole", "whole_rules", False, _whole),
     Pass("quote a rule with its footnotes, a footnote with its rule", "footnotes", True, _footnotes),
+    Pass("say in one line how a quoted rule connects to one quoted before it", "connect", False, _connect),
 )
 
 
