@@ -45,6 +45,10 @@ class FakeIndex:
     def token_ids(self, texts):
         return [[self.vocab[w] for w in t.split() if w in self.vocab] for t in texts]
 
+    def document_frequencies(self):
+        return np.bincount([t for p in CORPUS.values() for t in set(self.token_ids([p.text])[0])],
+                           minlength=self.vocabulary_size)
+
 
 class FakeDense:
     """Query embeddings are the given score rows and passage embeddings the identity, so scores = rows."""

@@ -52,3 +52,18 @@ def test_idf_weights_rare_terms_more(overlap):
 def test_texts_must_match_the_index():
     with pytest.raises(ValueError, match="2 texts for a BM25 index of 3 items"):
         LexicalOverlap(BM25Index().index(["p0", "p1", "p2"], TEXTS), TEXTS[:2])
+
+
+def test_idf_is_read_from_the_index_and_only_the_candidates_are_tokenized(tmp_path):
+    index = BM25Index().index(["p0", "p1", "p2"], TEXTS)
+    counted = np.bincount([t for s in index.token_ids(TEXTS) for t in set(s)], minlength=index.vocabulary_size)
+    assert np.array_equal(index.document_frequencies()[1:], counted[1:])  # id 0: the empty token, in no text
+    index.save(tmp_path / "bm25")
+    read = []
+    lazy = LexicalOverlap(BM25Index.load(tmp_path / "bm25"), lambda j: read.append(j) or TEXTS[j])
+    eager = LexicalOverlap(index, TEXTS)
+    assert np.array_equal(lazy.idf, eager.idf)
+    assert np.array_equal(lazy.features("capital banks", [2, 0]), eager.features("capital banks", [2, 0]))
+    assert read == [2, 0]  # p1 was never read
+    lazy.features("fund", [0])
+    assert read == [2, 0]  # a passage's sets are made once

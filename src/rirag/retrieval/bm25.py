@@ -127,6 +127,13 @@ class BM25Index:
             raise RuntimeError("index() or load() first")
         return max(self._tokenizer.get_vocab_dict().values(), default=-1) + 1
 
+    def document_frequencies(self) -> np.ndarray:
+        """Per term id, the number of items holding the term: its column's entries in the index's score matrix
+        (bm25s keeps one for each item a term is in, every one positive)."""
+        if self._retriever is None:
+            raise RuntimeError("index() or load() first")
+        return np.diff(np.asarray(self._retriever.scores["indptr"])).astype(np.int64)
+
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's terms as ids of this index's vocabulary (stemmed, stopwords removed, in text order); words the
         index has never seen are dropped, so a text may give an empty list."""

@@ -245,7 +245,7 @@ class FeatureBuilder:
     def lexical(self):
         """Term / n-gram sets of every passage over the BM25 index's vocabulary (built on first use)."""
         if self._lexical is None:
-            self._lexical = LexicalOverlap(self.bm25, [self.corpus[p].text for p in self.ids])
+            self._lexical = LexicalOverlap(self.bm25, lambda j: self.corpus[self.ids[j]].text)
         return self._lexical
 
     @property

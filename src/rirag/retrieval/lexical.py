@@ -16,7 +16,7 @@ features (:mod:`rirag.retrieval.learned_fusion`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -30,22 +30,32 @@ def _ngrams(terms: Sequence[int], n: int) -> frozenset:
 
 
 class LexicalOverlap:
-    """Term, bigram and trigram sets of every passage of a BM25 index, and the terms' IDF over those passages."""
+    """Term, bigram and trigram sets of a BM25 index's passages, made on first use of each passage, and the terms'
+    IDF over all of them, read from the index itself (its score matrix holds one entry per passage a term is in):
+    ranking a question's candidates tokenizes those candidates, not the corpus."""
 
-    def __init__(self, index, texts: Sequence[str]):
-        """``index``: a built or loaded BM25 index; ``texts``: its items' texts, in the index's order."""
-        if len(texts) != len(index.ids):
+    def __init__(self, index, texts: Sequence[str] | Callable[[int], str]):
+        """``index``: a built or loaded BM25 index; ``texts``: its items' texts, in the index's order, or a function
+        of an item's position giving its text (read only for the items asked about)."""
+        if not callable(texts) and len(texts) != len(index.ids):
             raise ValueError(f"{len(texts)} texts for a BM25 index of {len(index.ids)} items")
         self.index = index
-        sequences = index.token_ids(texts)
-        self.terms = [frozenset(s) for s in sequences]
-        self.bigrams = [_ngrams(s, 2) for s in sequences]
-        self.trigrams = [_ngrams(s, 3) for s in sequences]
-        n = len(sequences)
-        flat = np.fromiter((t for s in self.terms for t in s), dtype=np.int64)
-        df = np.bincount(flat, minlength=index.vocabulary_size)
+        self._text = texts if callable(texts) else texts.__getitem__
+        self._sets: dict[int, tuple[frozenset, frozenset, frozenset]] = {}
+        n = len(index.ids)
+        df = np.zeros(index.vocabulary_size, dtype=np.int64)
+        counts = index.document_frequencies()
+        df[:len(counts)] = counts[:len(df)]
         # BM25's (Lucene) IDF, always positive
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5))
+
+    def _of(self, j: int) -> tuple[frozenset, frozenset, frozenset]:
+        """Passage ``j``'s term, bigram and trigram sets (made once)."""
+        found = self._sets.get(j)
+        if found is None:
+            terms = self.index.token_ids([self._text(j)])[0]
+            found = self._sets[j] = (frozenset(terms), _ngrams(terms, 2), _ngrams(terms, 3))
+        return found
 
     def features(self, query: str | Sequence[int], candidates: Sequence[int]) -> np.ndarray:
         """(len(candidates), len(LEXICAL_FEATURES)) float32: the overlap of the query (a text, or its term ids from
@@ -57,13 +67,13 @@ class LexicalOverlap:
         idf_total = sum(q_idf.values())
         out = np.zeros((len(candidates), len(LEXICAL_FEATURES)), dtype=np.float32)
         for row, j in enumerate(candidates):
-            p_terms = self.terms[j]
+            p_terms, p_bi, p_tri = self._of(j)
             shared = q_terms & p_terms
-            shared_bi = len(q_bi & self.bigrams[j])
+            shared_bi = len(q_bi & p_bi)
             out[row] = (len(shared) / len(q_terms) if q_terms else 0.0,
                         sum(q_idf[t] for t in shared) / idf_total if idf_total else 0.0,
                         shared_bi / len(q_bi) if q_bi else 0.0,
                         shared_bi,
-                        len(q_tri & self.trigrams[j]) / len(q_tri) if q_tri else 0.0,
+                        len(q_tri & p_tri) / len(q_tri) if q_tri else 0.0,
                         len(shared) / len(p_terms) if p_terms else 0.0)
         return out

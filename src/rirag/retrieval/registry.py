@@ -199,12 +199,16 @@ def _rerank(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
 
 
 def _learned_fusion(corpus: Mapping[str, Passage], spec: RetrieverSpec) -> Retriever:
+    from rirag.retrieval.bm25 import document_index, passage_index
     from rirag.retrieval.learned_fusion import LearnedFusionRetriever
 
     encoders = spec.options.get("encoders")
     if isinstance(encoders, str):
         encoders = [e for e in encoders.split(",") if e]
-    return LearnedFusionRetriever(corpus, spec.options["ranker"], encoders, **_dense_options(spec))
+    # the BM25 indexes its features read, from the cache the other retrievers share (built once, not per process)
+    return LearnedFusionRetriever(corpus, spec.options["ranker"], encoders,
+                                  bm25=passage_index(corpus, cache=_bm25_cache()),
+                                  documents=document_index(corpus, cache=_bm25_cache()), **_dense_options(spec))
 
 
 #: Every retriever, declared once: name -> factory, typed options, whether it needs a dense model.
