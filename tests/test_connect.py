@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rirag.generation.focused.answer import Followed, FocusedAnswer
+from rirag.generation.focused.answer import FocusedAnswer, Followed
 from rirag.generation.focused.config import FocusedConfig, command_defaults
 from rirag.generation.focused.connect import connected
 from rirag.generation.focused.passes import PASSES
