@@ -21,7 +21,7 @@ Usage:
     python benchmarks/blind_grading.py packet --questions ../shared/data/ukfin_xref/ukfin_dev_questions.json \\
         --systems new=out/new/answers.json old=out/old/answers.json \\
         llm=../shared/data/ukfin_xref/ukfin_dev_llm_answers.json gold-quote \\
-        [--sample 30] [--seed 42] --out benchmarks/blind/issue64
+        [--sample 30] [--seed 42] [--exclude benchmarks/blind/issue64/round1/key.json ...] --out benchmarks/blind/issue64
     python benchmarks/blind_grading.py read --key benchmarks/blind/issue64/key.json \\
         --grades benchmarks/blind/issue64/grades_1.json benchmarks/blind/issue64/grades_2.json \\
         [--out benchmarks/results/blind_grading.json]
@@ -66,6 +66,8 @@ class Config:
     systems: tuple[str, ...] = ()
     sample: int = 30
     seed: int = SEED
+    #: Earlier rounds' key files: their questions are not sampled again.
+    exclude: tuple[str, ...] = ()
     out: str | None = None
     key: str | None = None
     grades: tuple[str, ...] = ()
@@ -102,7 +104,10 @@ def packet(cfg: Config) -> None:
     questions = json.loads(Path(cfg.questions).read_text(encoding="utf-8"))
     systems = dict(_answers(s, questions) for s in cfg.systems)
     rng = random.Random(cfg.seed)
-    asked = [q for q in questions if all(q["QuestionID"] in a for a in systems.values())]
+    seen = {str(item["QuestionID"]) for path in cfg.exclude
+            for item in json.loads(Path(path).read_text(encoding="utf-8"))["items"].values()}
+    asked = [q for q in questions if all(q["QuestionID"] in a for a in systems.values())
+             and str(q["QuestionID"]) not in seen]
     sample = rng.sample(asked, min(cfg.sample, len(asked)))
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -183,6 +188,8 @@ def main() -> None:
     parser.add_argument("--questions")
     parser.add_argument("--systems", nargs="+", default=())
     parser.add_argument("--sample", type=int, default=30)
+    parser.add_argument("--exclude", nargs="+", default=(),
+                        help="earlier rounds' key.json: their questions are left out (a round on unseen questions)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out")
     parser.add_argument("--key")

@@ -41,3 +41,18 @@ def test_a_packet_hides_the_systems_and_the_grades_come_back_by_system(tmp_path)
                                                      grades=(str(tmp_path / "g.json"),)))
     assert result["mean"]["mine"]["useful"] == 5.0 and result["mean"]["theirs"]["correct"] == 3.0
     assert result["ranked_first"]["mine"] == {"alone": 2, "tied": 0}
+
+
+def test_a_round_on_unseen_questions_leaves_out_the_earlier_rounds_questions(tmp_path):
+    questions = [{"QuestionID": f"q{i}", "Question": f"Question {i}?", "GoldAnswer": "Ref.",
+                  "Gold": [{"role": "src", "text": f"Rule {i} text."}]} for i in range(5)]
+    (tmp_path / "q.json").write_text(json.dumps(questions))
+    first = blind_grading.Config("packet", str(tmp_path / "q.json"), ("gold-quote",), sample=3, seed=1,
+                                 out=str(tmp_path / "r1"))
+    blind_grading.packet(first)
+    earlier = {v["QuestionID"] for v in json.loads((tmp_path / "r1" / "key.json").read_text())["items"].values()}
+    second = blind_grading.Config("packet", str(tmp_path / "q.json"), ("gold-quote",), sample=3, seed=1,
+                                  exclude=(str(tmp_path / "r1" / "key.json"),), out=str(tmp_path / "r2"))
+    blind_grading.packet(second)
+    later = {v["QuestionID"] for v in json.loads((tmp_path / "r2" / "key.json").read_text())["items"].values()}
+    assert len(earlier) == 3 and later == {f"q{i}" for i in range(5)} - earlier  # only the two left
