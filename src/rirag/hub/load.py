@@ -424,8 +424,8 @@ def _start_metric_space(kind: str, folder: Path, ids: Mapping[str, str], work: P
         return f"{run_space(kind, folder, variables, ask=not absent)}{why}"
     space = CleanRun.for_space(folder, work)
     environ = {**space.environ(), "HF_HUB_CACHE": constants.HF_HUB_CACHE}
-    return f"{run_space(kind, folder, variables, str(space.python), ask=not absent, environ=environ)}{why}, " \
-        "in a clean environment"
+    return f"{run_space(kind, folder, variables, str(space.python), ask=not absent, environ=environ)}, in a clean " \
+        f"environment{why}"
 
 
 def check_loads(manifest, rows: list, root: str | Path = ".", clean: bool = False) -> list:
