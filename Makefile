@@ -71,8 +71,9 @@ rulebook-data: install
 
 # Assemble every artifact's Hub upload folder (artifacts/hub/<repo>/), load each as its card says and print the
 # table; DRY_RUN=0 pushes (token: HF_TOKEN or `hf auth login`; the Hub is reachable for that command only).
-# NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries; CLEAN_ENV=1 runs each card's snippet and
-# the demo's local run in a clean environment of what the card installs (no rirag unless it installs it).
+# NAMESPACE=... overrides the manifest's namespace, ONLY=a,b picks entries; CLEAN_ENV=1 runs each card's steps (snippet,
+# shell block, the demo's local run) in a clean environment of what the card installs (no rirag unless it installs
+# it), the metric Space in one of what the Hub installs for it.
 DRY_RUN ?= 1
 NAMESPACE ?=
 ONLY ?=

@@ -10,8 +10,9 @@ The manifest maps each artifact (the folder a trainer or builder wrote) to a kin
 metric-space, app-space) and a repo under one namespace ($RIRAG_HUB_NAMESPACE or --namespace override it). Upload
 folders are written to ``artifacts/hub/<repo>/`` (copies: editing them never edits the repository); each is then loaded
 exactly as its card's usage snippet says, the repo id replaced by the folder (``load`` column; ``--no-load-check`` skips
-it; ``--clean-env`` runs each card's Python snippet and the demo's local run in a clean environment of what the card
-installs, without rirag unless it installs it: :mod:`rirag.hub.clean_env`). A dry run stops there and prints the
+it; ``--clean-env`` runs each card's steps as written, its Python snippet, shell block and the demo's local run, in a
+clean environment of what the card installs, without rirag unless it installs it, and the metric Space in one of what
+the Hub installs for it: :mod:`rirag.hub.clean_env`). A dry run stops there and prints the
 table (repo, kind, files, bytes, card status, load); otherwise each folder whose card parses and that loads is
 uploaded with huggingface_hub (token: $HF_TOKEN or ``hf auth login``, checked with the Hub before anything is
 assembled). Re-running is idempotent. Missing artifacts are rows marked ``missing``, not errors. No token, no
@@ -37,7 +38,7 @@ class PushConfig:
     create_pr: bool | None = None
     root: str = "."
     load_check: bool = True
-    clean_env: bool = False  # each card's snippet, the demo's local run: in a clean environment (rirag.hub.clean_env)
+    clean_env: bool = False  # each card's steps, both Spaces: in a clean environment (rirag.hub.clean_env)
 
 
 def main(config: PushConfig) -> list:
@@ -89,9 +90,10 @@ def parse_args(argv=None) -> PushConfig:
     parser.add_argument("--load-check", action=argparse.BooleanOptionalAction, default=True,
                         help="load each upload folder as its card's usage snippet says (default: on)")
     parser.add_argument("--clean-env", action="store_true",
-                        help="run each card's Python snippet and the demo's local run in a clean environment of what "
-                             "the card installs (no rirag unless it installs it; offline, symlinks to this "
-                             "interpreter's packages)")
+                        help="run each card's steps (Python snippet, shell block, the demo's local run) in a clean "
+                             "environment of what the card installs (no rirag unless it installs it), the metric "
+                             "Space in one of what the Hub installs for it (offline, symlinks to this interpreter's "
+                             "packages)")
     args = parser.parse_args(argv)
     return PushConfig(manifest=args.manifest, only=args.only, dry_run=args.dry_run, namespace=args.namespace,
                       private=args.private, create_pr=args.create_pr, root=args.root, load_check=args.load_check,

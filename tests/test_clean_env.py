@@ -55,3 +55,43 @@ def test_a_snippet_runs_with_only_what_the_card_installs(tmp_path):
 def test_a_requirement_outside_the_installed_version_is_refused(tmp_path):
     with pytest.raises(ValueError, match="packaging<1 is asked for"):
         clean_venv(tmp_path / "env", ["packaging<1"])
+
+
+def test_the_environment_has_the_console_scripts_of_what_it_installs(tmp_path):
+    """A card's shell steps call `hf` and `rirag` as commands: the environment holds them, as pip writes them."""
+    import importlib.metadata as metadata
+    import subprocess
+
+    from rirag.hub.clean_env import clean_environ
+
+    python = clean_venv(tmp_path / "env", ["huggingface_hub"])
+    done = subprocess.run(["hf", "version"], env=clean_environ(python, tmp_path / "home"), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and metadata.version("huggingface_hub") in done.stdout, done.stderr[-2000:]
+    assert not (python.parent / "rirag").exists()  # not installed, so not on its PATH
+
+
+def test_a_space_gets_its_requirements_and_the_gradio_its_card_pins(tmp_path):
+    from rirag.hub.clean_env import space_requirements
+
+    (tmp_path / "README.md").write_text("---\nsdk: gradio\nsdk_version: 6.31.0\n---\n# a Space\n")
+    (tmp_path / "requirements.txt").write_text("# what it imports\ngradio>=5,<7\nnumpy>=1.24  # arrays\n")
+    assert space_requirements(tmp_path) == ["numpy>=1.24", "gradio==6.31.0"]
+    (tmp_path / "README.md").write_text("---\nsdk: gradio\n---\n# a Space\n")
+    with pytest.raises(ValueError, match="pins no sdk_version"):
+        space_requirements(tmp_path)
+
+
+def test_the_rankers_shell_block_is_run_as_written_but_for_its_download(tmp_path):
+    """Only the `hf download` line is rewritten (a copy of the local folder); Hub ids with a local copy are replaced
+    where they stand; one without a local copy skips the check."""
+    from rirag.hub.card_steps import SnippetSkipped, prepared_bash
+
+    code = ("hf download org/lf --local-dir lf\nrirag retrieve --retriever learned-fusion --option ranker=lf \\\n"
+            "    --option encoders=org/enc-a,org/enc --split test --out run.trec\n")
+    ids = {"org/lf": "/up/lf", "org/enc": "/up/enc", "org/enc-a": "/up/my enc"}
+    assert prepared_bash(code, ids) == (
+        "cp -R /up/lf lf\nrirag retrieve --retriever learned-fusion --option ranker=lf     "
+        "--option encoders='/up/my enc',/up/enc --split test --out run.trec\n")
+    with pytest.raises(SnippetSkipped, match="org/lf is neither assembled"):
+        prepared_bash(code, {})

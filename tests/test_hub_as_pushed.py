@@ -24,7 +24,7 @@ from _hub_project import MANIFEST, REPO, build_tiny_project
 from _scoring_fixtures import tiny_models
 from _standalone import HubServer, snippet_driver, venv_from_requirements
 from conftest import write_tiny_obliqa
-from rirag.hub.clean_env import card_installs
+from rirag.hub.clean_env import card_installs, space_requirements
 from tiny_encoder import tiny_sentence_transformer
 
 #: Runs each snippet file in a fresh namespace (a ``>>>`` block as a doctest); prints what each bound or failed.
@@ -74,11 +74,7 @@ def environments(tmp_path_factory):
         key = tuple(sorted(set(requirements)))
         if key not in made:
             made[key] = venv_from_requirements(folder / f"env{len(made)}", key, rirag_src=REPO / "src" / "rirag")
-            bin_ = made[key].parent
-            (bin_ / "hf").write_text(f"#!{made[key]}\nfrom huggingface_hub.cli.hf import main\nmain()\n")
-            (bin_ / "rirag").write_text(f"#!{made[key]}\nfrom rirag.cli import main\nmain()\n")
-            for script in ("hf", "rirag"):
-                (bin_ / script).chmod(0o755)
+            assert (made[key].parent / "hf").is_file()  # console scripts, as pip writes them (`hf download`)
         return made[key]
 
     return get
@@ -205,13 +201,7 @@ def test_every_split_each_dataset_card_lists_loads_from_the_hub(hub, environment
 
 def _space_env(folder: Path, environments) -> Path:
     """The Space's environment as the Hub builds it: its requirements.txt and the Gradio its card pins."""
-    from huggingface_hub import SpaceCard
-    from packaging.requirements import Requirement
-
-    pinned = SpaceCard.load(folder / "README.md").data.to_dict()["sdk_version"]
-    lines = [line.split("#", 1)[0].strip() for line in (folder / "requirements.txt").read_text().splitlines()]
-    names = [Requirement(line).name for line in lines if line and Requirement(line).name.lower() != "gradio"]
-    return environments([*names, f"gradio=={pinned}"])
+    return environments(space_requirements(folder))
 
 
 def _download_space(server: HubServer, environments, repo_id: str, tmp_path: Path) -> Path:
@@ -299,6 +289,55 @@ def test_the_load_check_leaves_no_cache_in_the_demos_upload_folder(hub, monkeypa
     said = check_load(entry, manifest, row.folder, local_ids(manifest, root))
     assert said.startswith("ok") and "answered over HTTP" in said, said
     assert unlisted_files(Path(row.folder), row.paths) == []
+
+
+def _check_clean(root: Path, name: str, folder) -> str:
+    """One entry's load check as ``hub_push/push.py --clean-env`` runs it on the tiny project."""
+    from rirag.hub.load import check_load, local_ids
+    from rirag.hub.manifest import load_manifest
+
+    manifest = load_manifest(MANIFEST)
+    entry = next(e for e in manifest.entries if e.name == name)
+    return check_load(entry, manifest, folder, local_ids(manifest, root), clean=True)
+
+
+def test_the_clean_check_runs_the_rankers_shell_block_as_written(project, tmp_path, monkeypatch):
+    """Issue 68: with --clean-env the ranker card's `hf download` and `rirag retrieve` run with bash in a clean
+    environment of what the card installs (not a library equivalent in this process), and the run file holds a
+    ranking; the can-fail twin: a flag the command line refuses, which the library equivalent never sees."""
+    import shutil
+
+    root, rows = project
+    monkeypatch.setenv("RIRAG_DATA_DIR", str(root / "obliqa"))
+    monkeypatch.setenv("RIRAG_CACHE_DIR", str(root / "cache"))
+    row = rows["learned-fusion-leakage-free"]
+    said = _check_clean(root, row.name, row.folder)
+    assert said.startswith("ok (`rirag retrieve` as written: ") and said.endswith("in a clean environment)"), said
+    broken = tmp_path / "learned-fusion"
+    shutil.copytree(row.folder, broken)
+    card = (broken / "README.md").read_text(encoding="utf-8")
+    assert "--out run.trec" in card
+    (broken / "README.md").write_text(card.replace("--out run.trec", "--out run.trec --no-such-flag"))
+    said = _check_clean(root, row.name, broken)
+    assert said.startswith("failed: RuntimeError: in a clean environment: ") and "--no-such-flag" in said, said
+
+
+def test_the_clean_check_starts_the_metric_space_in_what_the_hub_installs(project, tmp_path):
+    """Issue 68: with --clean-env the metric Space starts in a clean environment of its requirements.txt and its
+    pinned Gradio, not with this interpreter; the can-fail twin: an app.py that imports what is installed here but
+    not in its requirements (lightgbm) does not start."""
+    import shutil
+
+    root, rows = project
+    row = rows["repass-metric"]
+    assert "lightgbm" not in " ".join(space_requirements(row.folder))
+    broken = tmp_path / "repass"
+    shutil.copytree(row.folder, broken)
+    (broken / "app.py").write_text("import lightgbm  # noqa\n" + (broken / "app.py").read_text(encoding="utf-8"))
+    said = _check_clean(root, row.name, broken)
+    assert said.startswith("failed: RuntimeError: the Space exited") and "lightgbm" in said, said
+    said = _check_clean(root, row.name, row.folder)
+    assert said.startswith("ok (") and "in a clean environment" in said.split("; Space: gradio ")[1], said
 
 
 def test_the_push_uploads_the_assembled_list_and_nothing_else(tmp_path, monkeypatch):

@@ -5,8 +5,11 @@ The environment is made offline from this interpreter's installed distributions 
 about a second, no download); a requirement the card asks for in a range the installed version is outside of is
 an error, as it would be a different environment. The Hub is stood in for as :mod:`rirag.hub.load` does: each Hub
 id with a local copy (an assembled upload folder, an alias) is replaced by that folder, and the run is offline
-(``HF_HUB_OFFLINE=1``, a home of its own). ``hub_push/push.py --clean-env`` (``make publish CLEAN_ENV=1``) checks
-every card so; ``tests/test_hub_as_pushed.py`` does it against a stand-in Hub server on tiny artifacts.
+(``HF_HUB_OFFLINE=1``, a home of its own). The environment holds the console scripts of what it installs (``hf``,
+``rirag``), so a card's shell steps run as written (:meth:`CleanRun.run_bash`). A Space runs in an environment of
+what the Hub installs for it (:func:`space_requirements`: its ``requirements.txt`` and the Gradio its card pins).
+``hub_push/push.py --clean-env`` (``make publish CLEAN_ENV=1``) checks every card so; ``tests/test_hub_as_pushed.py``
+does it against a stand-in Hub server on tiny artifacts.
 """
 
 from __future__ import annotations
@@ -58,15 +61,17 @@ def requirement_closure(requirements: Iterable[str]) -> dict[str, metadata.Distr
 
 def clean_venv(dest: Path, requirements: Iterable[str], rirag_src: Path | None = None) -> Path:
     """A virtual environment at ``dest`` (no system site-packages, no pip) holding what ``pip install REQUIREMENTS``
-    would give, from this interpreter's installed distributions (symlinks, no download); ``rirag`` (on no package
-    index: ``rirag @ git+URL``) as ``rirag_src``, its source folder (default: the one running). Its python."""
+    would give, from this interpreter's installed distributions (symlinks, no download), their console scripts
+    included (:func:`write_console_scripts`); ``rirag`` (on no package index: ``rirag @ git+URL``) as ``rirag_src``,
+    its source folder (default: the one running). Its python (an absolute path)."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
     requirements = list(requirements)
+    closure = requirement_closure(requirements)
     venv.EnvBuilder(with_pip=False, symlinks=True, system_site_packages=False).create(dest)
     site = next(Path(dest).glob("lib/python3*/site-packages"))
-    for name, dist in requirement_closure(requirements).items():
+    for name, dist in closure.items():
         if name == "rirag":
             continue
         base = Path(dist.locate_file(""))
@@ -77,7 +82,23 @@ def clean_venv(dest: Path, requirements: Iterable[str], rirag_src: Path | None =
                 (site / top).symlink_to(base / top)
     if any(canonicalize_name(Requirement(r).name) == "rirag" for r in requirements):
         (site / "rirag").symlink_to(rirag_src or Path(__file__).resolve().parents[1])
-    return Path(dest) / "bin" / "python"
+    python = Path(dest).absolute() / "bin" / "python"
+    write_console_scripts(python, closure.values())
+    return python
+
+
+def write_console_scripts(python: Path, distributions: Iterable[metadata.Distribution]) -> None:
+    """The console scripts of ``distributions`` (``hf``, ``rirag``) in ``python``'s folder, run by it: what ``pip
+    install`` writes, so that a card's shell steps find them on PATH."""
+    for dist in distributions:
+        for point in dist.entry_points.select(group="console_scripts"):
+            script = python.parent / point.name
+            if script.exists() or "/" in point.name or not point.attr:
+                continue
+            head = point.attr.split(".")[0]
+            script.write_text(f"#!{python}\nimport sys\nfrom {point.module} import {head}\nsys.exit({point.attr}())\n",
+                              encoding="utf-8")
+            script.chmod(0o755)
 
 
 def card_installs(card: str, folder: str | Path | None = None) -> list[str]:
@@ -102,6 +123,22 @@ def _requirements_file(path: Path) -> list[str]:
         raise ValueError(f"the card installs -r {path.name}, which the repo does not hold")
     lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
     return [line for line in lines if line]
+
+
+def space_requirements(folder: str | Path) -> list[str]:
+    """What the Hub installs for a Gradio Space: the lines of its folder's ``requirements.txt`` (none without one),
+    a ``gradio`` line replaced by ``gradio==`` the ``sdk_version`` its card pins; a card that pins none is a
+    ValueError (the Hub would pick a Gradio nobody checked)."""
+    from huggingface_hub import SpaceCard
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    folder = Path(folder)
+    pinned = SpaceCard.load(folder / "README.md").data.to_dict().get("sdk_version")
+    if not pinned:
+        raise ValueError(f"{folder / 'README.md'}: the card pins no sdk_version")
+    lines = _requirements_file(folder / "requirements.txt") if (folder / "requirements.txt").is_file() else []
+    return [line for line in lines if canonicalize_name(Requirement(line).name) != "gradio"] + [f"gradio=={pinned}"]
 
 
 #: Kept from the checking process: the locale, and where rirag finds the Hub's ObliQA and its derived caches here
@@ -129,11 +166,28 @@ def run_snippet(code: str, target: str | None, python: Path, work: Path,
     script.write_text(code + report, encoding="utf-8")
     done = subprocess.run([str(python), script.name], cwd=work, env=clean_environ(python, work / "home"),
                           capture_output=True, text=True, timeout=timeout)
+    _check(done)
+    said = [line for line in done.stdout.splitlines() if line.startswith(LOADED)]
+    return said[-1].removeprefix(LOADED) if said else "ran"
+
+
+def _check(done: subprocess.CompletedProcess) -> None:
+    """A RuntimeError with the last line a failed run wrote on stderr."""
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         raise RuntimeError(f"in a clean environment: {lines[-1] if lines else f'exit {done.returncode}'}")
-    said = [line for line in done.stdout.splitlines() if line.startswith(LOADED)]
-    return said[-1].removeprefix(LOADED) if said else "ran"
+
+
+def run_bash(code: str, python: Path, work: Path, extra: Mapping[str, str] | None = None,
+             timeout: float = SNIPPET_TIMEOUT_S) -> None:
+    """Run ``code`` (a card's shell steps) with ``bash -e`` in ``work``, the clean environment of ``python`` first on
+    PATH (:func:`clean_environ`, ``extra`` over it); a step that fails is a RuntimeError with the end of what it
+    wrote."""
+    work.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=work,
+                          env=clean_environ(python, work / "home", extra), capture_output=True, text=True,
+                          timeout=timeout)
+    _check(done)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,8 +202,19 @@ class CleanRun:
         """The clean environment of what ``card`` installs (``-r FILE`` read from the repo ``folder``)."""
         return cls(clean_venv(work / "venv", card_installs(card, folder)), work)
 
+    @classmethod
+    def for_space(cls, folder: Path, work: Path) -> "CleanRun":
+        """The clean environment of what the Hub installs for the Space in ``folder`` (:func:`space_requirements`)."""
+        return cls(clean_venv(work / "space-venv", space_requirements(folder)), work / "space")
+
     def environ(self) -> dict[str, str]:
         return clean_environ(self.python, self.work / "home")
 
     def run_snippet(self, code: str, target: str | None) -> str:
         return run_snippet(code, target, self.python, self.work)
+
+    def run_bash(self, code: str, extra: Mapping[str, str] | None = None) -> Path:
+        """Run a card's shell steps (:func:`run_bash`) in a folder of their own; that folder."""
+        steps = self.work / "steps"
+        run_bash(code, self.python, steps, extra)
+        return steps

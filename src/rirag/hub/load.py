@@ -8,8 +8,8 @@ in the round-trip tests on tiny artifacts. Per card:
   ``pipeline(...)``, ``PeftModel.from_pretrained(base, ...)``, ``evaluate.load(...)``) is run up to the last statement
   that names the repo, every manifest repo id in it replaced by that entry's upload folder and every Hub id the
   manifest has a local copy of (``aliases``) by the local copy;
-- a ``bash`` block with ``rirag retrieve --retriever learned-fusion --option ranker=DIR`` (the ranker) is run through
-  its library equivalent (:func:`rirag.retrieval.registry.build_retriever`) on a few probe passages;
+- a ``bash`` block with ``rirag retrieve --retriever learned-fusion --option ranker=DIR`` (the ranker) is run
+  through its library equivalent on a few probe passages (:func:`rirag.hub.card_steps.run_retrieve_snippet`);
 - a builder-only dataset (its source text may not be redistributed) is checked to hold its card alone, whose
   ``bash`` block builds the data (``rirag data ingest`` / ``rirag data xref``);
 - a Space (the demo and the metric's) is started as the Hub starts it (:func:`running_space`: a copy of its upload
@@ -18,8 +18,13 @@ in the round-trip tests on tiny artifacts. Per card:
   (:func:`local_run_variables`; Hub ids mapped to local copies), answers one question over HTTP, the metric scores
   one answer over HTTP when its models are here. Nothing is written into the upload folder.
 
-With ``clean`` (``hub_push/push.py --clean-env``), each Python snippet and the demo's local run are run in a clean
-environment of what the card installs (:mod:`rirag.hub.clean_env`: no rirag unless the card installs it), not here.
+With ``clean`` (``hub_push/push.py --clean-env``), nothing of a card runs in this process
+(:mod:`rirag.hub.clean_env`: a clean environment has no rirag unless the card installs it): each Python snippet and
+the demo's local run run in a clean environment of what the card installs; the ranker's ``bash`` block runs as
+written there, with ``bash`` (:func:`rirag.hub.card_steps.run_retrieve_as_written`: only its ``hf download`` line
+is stood in for, by a copy of the assembled folder), and its ``--out`` file must hold a ranking; the metric Space
+starts in a clean environment of what the Hub installs for it (its ``requirements.txt`` and the Gradio its card
+pins: :func:`rirag.hub.clean_env.space_requirements`), the Hub's models read from this machine's Hugging Face cache.
 
 Each check runs in a fresh ``datasets`` cache and gives ``ok (...)``, ``failed: ...`` or ``skipped: ...``
 (something it needs is neither assembled nor on this machine, e.g. a base model only the Hub has).
@@ -31,7 +36,6 @@ import ast
 import contextlib
 import logging
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -39,34 +43,18 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from rirag.data.obliqa import Passage
+from rirag.hub.card_steps import HUB_ID, PROBE_QUESTION, SnippetSkipped, run_retrieve_as_written, run_retrieve_snippet
 from rirag.hub.cards import code_blocks
 from rirag.hub.clean_env import CleanRun
 from rirag.hub.manifest import builder_only_extras
 from rirag.models import resolve_model
-from rirag.retrieval.registry import RetrieverSpec, build_retriever
 
 logger = logging.getLogger(__name__)
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 NOT_ASSEMBLED = f"{SKIPPED}: not assembled"
-#: Probe passages and question for the ranker's library equivalent of `rirag retrieve` (no corpus download).
-PROBE_PASSAGES = (
-    (1, "1.1", "A Relevant Person must keep records of customer due diligence for at least six years."),
-    (1, "1.2", "An Authorised Person must appoint a Money Laundering Reporting Officer."),
-    (2, "2.1", "A Fund Manager must ensure that the Fund's assets are held by an Eligible Custodian."),
-    (2, "2.2", "The Eligible Custodian must keep the Fund Property separate from its own assets."),
-)
-PROBE_QUESTION = "How long must customer due diligence records be kept?"
 #: Seconds an app Space may take to import and build its app in a fresh interpreter.
 APP_TIMEOUT_S = 600
-
-_HUB_ID = re.compile(r"""["']([A-Za-z0-9][\w.-]*/[\w.-]+)["']""")
-
-
-class SnippetSkipped(Exception):
-    """Something the snippet needs is not on this machine (not a failure of the artifact)."""
-
 
 def local_ids(manifest, root: str | Path = ".") -> dict[str, str]:
     """Hub id -> local folder for everything the round trip may use offline: every assembled upload folder (by its
@@ -117,7 +105,7 @@ def prepared_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> tuple[s
     if isinstance(first, ast.Assign) and isinstance(first.targets[0], ast.Name):
         target = first.targets[0].id
     code = _replace_ids(code, ids)
-    remote = [m for m in _HUB_ID.findall(code) if not Path(m).exists()]
+    remote = [m for m in HUB_ID.findall(code) if not Path(m).exists()]
     if remote:
         raise SnippetSkipped(f"needs {', '.join(sorted(set(remote)))} from the Hub (no local copy)")
     return code, target
@@ -135,61 +123,6 @@ def run_python_snippet(code: str, repo_id: str, ids: Mapping[str, str], clean: C
     return type(value).__name__ if value is not None else "ran"
 
 
-def _retrieve_command(code: str) -> tuple[list[str], dict[str, str]]:
-    """The ``rirag retrieve`` argv of a bash snippet and the ``hf download REPO --local-dir DIR`` folders
-    (DIR -> REPO)."""
-    joined = code.replace("\\\n", " ")
-    downloads, argv = {}, []
-    for line in joined.splitlines():
-        words = shlex.split(line, comments=True)
-        if words[:2] == ["hf", "download"] and "--local-dir" in words:
-            downloads[words[words.index("--local-dir") + 1]] = words[2]
-        elif words[:2] == ["rirag", "retrieve"]:
-            argv = words[2:]
-    return argv, downloads
-
-
-def run_retrieve_snippet(code: str, repo_id: str, ids: Mapping[str, str]) -> str:
-    """The library equivalent of the card's ``rirag retrieve`` on the probe passages: the ranker and its encoders
-    loaded, one question ranked."""
-    argv, downloads = _retrieve_command(code)
-    if not argv:
-        raise ValueError("the snippet has no `rirag retrieve` command")
-    folders = {local: ids.get(repo, "") for local, repo in downloads.items()}
-    name, options = "bm25", {}
-    for flag, value in zip(argv, argv[1:]):
-        if flag == "--retriever":
-            name = value
-        elif flag == "--option":
-            key, _, val = value.partition("=")
-            options[key] = val
-    if "ranker" in options:
-        ranker = options["ranker"]
-        options["ranker"] = folders.get(ranker) or ids.get(ranker) or ranker
-        if downloads.get(ranker) and not folders.get(ranker):
-            raise SnippetSkipped(f"{downloads[ranker]} is not assembled here")
-    if "ranker" in options and not options.get("encoders"):  # the encoders the ranker names (Hub ids once published)
-        from rirag.retrieval.learned_fusion import load_ranker_config
-
-        saved = load_ranker_config(options["ranker"])["encoders"]
-        if any(enc in ids for enc in saved):
-            options["encoders"] = ",".join(saved)
-    if options.get("encoders"):
-        encoders = []
-        for enc in options["encoders"].split(","):
-            local = ids.get(enc, enc)
-            if local == enc and "/" in enc and not Path(enc).exists():
-                raise SnippetSkipped(f"encoder {enc} is neither assembled nor on this machine")
-            encoders.append(local)
-        options["encoders"] = ",".join(encoders)
-    corpus = {f"probe-{i}": Passage(f"probe-{i}", d, pid, text) for i, (d, pid, text) in enumerate(PROBE_PASSAGES)}
-    retriever = build_retriever(corpus, RetrieverSpec(name, options=options))
-    run = retriever.search({"probe": PROBE_QUESTION}, k=len(corpus))
-    if not run.get("probe"):
-        raise ValueError("the retriever ranked no probe passage")
-    return f"{type(retriever).__name__}, {len(run['probe'])} passages ranked"
-
-
 def space_environment(variables: Mapping[str, str], ids: Mapping[str, str]) -> dict[str, str]:
     """A Space's variables as the check runs them: each Hub id with a local copy (an assembled upload folder, an
     alias) replaced by it; a Hub id with neither, and not in the Hugging Face cache, skips the check."""
@@ -198,7 +131,7 @@ def space_environment(variables: Mapping[str, str], ids: Mapping[str, str]) -> d
     env = {}
     for key, value in variables.items():
         value = ids.get(value, value)
-        if _HUB_ID.fullmatch(repr(value)) and not Path(value).exists() \
+        if HUB_ID.fullmatch(repr(value)) and not Path(value).exists() \
                 and not isinstance(try_to_load_from_cache(value, "config.json"), str):
             raise SnippetSkipped(f"{key}={value} is neither assembled nor in the local Hugging Face cache")
         env[key] = value
@@ -438,8 +371,9 @@ def check_builder_card(card: str, folder: str | Path) -> str:
 
 def check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str], clean: bool = False) -> str:
     """``ok (...)``, ``failed: ...`` or ``skipped: ...`` for one upload folder (see the module docstring), loaded in
-    a fresh ``datasets`` cache (:func:`fresh_datasets_cache`); ``clean``: each Python snippet and the demo's local
-    run in a clean environment of what the card installs (:class:`CleanRun`), not in this process."""
+    a fresh ``datasets`` cache (:func:`fresh_datasets_cache`); ``clean``: each card's steps (Python snippet, the
+    ranker's shell block, the demo's local run) in a clean environment of what the card installs, and the metric
+    Space in one of what the Hub installs for it (:class:`CleanRun`), not in this process."""
     with fresh_datasets_cache(), tempfile.TemporaryDirectory(prefix="rirag-clean-") as work:
         return _check_load(entry, manifest, folder, ids, Path(work) if clean else None)
 
@@ -463,14 +397,12 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str], wor
         for lang, code in blocks:
             if lang == "python" and entry.kind == "metric-space":
                 loaded = run_python_snippet(code, repo_id, ids, clean)
-                variables, absent = metric_space_variables(ids)
-                started = run_space(entry.kind, folder, variables, ask=not absent)
-                why = f"; no score: {', '.join(absent)} neither assembled nor cached" if absent else ""
-                return f"{OK} ({loaded}; Space: {started}{why})"
+                return f"{OK} ({loaded}; Space: {_start_metric_space(entry.kind, folder, ids, work)})"
             if lang == "python":
                 return f"{OK} ({run_python_snippet(code, repo_id, ids, clean)})"
             if lang in ("bash", "sh", "shell") and "rirag retrieve" in code:
-                return f"{OK} ({run_retrieve_snippet(code, repo_id, ids)})"
+                said = run_retrieve_as_written(code, clean, ids) if clean else run_retrieve_snippet(code, repo_id, ids)
+                return f"{OK} ({said})"
         return f"{FAILED}: the card has no usage snippet that loads {repo_id}"
     except SnippetSkipped as why:
         return f"{SKIPPED}: {why}"
@@ -478,6 +410,22 @@ def _check_load(entry, manifest, folder: str | Path, ids: Mapping[str, str], wor
         logger.debug("loading %s failed", folder, exc_info=True)
         message = " ".join(str(err).split())
         return f"{FAILED}: {type(err).__name__}: {message[:300]}"
+
+
+def _start_metric_space(kind: str, folder: Path, ids: Mapping[str, str], work: Path | None) -> str:
+    """The metric Space started (:func:`run_space`), scoring when its models are here; ``work``: in a clean
+    environment of what the Hub installs for it (:meth:`CleanRun.for_space`), the Hub's models from this machine's
+    Hugging Face cache."""
+    from huggingface_hub import constants
+
+    variables, absent = metric_space_variables(ids)
+    why = f"; no score: {', '.join(absent)} neither assembled nor cached" if absent else ""
+    if work is None:
+        return f"{run_space(kind, folder, variables, ask=not absent)}{why}"
+    space = CleanRun.for_space(folder, work)
+    environ = {**space.environ(), "HF_HUB_CACHE": constants.HF_HUB_CACHE}
+    return f"{run_space(kind, folder, variables, str(space.python), ask=not absent, environ=environ)}, in a clean " \
+        f"environment{why}"
 
 
 def check_loads(manifest, rows: list, root: str | Path = ".", clean: bool = False) -> list:
