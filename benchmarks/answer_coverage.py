@@ -10,7 +10,7 @@ mapped to the ingested PRA corpus by text), each the command a user types:
 * ``default-before``: the same with ``--no-whole-rules --no-cite-referring --no-footnotes --no-linked-only
   --no-connect`` (the answers before issue 64);
 * ``default-no-selection`` / ``default-no-connect``: the default without its cross-reference selection (issue 65) /
-  without its connecting lines;
+  without its connecting lines; ``default-answer-parts``: with ``--answer-parts`` (each part of the question);
 * ``bm25`` / ``bm25-before``: the same two over ``--retriever bm25``.
 
 Per row (:mod:`rirag.scoring.gold_text`, :mod:`rirag.scoring.answer_quality`): gold-rule coverage (per question, the
@@ -28,7 +28,8 @@ Usage:
 
     python benchmarks/answer_coverage.py --pra out/pra \\
         [--questions ../shared/data/ukfin_xref/ukfin_dev_questions.json]
-        [--rows default,default-before,bm25,bm25-before,default-no-selection,default-no-connect]
+        [--rows default,default-before,bm25,bm25-before,default-no-selection,default-no-connect,
+                default-answer-parts]
         [--work out/answer_coverage] [--obliqa-answers before=a.json.gz after=b.json.gz]
         [--out benchmarks/results/answer_coverage.json]
 
@@ -58,7 +59,9 @@ ROWS: dict[str, list[str]] = {"default": [], "default-before": BEFORE, "bm25": [
                               # issue 65: the default retriever without its cross-reference selection
                               "default-no-selection": ["--option", "xref_select=off"],
                               # issue 64, point 3: the default without its connecting lines
-                              "default-no-connect": ["--no-connect"]}
+                              "default-no-connect": ["--no-connect"],
+                              # issue 64, point 2: the default quoting the rule that answers each part of the question
+                              "default-answer-parts": ["--answer-parts"]}
 KEYS = ("gold_rule_coverage_min", "gold_rule_coverage_mean", "gold_text_precision",
         "gold_rule_coverage_min_context_holds", "gold_rule_coverage_mean_context_holds",
         "gold_text_precision_context_holds", "questions_context_holds", "cite_all_share", "context_all_share",

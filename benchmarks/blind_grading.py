@@ -21,7 +21,8 @@ Usage:
     python benchmarks/blind_grading.py packet --questions ../shared/data/ukfin_xref/ukfin_dev_questions.json \\
         --systems new=out/new/answers.json old=out/old/answers.json \\
         llm=../shared/data/ukfin_xref/ukfin_dev_llm_answers.json gold-quote \\
-        [--sample 30] [--seed 42] [--exclude benchmarks/blind/issue64/round1/key.json ...] --out benchmarks/blind/issue64
+        [--sample 30] [--seed 42] [--exclude benchmarks/blind/issue64/round1/key.json ...] \\
+        --out benchmarks/blind/issue64
     python benchmarks/blind_grading.py read --key benchmarks/blind/issue64/key.json \\
         --grades benchmarks/blind/issue64/grades_1.json benchmarks/blind/issue64/grades_2.json \\
         [--out benchmarks/results/blind_grading.json]

@@ -65,6 +65,7 @@ SYSTEMS: dict[str, tuple[str, str]] = {
     "focused-lists": (FOCUSED, ZERO_SHOT),
     "focused-rirag": (FOCUSED, ZERO_SHOT),
     "focused-passage-set": (FOCUSED, ZERO_SHOT),
+    "focused-answer-parts": (FOCUSED, ZERO_SHOT),
     "extractive": (EXTRACTIVE, ZERO_SHOT),
     "zero-shot": ("base", ZERO_SHOT),
     "few-shot": ("base", FEW_SHOT),
@@ -77,12 +78,16 @@ SYSTEMS: dict[str, tuple[str, str]] = {
 #: the commands' default answerer: the switches they turn on by default (following cross-references).
 ROW_GENERATOR_OPTIONS: dict[str, dict] = {"focused": {k: True for k, on in command_defaults().items() if on},
                                           "focused-lists": {"focus_lists": True},
-                                          "focused-passage-set": {"passage_set": True}}
+                                          "focused-passage-set": {"passage_set": True},
+                                          # the default with each part of the question answered (issue 64, point 2)
+                                          "focused-answer-parts": {**{k: True for k, on in command_defaults().items()
+                                                                      if on}, "answer_parts": True}}
 #: The context filter of a row (``--context-filter``; rirag.retrieval.filtering.CONTEXT_FILTERS): the focused rows
 #: answer from what the commands give them by default; the language-model and extractive rows, and
 #: ``focused-rirag``, from the paper's RIRAG filter they were measured with (a 135M model's prompt stays short).
 ROW_CONTEXT_FILTER: dict[str, str] = {"focused": DEFAULT_CONTEXT_FILTER, "focused-lists": DEFAULT_CONTEXT_FILTER,
-                                      "focused-passage-set": DEFAULT_CONTEXT_FILTER}
+                                      "focused-passage-set": DEFAULT_CONTEXT_FILTER,
+                                      "focused-answer-parts": DEFAULT_CONTEXT_FILTER}
 PAPER_CONTEXT_FILTER = "rirag"
 #: Metric keys every scored row carries: RePASs and its parts (local judge), NLI citation support, copying.
 QUALITY_KEYS = ("repass", "entailment", "contradiction", "obligation_coverage", "citation_precision",

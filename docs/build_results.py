@@ -640,6 +640,7 @@ ANSWERS_END = "<!-- answers:end -->"
 #: The README's answer tables: (row of generation.json, label), in reading order.
 ANSWER_ROWS = (("focused", "focused answerer (default)"), ("focused-lists", "focused, `--focus-lists`"),
                ("focused-passage-set", "focused, `--passage-set`"),
+               ("focused-answer-parts", "focused, `--answer-parts`"),
                ("focused-rirag", "focused, `--context-filter rirag` (the default before)"),
                ("extractive", "all obligations (extractive composer)"),
                ("zero-shot", "SmolLM2-135M zero-shot"), ("few-shot", "SmolLM2-135M few-shot"),

@@ -26,8 +26,8 @@ OFF = ("--no-follow-references", "--no-cite-referring", "--no-footnotes", "--no-
 
 
 def test_the_switches_are_the_fields_that_carry_one():
-    assert SWITCHES == ("say_missing", "cite_referring", "footnotes", "whole_rules", "linked_only", "connect",
-                        "follow_references", "passage_set", "focus_lists")
+    assert SWITCHES == ("say_missing", "cite_referring", "footnotes", "whole_rules", "linked_only", "answer_parts",
+                        "connect", "follow_references", "passage_set", "focus_lists")
     p = argparse.ArgumentParser()
     add_generator_options(p)
     by_dest = {a.dest: a for a in p._actions}
@@ -75,8 +75,8 @@ def test_a_switch_on_by_default_is_on_in_the_command_and_off_in_a_spec_without_i
     # the field keeps off: a spec or manifest written without the switch (before it existed, or off) means off
     assert WithDefaultOn().quote_titles is False and FocusedConfig().follow_references is False
     assert command_defaults() == {"say_missing": False, "cite_referring": True, "footnotes": True, "linked_only": True,
-                                  "whole_rules": True, "connect": True, "follow_references": True,
-                                  "passage_set": False, "focus_lists": False}
+                                  "whole_rules": True, "answer_parts": False, "connect": True,
+                                  "follow_references": True, "passage_set": False, "focus_lists": False}
 
 
 def test_adding_a_switch_is_one_field():

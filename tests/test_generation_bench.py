@@ -18,7 +18,8 @@ import generation as bench  # noqa: E402
 
 
 def test_systems_cover_the_issue_rows():
-    assert set(bench.SYSTEMS) == {"focused", "focused-lists", "focused-rirag", "focused-passage-set", "extractive",
+    assert set(bench.SYSTEMS) == {"focused", "focused-lists", "focused-rirag", "focused-passage-set",
+                                  "focused-answer-parts", "extractive",
                                   "zero-shot", "few-shot", "few-shot-cot", "raft", "zero-shot-closed-book",
                                   "raft-closed-book"}
     assert bench.SYSTEMS["raft-closed-book"] == ("raft", "closed-book")

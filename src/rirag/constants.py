@@ -191,6 +191,9 @@ QUESTION_BATCH_SIZE = 4
 #: take 385 ms CPU a question at 1 against 472 ms at 4 (396 at 2; one thread, as ``rirag serve`` runs it); with ONNX
 #: Runtime's default threads (``rirag ask``) the same wall time, 1,081 against 1,087 ms (2 cores, under load).
 UNIT_ENCODE_BATCH_SIZE = 1
+#: The focused answerer keeps the vectors of at most this many texts it embedded (its units, their questions), so that
+#: a pass reads a unit's vector again without embedding it twice (about 1.5 KB each: 30 MB).
+ENCODED_TEXTS_KEPT = 20_000
 #: Tokens of a text the answerers' obligation classifier reads (it was trained on 128; its position table allows 512).
 #: At 256, the encoder's own limit, no label changed against 512 on the 600 longest units of 1,500 PRA passages nor
 #: on 1,006 ObliQA units, and the 15 long units of a PRA question at 967k passages classify in 0.42 s against 0.83 s.

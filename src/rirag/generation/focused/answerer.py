@@ -7,13 +7,14 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from rirag.constants import DENSE_MAX_SEQ_LENGTH, OFFLINE_ENCODER, UNIT_ENCODE_BATCH_SIZE
+from rirag.constants import DENSE_MAX_SEQ_LENGTH, ENCODED_TEXTS_KEPT, OFFLINE_ENCODER, UNIT_ENCODE_BATCH_SIZE
 from rirag.errors import DataError
 from rirag.generation.base import DEFAULT_OBLIGATION_CLASSIFIER, FOCUSED, AnswerRequest, Draft
 from rirag.generation.extractive import MODAL_CUES, modal_cue_obligations, obligation_classifier
@@ -84,6 +85,9 @@ class FocusedAnswerer:
         self._scorer_name = scorer if isinstance(scorer, str) else ("given" if scorer is not None else
                                                                      f"rirag/generation/focused/{SCORER_FILE.name}")
         self._encode = encode
+        self._encode_given = encode is not None
+        self._vectors: dict[str, np.ndarray] = {}  # text -> its vector (encode), at most ENCODED_TEXTS_KEPT
+        self._vectors_lock = threading.Lock()
         self._is_obligation = is_obligation
         self._obligation_given = is_obligation is not None
         self._split = split
@@ -127,11 +131,28 @@ class FocusedAnswerer:
                 f"scorer {self._scorer_name}")
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-normalised embeddings of ``texts``; a text embedded before (one at a time, so the same vector
+        whatever came with it) is read from a bounded memory: a pass after the selection reads the units' vectors
+        again without embedding them twice."""
         if self._encode is None:
             model = shared_encoder(self.encoder, self.device, DENSE_MAX_SEQ_LENGTH)
             self._encode = functools.partial(model.encode, normalize_embeddings=True, convert_to_numpy=True,
                                              show_progress_bar=False, batch_size=UNIT_ENCODE_BATCH_SIZE)
-        return np.asarray(self._encode(texts))
+        if UNIT_ENCODE_BATCH_SIZE != 1 or self._encode_given:  # batched (padding) or given: as it comes
+            return np.asarray(self._encode(texts))
+        if not texts:
+            return np.asarray(self._encode(texts))
+        with self._vectors_lock:  # concurrent answers (rirag serve) share the memory
+            have = {t: self._vectors[t] for t in texts if t in self._vectors}
+        new = list(dict.fromkeys(t for t in texts if t not in have))
+        if new:
+            vectors = np.asarray(self._encode(new))
+            have.update(zip(new, vectors))
+            with self._vectors_lock:
+                if len(self._vectors) + len(new) > ENCODED_TEXTS_KEPT:
+                    self._vectors.clear()
+                self._vectors.update(zip(new, vectors))
+        return np.stack([have[t] for t in texts])
 
     def is_obligation(self, texts: list[str]) -> list[bool]:
         if self._is_obligation is None:

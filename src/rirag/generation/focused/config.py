@@ -132,6 +132,16 @@ class FocusedConfig:
         SWITCH: Switch("--linked-only", "when the lead rule is quoted with a rule it refers to or that refers to "
                        "it, leave out the other cited rules, linked to neither (graders marked such rules down as "
                        "padding); on by default (docs/research.md, issue 64)", default=True)})
+    answer_parts: bool = field(default=False, metadata={
+        "help": "For a question of several parts (\"..., and what ...\"), quote the context's unit closest to each "
+                "part that no cited rule answers within parts_margin (rirag.generation.focused.parts).",
+        SWITCH: Switch("--answer-parts", "read the question's parts from its wording and quote, for a part no cited "
+                       "rule answers, the rule of the context that does")})
+    parts_margin: float = field(default=0.05, metadata={
+        "help": "With answer_parts: a part counts as answered when a cited rule's unit is within this cosine of the "
+                "context's closest unit to it."})
+    parts_max_added: int = field(default=1, metadata={
+        "help": "With answer_parts: at most this many units added to an answer."})
     connect: bool = field(default=False, metadata={
         "help": "Open the quote of each rule that a followed link joins to a rule quoted before it with one line "
                 "saying how, from the reference as written (rirag.generation.focused.connect).",

@@ -22,6 +22,7 @@ from rirag.generation.focused.answer import FocusedAnswer, unsaid_where_cited
 from rirag.generation.focused.connect import connected
 from rirag.generation.focused.footnotes import with_footnotes
 from rirag.generation.focused.paired import linked_set
+from rirag.generation.focused.parts import answer_parts
 from rirag.generation.focused.referring import add_referring
 from rirag.generation.focused.whole_rules import whole_rules
 
@@ -72,6 +73,11 @@ def _connect(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRe
     return connected(answer)
 
 
+def _parts(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
+    cfg = answerer.config
+    return answer_parts(answer, answerer.encode, cfg.parts_margin, cfg.parts_max_added)
+
+
 def _paired(answerer: FocusedAnswerer, answer: FocusedAnswer, request: AnswerRequest) -> FocusedAnswer:
     return linked_set(answer)
 
@@ -81,6 +87,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("follow the cited rules' references", "follow_references", True, _follow),
     Pass("cite the retrieved rule referring to a cited one", "cite_referring", True, _referring),
     Pass("keep the lead's linked rules alone when it has one", "linked_only", False, _paired),
+    Pass("quote the rule that answers each part of the question", "answer_parts", False, _parts),
     Pass("quote each cited rule whole", "whole_rules", False, _whole),
     Pass("quote a rule with its footnotes, a footnote with its rule", "footnotes", True, _footnotes),
     Pass("say in one line how a quoted rule connects to one quoted before it", "connect", False, _connect),
