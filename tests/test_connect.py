@@ -58,7 +58,7 @@ def test_no_line_without_a_link_between_quoted_rules_and_one_line_per_rule():
     assert connected(plain) is plain  # the rule referred to is not quoted
     unlinked = _answer(passages, [0, 1, 2], [])
     assert connected(unlinked) is unlinked
-    twice = connected(_answer(passages, [0, 1], [Followed(1, "DP 11.1", 2, "t"), Followed(1, "DP 11.2", 2, "t")]))
+    twice = connected(_answer(passages, [0, 1], [Followed(1, "DP\u200e 11.1", 2, "t"), Followed(1, "DP 11.2", 2, "t")]))
     assert twice.leads == {1: 'Referred to by the rule above as "DP 11.1":'}
     # a second unit of a led rule gets no line of its own
     both = replace(twice, kept=[*twice.kept, replace(twice.kept[1], unit=replace(twice.kept[1].unit, index=1))])

@@ -4,7 +4,8 @@ An answer that quotes a rule and the rule it refers to reads as two quotations s
 out why the second is there. When the answer followed a reference between two of its quoted rules (the
 :class:`~rirag.generation.focused.answer.Followed` links its passes recorded: a reference followed, a referring
 rule cited, a footnote quoted), the second rule's quote opens with one line that says so in the words of the
-structure alone: the reference as the citing rule writes it, and which rule is the citing one.
+structure alone: the reference as the citing rule writes it (its spaces normalised, invisible format characters such
+as ObliQA's left-to-right marks left out), and which rule is the citing one.
 
 * the rule referred to, quoted after the rule that refers to it: ``Referred to by the rule above as "Depositor
   Protection 11.1 to 11.2":`` (``a rule above`` when another rule comes between them; the reference in quotes, as
@@ -19,6 +20,7 @@ before it; a rule reached by none, and the first rule, get none.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 from rirag.generation.focused.answer import FocusedAnswer, Followed
@@ -44,7 +46,7 @@ def connecting_line(link: Followed, order: list[int], passage: int) -> str | Non
     if other is None or other not in order or passage not in order or order.index(other) > order.index(passage):
         return None
     which = "the" if order.index(passage) - order.index(other) == 1 else "a"
-    reference = " ".join(link.reference.split())
+    reference = " ".join("".join(c for c in link.reference if unicodedata.category(c) != "Cf").split())
     if not reference:
         return None
     if target == passage:
