@@ -8,7 +8,10 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
+import pytest
+
 from rirag.constants import HYBRID_ALPHA, LEARNED_FUSION_RANKER, OFFLINE_ENCODER
+from rirag.errors import UsageError
 from rirag.retrieval.defaults import (
     CV_RESULTS,
     CV_RESULTS_ENV_VAR,
@@ -137,3 +140,36 @@ def test_the_demo_defaults_to_the_same_choice(tmp_path, monkeypatch):
     assert (s.model, s.options) == ("mine", {"alpha": 0.2, "xref_select": "auto", "depth": "50"})
     assert DemoSettings.from_env({"RIRAG_DEMO_RETRIEVER": "bm25"}).retriever == "bm25"
 
+
+
+def test_a_published_ranker_by_hub_id_is_the_default_where_it_can_be_had(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from rirag.retrieval.learned_fusion import load_ranker_config, ranker_folder
+    from rirag.validation import path_or_hub_id
+
+    monkeypatch.chdir(tmp_path)
+    published = _ranker(tmp_path / "hub-cache" / "snapshot", [OFFLINE_ENCODER])
+    asked = []
+
+    def snapshot_download(repo_id, **_):
+        asked.append(repo_id)
+        if repo_id != "rirag/rirag-learned-fusion":
+            raise huggingface_hub.errors.RepositoryNotFoundError(f"{repo_id} not found")
+        return str(published)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setenv(RANKER_ENV_VAR, "rirag/rirag-learned-fusion")
+    folder, why = trained_ranker()
+    assert folder == "rirag/rirag-learned-fusion" and "the trained ranker in rirag/rirag-learned-fusion" in why
+    assert ranker_folder(folder) == published and load_ranker_config(folder)["encoders"] == [OFFLINE_ENCODER]
+    assert default_spec()[0].options["ranker"] == "rirag/rirag-learned-fusion"
+    # a Hub id that cannot be had (offline without it in the cache, unknown) is no default, and the line says why
+    monkeypatch.setenv(RANKER_ENV_VAR, "rirag/no-such-ranker")
+    folder, why = trained_ranker()
+    assert folder is None and "'rirag/no-such-ranker': not a folder here and not to be had from the Hub" in why
+    assert "local/" not in "".join(asked)  # a local path never goes to the Hub
+    assert ranker_folder("artifacts/learned_fusion/x") == Path("artifacts/learned_fusion/x")
+    assert path_or_hub_id("rirag/rirag-learned-fusion") == "rirag/rirag-learned-fusion"
+    with pytest.raises(UsageError, match="neither a path here nor a Hub id"):
+        path_or_hub_id("no-such-folder")

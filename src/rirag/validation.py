@@ -218,6 +218,18 @@ def existing_path(value: Any, what: str = "value") -> str:
     return str(value)
 
 
+def path_or_hub_id(value: Any, what: str = "value") -> str:
+    """An existing path, or a Hub id (``owner/name``: one word, one slash, not a path here)."""
+    name = str(value)
+    if name and Path(name).exists():
+        return name
+    owner, slash, repo = name.partition("/")
+    if slash and owner and repo and "/" not in repo and not any(c.isspace() for c in name) \
+            and not name.startswith((".", "~")):
+        return name
+    raise UsageError(f"{what}: {value!r} is neither a path here nor a Hub id (owner/name)")
+
+
 def boolean(value: Any, what: str = "value") -> bool:
     if isinstance(value, bool):
         return value

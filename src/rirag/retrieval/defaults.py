@@ -107,13 +107,18 @@ def default_retriever(path: str | Path | None = None) -> RetrieverSpec:
 
 def trained_ranker(folder: str | Path | None = None) -> tuple[str | None, str]:
     """``(folder, why)``: the trained learned-fusion ranker the default uses (``folder``, else ``$RIRAG_RANKER``,
-    else :data:`~rirag.constants.LEARNED_FUSION_RANKER`, what ``make models`` builds) with every encoder it was
-    trained with at hand, or ``(None, why not)``. Cheap: reads the ranker's config, loads nothing."""
+    else :data:`~rirag.constants.LEARNED_FUSION_RANKER`, what ``make models`` builds; a folder, or the Hub id of a
+    published ranker: :func:`~rirag.retrieval.learned_fusion.ranker_folder`) with every encoder it was trained with
+    at hand, or ``(None, why not)``. Cheap: reads the ranker's config, loads nothing."""
     from rirag.models import model_available
-    from rirag.retrieval.learned_fusion import RANKER_FILE, load_ranker_config
+    from rirag.retrieval.learned_fusion import RANKER_FILE, load_ranker_config, ranker_folder
 
     folder = str(folder or os.environ.get(RANKER_ENV_VAR) or LEARNED_FUSION_RANKER)
-    if not (Path(folder) / RANKER_FILE).is_file():
+    try:
+        local = ranker_folder(folder)  # a Hub id (published ranker): its files, downloaded once or from the cache
+    except DataError as err:
+        return None, str(err)
+    if not (local / RANKER_FILE).is_file():
         return None, f"no trained ranker in {folder}; `make models` builds it"
     try:
         encoders = load_ranker_config(folder)["encoders"]

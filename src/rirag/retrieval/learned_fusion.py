@@ -384,8 +384,25 @@ def rank(features: FusionFeatures, scores: np.ndarray, ids: Sequence[str], k: in
     return run
 
 
+def ranker_folder(name: str | Path) -> Path:
+    """The folder of a trained ranker: ``name`` itself when it is a local path, else its Hub repo's files
+    (``huggingface_hub.snapshot_download``: downloaded once, then read from the local cache; with HF_HUB_OFFLINE set,
+    the cache alone). A Hub id that cannot be had is a DataError naming it."""
+    from rirag.models import looks_local
+
+    if looks_local(str(name)) or "/" not in str(name):
+        return Path(name)
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id=str(name)))
+    except Exception as err:  # noqa: BLE001 - offline, unknown repo, no access: one line naming the ranker
+        raise DataError(f"learned-fusion ranker {str(name)!r}: not a folder here and not to be had from the Hub "
+                        f"({type(err).__name__}: {' '.join(str(err).split())[:200]})") from None
+
+
 def load_ranker_config(folder: str | Path) -> dict:
-    folder = Path(folder)
+    folder = ranker_folder(folder)
     path = folder / CONFIG_FILE
     if not folder.is_dir():
         raise DataError(f"learned-fusion ranker {str(folder)!r}: no such folder "
@@ -404,7 +421,7 @@ class LearnedFusionRetriever:
 
     def __init__(self, corpus: Mapping[str, Passage], ranker: str | Path, encoders: Sequence[str] | None = None,
                  bm25=None, documents=None, **dense_options):
-        self.folder = Path(ranker)
+        self.folder = ranker_folder(ranker)
         self.config = load_ranker_config(self.folder)
         saved = list(self.config["encoders"])
         encoders = list(encoders) if encoders else saved

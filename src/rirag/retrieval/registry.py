@@ -238,8 +238,8 @@ RETRIEVERS: dict[str, RetrieverType] = {
                   **_DENSE_OPTIONS},
         needs_model=True, help="cross-encoder reranking of the hybrid's top rerank_depth"),
     "learned-fusion": RetrieverType(
-        _learned_fusion, {"ranker": Option(check.existing_path, "a folder from train/learned_fusion.py", required=True,
-                                           metavar="PATH"),
+        _learned_fusion, {"ranker": Option(check.path_or_hub_id, "a folder from train/learned_fusion.py, or the Hub "
+                                           "id of a published one", required=True, metavar="PATH"),
                           "encoders": Option(check.text, "comma-separated encoder names or paths"),
                           **_DENSE_OPTIONS},
         help="LightGBM ranker over BM25, encoders and document BM25"),
