@@ -145,7 +145,7 @@ def test_the_demo_defaults_to_the_same_choice(tmp_path, monkeypatch):
 def test_a_published_ranker_by_hub_id_is_the_default_where_it_can_be_had(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from rirag.retrieval.learned_fusion import load_ranker_config, ranker_folder
+    from rirag.retrieval.learned_fusion import _hub_snapshot, load_ranker_config, ranker_folder
     from rirag.validation import path_or_hub_id
 
     monkeypatch.chdir(tmp_path)
@@ -159,17 +159,20 @@ def test_a_published_ranker_by_hub_id_is_the_default_where_it_can_be_had(tmp_pat
         return str(published)
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    _hub_snapshot.cache_clear()
     monkeypatch.setenv(RANKER_ENV_VAR, "rirag/rirag-learned-fusion")
     folder, why = trained_ranker()
     assert folder == "rirag/rirag-learned-fusion" and "the trained ranker in rirag/rirag-learned-fusion" in why
     assert ranker_folder(folder) == published and load_ranker_config(folder)["encoders"] == [OFFLINE_ENCODER]
     assert default_spec()[0].options["ranker"] == "rirag/rirag-learned-fusion"
+    assert asked == ["rirag/rirag-learned-fusion"]  # resolved once a process, however often it is asked
     # a Hub id that cannot be had (offline without it in the cache, unknown) is no default, and the line says why
     monkeypatch.setenv(RANKER_ENV_VAR, "rirag/no-such-ranker")
     folder, why = trained_ranker()
     assert folder is None and "'rirag/no-such-ranker': not a folder here and not to be had from the Hub" in why
-    assert "local/" not in "".join(asked)  # a local path never goes to the Hub
+    before = list(asked)
     assert ranker_folder("artifacts/learned_fusion/x") == Path("artifacts/learned_fusion/x")
+    assert asked == before  # a local path never goes to the Hub
     assert path_or_hub_id("rirag/rirag-learned-fusion") == "rirag/rirag-learned-fusion"
     with pytest.raises(UsageError, match="neither a path here nor a Hub id"):
         path_or_hub_id("no-such-folder")

@@ -32,6 +32,7 @@ else); BM25 from :mod:`rirag.retrieval.bm25`. ``train/learned_fusion.py`` trains
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -392,12 +393,18 @@ def ranker_folder(name: str | Path) -> Path:
 
     if looks_local(str(name)) or "/" not in str(name):
         return Path(name)
+    return _hub_snapshot(str(name))
+
+
+@functools.lru_cache(maxsize=8)
+def _hub_snapshot(repo_id: str) -> Path:
+    """A ranker repo's files, resolved once a process (the default's check, the config and the retriever each ask)."""
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(repo_id=str(name)))
+        return Path(snapshot_download(repo_id=repo_id))
     except Exception as err:  # noqa: BLE001 - offline, unknown repo, no access: one line naming the ranker
-        raise DataError(f"learned-fusion ranker {str(name)!r}: not a folder here and not to be had from the Hub "
+        raise DataError(f"learned-fusion ranker {repo_id!r}: not a folder here and not to be had from the Hub "
                         f"({type(err).__name__}: {' '.join(str(err).split())[:200]})") from None
 
 
